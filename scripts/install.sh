@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what toolbench and its tests need: the load tools and servers from
+# Debian's packages, and the Python packages into .venv inside the checkout.
+# Idempotent: a second call checks and returns in a few seconds.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$repo/.venv"
+apt_packages=(siege apache2-utils wrk nginx openssh-server iproute2 procps python3-venv
+              openjdk-17-jre-headless maven)
+say() { printf '[install] %s\n' "$*" >&2; }
+
+missing=()
+for pkg in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    if [ "$(id -u)" -ne 0 ]; then
+        say "not root: install these first, then run this again:"
+        say "  sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+        exit 1
+    fi
+    say "apt-get install ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python="${PYTHON:-python3}"
+if [ ! -x "$venv/bin/python" ]; then
+    say "creating $venv"
+    "$python" -m venv "$venv"
+fi
+# Re-install only when the dependency list changed.
+stamp="$venv/.toolbench-installed"
+want="$(sha256sum "$repo/pyproject.toml" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "installing Python packages into $venv"
+    "$venv/bin/pip" install -q --upgrade pip
+    "$venv/bin/pip" install -q -e "$repo[test]"
+    echo "$want" > "$stamp"
+fi
+
+if [ -x "$repo/scripts/install_jmeter.sh" ]; then
+    "$repo/scripts/install_jmeter.sh" >/dev/null
+fi
+say "ready"

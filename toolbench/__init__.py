@@ -1,0 +1,1 @@
+"""toolbench: a load-tool meta-benchmark and result normalizer."""

@@ -1,0 +1,74 @@
+"""The adapter contract: one small module per load tool implements it.
+
+Building and parsing are pure functions over data; running the command is the
+host's job. Core code finds adapters only through the `toolbench.adapters`
+entry-point group (see toolbench.registry), never by name."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
+
+from toolbench.schema import Measurement
+
+if TYPE_CHECKING:
+    from toolbench.hosts import Host
+    from toolbench.plan import Cell
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What to run for one cell: argv, the input files to write first (name ->
+    contents, inside the cell's folder) and the output files the tool will write
+    (role -> name inside the cell's folder)."""
+
+    argv: list[str]
+    files: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RawOutput:
+    """Everything a tool left behind: its streams, its exit code and its output files."""
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    files: dict[str, Path] = field(default_factory=dict)  # role -> path
+    source: str | None = None  # a label for error messages, e.g. the file parsed
+
+
+@dataclass(frozen=True)
+class Support:
+    ok: bool
+    reason: str = ""
+
+
+SUPPORTED = Support(True)
+
+
+class Adapter(Protocol):
+    name: str
+    # Keys the scenario may set under `tools: {<name>: {...}}`, with their types.
+    option_types: Mapping[str, type]
+
+    def detect(self, host: "Host") -> str | None:
+        """The tool's version on this host, or None when it is not installed."""
+
+    def supports(self, cell: "Cell") -> Support:
+        """Whether this tool can run the cell as planned, and why not."""
+
+    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+        """The command for the cell. Pure: writes nothing."""
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        """Reads the tool's output. Pure; raises only toolbench.errors.ParseError."""
+
+    def classify(self, path: Path, text: str) -> str:
+        """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`."""
+
+
+def option(cell: "Cell", key: str, default: Any) -> Any:
+    """A tool option from the scenario, or its default."""
+    return cell.options.get(key, default)

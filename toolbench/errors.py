@@ -1,0 +1,40 @@
+"""The one exception tree. Library code raises these; only the CLI prints them."""
+from __future__ import annotations
+
+
+class ToolbenchError(Exception):
+    """Base of every error toolbench reports to its user."""
+
+
+class ScenarioError(ToolbenchError):
+    """A scenario file is malformed; the message names file:line and the key path."""
+
+
+class ParseError(ToolbenchError):
+    """A tool's output could not be understood."""
+
+    def __init__(self, tool: str, message: str, source: str | None = None) -> None:
+        where = f" ({source})" if source else ""
+        super().__init__(f"{tool}: cannot parse output{where}: {message}")
+        self.tool = tool
+        self.source = source
+
+
+class ToolMissingError(ToolbenchError):
+    """A load tool is not installed on the host that should run it."""
+
+
+class TargetError(ToolbenchError):
+    """The target could not be started or never became ready."""
+
+
+class HostError(ToolbenchError):
+    """A command could not be run on a host."""
+
+
+class StoreError(ToolbenchError):
+    """A run directory is missing or damaged."""
+
+
+class SchemaError(ToolbenchError):
+    """A stored record does not fit the result schema."""

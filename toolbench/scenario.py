@@ -1,0 +1,280 @@
+"""Scenario files, parsed once at the boundary into typed, frozen objects."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolbench import yamlread
+from toolbench.yamlread import Node
+
+TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "request", "matrix",
+            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+BUNDLED_SERVERS = ("nginx-static",)
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """`local`, or a machine reached over SSH."""
+
+    address: str = "local"
+    port: int = 22
+    user: str | None = None
+    key: str | None = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.address == "local"
+
+
+@dataclass(frozen=True)
+class Prerequisites:
+    ulimit: dict[str, int] = field(default_factory=dict)
+    sysctl: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One of: a bundled `server`, a `command` with its `url`, or a running `url`."""
+
+    server: str | None = None
+    command: str | None = None
+    url: str | None = None
+    ready_path: str = "/"
+    ready_timeout_s: float = 15.0
+    label: str | None = None
+
+    @property
+    def display(self) -> str:
+        return self.label or self.server or self.url or "target"
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    method: str = "GET"
+    path: str = "/"
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None
+    content_type: str | None = None
+
+
+@dataclass(frozen=True)
+class StopSpec:
+    duration_s: float | None = None
+    requests: int | None = None
+
+
+@dataclass(frozen=True)
+class Matrix:
+    tool: tuple[str, ...]
+    concurrency: tuple[int, ...] = (10,)
+    keepalive: tuple[bool, ...] = (True,)
+    rate: tuple[float | None, ...] = (None,)  # requests/s for an open model; None: closed
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    values: dict[str, Any]
+    locations: dict[str, str]  # option key -> "file:line", for errors found later
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    source: str
+    target: TargetSpec
+    matrix: Matrix
+    description: str = ""
+    generator: HostSpec = field(default_factory=HostSpec)
+    target_host: HostSpec = field(default_factory=HostSpec)
+    prerequisites: Prerequisites = field(default_factory=Prerequisites)
+    request: RequestSpec = field(default_factory=RequestSpec)
+    stop: StopSpec = field(default_factory=lambda: StopSpec(duration_s=10.0))
+    timeout_s: float | None = None  # hard limit per cell; derived from `stop` when absent
+    repeat: int = 1
+    cooldown_s: float = 0.0
+    probe_interval_s: float | None = None
+    monitor_interval_s: float | None = None
+    tools: dict[str, ToolOptions] = field(default_factory=dict)
+    locations: dict[str, str] = field(default_factory=dict)  # key path -> "file:line"
+    raw_text: str = ""
+
+    def cell_timeout_s(self) -> float:
+        """A hard limit that a healthy run never reaches."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        if self.stop.duration_s is not None:
+            return self.stop.duration_s * 2 + 30
+        return 300.0
+
+
+def load(path: str | Path) -> Scenario:
+    path = Path(path)
+    root = yamlread.load(path)
+    top = root.items(TOP_KEYS)
+    for required in ("name", "target", "matrix"):
+        if required not in top:
+            raise root.error(f"missing required key {required!r}")
+    locations: dict[str, str] = {}
+    hosts = _hosts(top["hosts"]) if "hosts" in top else {}
+    return Scenario(
+        name=top["name"].string(),
+        source=str(path),
+        description=top["description"].string() if "description" in top else "",
+        generator=hosts.get("generator", HostSpec()),
+        target_host=hosts.get("target", HostSpec()),
+        prerequisites=_prerequisites(top["prerequisites"]) if "prerequisites" in top else Prerequisites(),
+        target=_target(top["target"]),
+        request=_request(top["request"]) if "request" in top else RequestSpec(),
+        matrix=_matrix(top["matrix"], locations),
+        stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
+        timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
+        repeat=top["repeat"].positive_int() if "repeat" in top else 1,
+        cooldown_s=top["cooldown"].duration_s() if "cooldown" in top else 0.0,
+        probe_interval_s=_interval(top, "probe"),
+        monitor_interval_s=_interval(top, "monitor"),
+        tools=_tools(top["tools"]) if "tools" in top else {},
+        locations=locations,
+        raw_text=path.read_text(encoding="utf-8"),
+    )
+
+
+def _hosts(node: Node) -> dict[str, HostSpec]:
+    hosts = {}
+    for role, child in node.items(("generator", "target")).items():
+        if not isinstance(child.node, yamlread.yaml.MappingNode):
+            if child.string() != "local":
+                raise child.error("expected `local` or a mapping with address, port, user, key")
+            hosts[role] = HostSpec()
+            continue
+        keys = child.items(("address", "port", "user", "key"))
+        if "address" not in keys:
+            raise child.error("missing required key 'address'")
+        hosts[role] = HostSpec(
+            address=keys["address"].string(),
+            port=keys["port"].positive_int() if "port" in keys else 22,
+            user=keys["user"].string() if "user" in keys else None,
+            key=keys["key"].string() if "key" in keys else None,
+        )
+    return hosts
+
+
+def _prerequisites(node: Node) -> Prerequisites:
+    keys = node.items(("ulimit", "sysctl"))
+    ulimit = {}
+    if "ulimit" in keys:
+        ulimit = {k: v.positive_int() for k, v in keys["ulimit"].items(("nofile", "nproc")).items()}
+    sysctl = {}
+    if "sysctl" in keys:
+        sysctl = {k: str(v.scalar()) for k, v in keys["sysctl"].items().items()}
+    return Prerequisites(ulimit=ulimit, sysctl=sysctl)
+
+
+def _target(node: Node) -> TargetSpec:
+    keys = node.items(("server", "command", "url", "ready", "label"))
+    label = keys["label"].string() if "label" in keys else None
+    if "server" in keys:
+        if "command" in keys or "url" in keys:
+            raise keys["server"].error("give either `server` or `command`/`url`, not both")
+        return TargetSpec(server=keys["server"].choice(BUNDLED_SERVERS), label=label)
+    if "url" not in keys:
+        raise node.error("expected `server`, or `url` (with an optional `command` that serves it)")
+    url = keys["url"].string()
+    if not url.startswith(("http://", "https://")):
+        raise keys["url"].error(f"expected an http:// or https:// URL, got {url!r}")
+    ready_path, ready_timeout = "/", 15.0
+    if "ready" in keys:
+        ready = keys["ready"].items(("path", "timeout"))
+        ready_path = ready["path"].string() if "path" in ready else "/"
+        ready_timeout = ready["timeout"].duration_s() if "timeout" in ready else 15.0
+    command = keys["command"].string() if "command" in keys else None
+    return TargetSpec(command=command, url=url.rstrip("/"), ready_path=ready_path,
+                      ready_timeout_s=ready_timeout, label=label)
+
+
+def _request(node: Node) -> RequestSpec:
+    keys = node.items(("method", "path", "headers", "body", "content_type"))
+    path = keys["path"].string() if "path" in keys else "/"
+    if not path.startswith("/"):
+        raise keys["path"].error(f"expected a path starting with '/', got {path!r}")
+    headers = {}
+    if "headers" in keys:
+        headers = {k: str(v.scalar()) for k, v in keys["headers"].items().items()}
+    body = None
+    if "body" in keys and not keys["body"].is_null():
+        body = keys["body"].string()
+    return RequestSpec(
+        method=keys["method"].choice(METHODS) if "method" in keys else "GET",
+        path=path,
+        headers=headers,
+        body=body,
+        content_type=keys["content_type"].string() if "content_type" in keys else None,
+    )
+
+
+def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:
+    children = list(node.elements()) if node.is_sequence() else [node]
+    if not children:
+        raise node.error("expected at least one value")
+    for child in children:
+        locations[child.path] = f"{child.file}:{child.line}"
+    return tuple(read(child) for child in children)
+
+
+def _matrix(node: Node, locations: dict[str, str]) -> Matrix:
+    keys = node.items(("tool", "concurrency", "keepalive", "rate"))
+    if "tool" not in keys:
+        raise node.error("missing required key 'tool'")
+    return Matrix(
+        tool=_axis(keys["tool"], Node.string, locations),
+        concurrency=_axis(keys["concurrency"], Node.positive_int, locations)
+        if "concurrency" in keys else (10,),
+        keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
+        rate=_axis(keys["rate"], _rate, locations) if "rate" in keys else (None,),
+    )
+
+
+def _rate(node: Node) -> float | None:
+    if node.is_null():
+        return None
+    value = node.number()
+    if value <= 0:
+        raise node.error("expected a positive rate in requests/s")
+    return value
+
+
+def _stop(node: Node) -> StopSpec:
+    keys = node.items(("duration", "requests"))
+    if len(keys) != 1:
+        raise node.error("give exactly one of `duration` or `requests`")
+    if "duration" in keys:
+        duration = keys["duration"].duration_s()
+        if duration <= 0:
+            raise keys["duration"].error("expected a positive duration")
+        return StopSpec(duration_s=duration)
+    return StopSpec(requests=keys["requests"].positive_int())
+
+
+def _interval(top: dict[str, Node], key: str) -> float | None:
+    if key not in top:
+        return None
+    keys = top[key].items(("interval",))
+    if "interval" not in keys:
+        raise top[key].error("missing required key 'interval'")
+    interval = keys["interval"].duration_s()
+    if interval <= 0:
+        raise keys["interval"].error("expected a positive interval")
+    return interval
+
+
+def _tools(node: Node) -> dict[str, ToolOptions]:
+    tools = {}
+    for tool, child in node.items().items():
+        options = child.items()
+        tools[tool] = ToolOptions(
+            values={k: v.scalar() for k, v in options.items()},
+            locations={k: f"{v.file}:{v.line}" for k, v in options.items()}
+            | {"": f"{child.file}:{child.line}"},
+        )
+    return tools

@@ -1,0 +1,339 @@
+"""The common result schema: one versioned RunResult per executed matrix cell.
+
+Every metric is optional: `None` means the tool did not report it and toolbench
+could not derive it, and it is shown as absent, never as 0. `fidelity` says, for
+each metric that has a value, whether the tool reported it or toolbench derived it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Mapping, TypeVar
+
+from toolbench.errors import SchemaError
+
+SCHEMA_VERSION = 1
+
+T = TypeVar("T")
+
+
+class Fidelity(str, enum.Enum):
+    REPORTED = "reported"
+    DERIVED = "derived"
+    ABSENT = "absent"
+
+
+class Status(str, enum.Enum):
+    OK = "ok"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    TOOL_MISSING = "tool_missing"
+    UNSUPPORTED = "unsupported"
+    INTERRUPTED = "interrupted"
+
+
+class LoadModel(str, enum.Enum):
+    CLOSED = "closed"  # N connections, each sends its next request when the last one ends
+    OPEN = "open"  # requests are sent at a fixed rate whatever the responses do
+
+
+@dataclass(frozen=True)
+class Identity:
+    scenario: str
+    cell_id: str
+    tool: str
+    tool_version: str | None = None
+    target_label: str | None = None
+    url: str | None = None
+    concurrency: int | None = None
+    keepalive: bool | None = None
+    repetition: int = 1
+    model: LoadModel = LoadModel.CLOSED
+    rate_rps: float | None = None
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Timing:
+    started_at: str | None = None  # ISO 8601, UTC
+    ended_at: str | None = None
+    duration_s: float | None = None  # as the tool measured it
+    wall_s: float | None = None  # as toolbench measured it, around the tool's process
+
+
+@dataclass(frozen=True)
+class Failures:
+    """Failed requests by class. `http` holds HTTP errors whose class the tool does not tell."""
+
+    connect: int | None = None
+    timeout: int | None = None
+    read: int | None = None
+    http_4xx: int | None = None
+    http_5xx: int | None = None
+    http: int | None = None
+    other: int | None = None
+
+
+@dataclass(frozen=True)
+class Counts:
+    requests_total: int | None = None
+    requests_ok: int | None = None
+    requests_failed: int | None = None
+    failures: Failures = field(default_factory=Failures)
+    status_codes: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rates:
+    rps: float | None = None  # as the tool reported it
+    rps_derived: float | None = None  # requests_total / duration_s, computed by toolbench
+
+
+@dataclass(frozen=True)
+class Transfer:
+    received_bytes: int | None = None
+    sent_bytes: int | None = None
+    received_bytes_per_s: float | None = None
+
+
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50_ms", 50.0),
+    ("p66_ms", 66.0),
+    ("p75_ms", 75.0),
+    ("p80_ms", 80.0),
+    ("p90_ms", 90.0),
+    ("p95_ms", 95.0),
+    ("p98_ms", 98.0),
+    ("p99_ms", 99.0),
+    ("p999_ms", 99.9),
+)
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    p50_ms: float | None = None
+    p66_ms: float | None = None
+    p75_ms: float | None = None
+    p80_ms: float | None = None
+    p90_ms: float | None = None
+    p95_ms: float | None = None
+    p98_ms: float | None = None
+    p99_ms: float | None = None
+    p999_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Response time of whole requests. `resolution_ms` is the tool's rounding step:
+    a value below it (ab's integer milliseconds, siege's hundredths of a second)
+    means "less than one step", not zero."""
+
+    min_ms: float | None = None
+    mean_ms: float | None = None
+    max_ms: float | None = None
+    stdev_ms: float | None = None
+    percentiles: Percentiles = field(default_factory=Percentiles)
+    connect_mean_ms: float | None = None
+    ttfb_mean_ms: float | None = None
+    resolution_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class SecondSample:
+    second: int  # whole seconds since the first request
+    requests: int
+    errors: int | None = None
+    latency_mean_ms: float | None = None
+    latency_max_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class GeneratorCost:
+    cpu_user_s: float | None = None
+    cpu_system_s: float | None = None
+    cpu_mean_pct: float | None = None
+    cpu_peak_pct: float | None = None
+    cpu_us_per_request: float | None = None
+    rss_peak_bytes: int | None = None
+    threads_peak: int | None = None
+    open_files_peak: int | None = None
+    sockets_peak: int | None = None
+    time_wait_peak: int | None = None
+    load_avg_1m_peak: float | None = None
+    tcp_cwnd_mean: float | None = None
+    tcp_rtt_mean_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class ProbeSummary:
+    baseline_ms: list[float] = field(default_factory=list)
+    samples_ms: list[float] = field(default_factory=list)
+    failures: int = 0
+    findings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    role: str  # stdout, stderr, csv, tsv, json, log, jtl, ...
+    path: str  # relative to the run directory, so the folder publishes as it is
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    exit_code: int | None = None
+    error: str | None = None
+    artifacts: list[Artifact] = field(default_factory=list)
+
+
+# Metric names that carry a fidelity entry: the dotted path of the field in RunResult.
+METRICS: frozenset[str] = frozenset(
+    [f"timing.duration_s", "rates.rps", "rates.rps_derived"]
+    + [f"counts.{f}" for f in ("requests_total", "requests_ok", "requests_failed", "status_codes")]
+    + [f"counts.failures.{f.name}" for f in dataclasses.fields(Failures)]
+    + [f"transfer.{f.name}" for f in dataclasses.fields(Transfer)]
+    + [f"latency.{f.name}" for f in dataclasses.fields(Latency) if f.name != "percentiles"]
+    + [f"latency.percentiles.{name}" for name, _ in PERCENTILES]
+    + ["histogram", "series"]
+)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What an adapter's parse() reads from a tool's output: the tool's own view of the run.
+
+    `url`, `concurrency` and `tool_version` are what the output itself says, used when
+    normalizing output that toolbench did not run."""
+
+    tool: str
+    timing: Timing = field(default_factory=Timing)
+    counts: Counts = field(default_factory=Counts)
+    rates: Rates = field(default_factory=Rates)
+    transfer: Transfer = field(default_factory=Transfer)
+    latency: Latency = field(default_factory=Latency)
+    histogram: str | None = None  # HdrHistogram, base64 of the compressed V2 encoding, in µs
+    series: list[SecondSample] = field(default_factory=list)
+    fidelity: dict[str, Fidelity] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    url: str | None = None
+    concurrency: int | None = None
+    tool_version: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.fidelity) - METRICS
+        if unknown:
+            raise SchemaError(f"unknown metric names in fidelity: {sorted(unknown)}")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    identity: Identity
+    outcome: Outcome
+    timing: Timing = field(default_factory=Timing)
+    counts: Counts = field(default_factory=Counts)
+    rates: Rates = field(default_factory=Rates)
+    transfer: Transfer = field(default_factory=Transfer)
+    latency: Latency = field(default_factory=Latency)
+    histogram: str | None = None
+    series: list[SecondSample] = field(default_factory=list)
+    fidelity: dict[str, Fidelity] = field(default_factory=dict)
+    cost: GeneratorCost | None = None
+    probe: ProbeSummary | None = None
+    notes: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def fidelity_of(self, metric: str) -> Fidelity:
+        if metric not in METRICS:
+            raise SchemaError(f"unknown metric {metric!r}")
+        value: Any = self
+        for part in metric.split("."):
+            value = getattr(value, part)
+        if value is None or value == [] or value == {}:
+            return Fidelity.ABSENT
+        return self.fidelity.get(metric, Fidelity.REPORTED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunResult":
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise SchemaError(f"schema version {version!r} is not {SCHEMA_VERSION}")
+        return _decode(cls, data, "RunResult")
+
+
+def _encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        # JSON keys are strings; status codes come back as ints through the type hints.
+        return {str(k): _encode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(tp: Any, data: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        if data is None:
+            return None
+        options = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _decode(options[0], data, path)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, Mapping):
+            raise SchemaError(f"{path}: expected an object, got {type(data).__name__}")
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        unknown = set(data) - names
+        if unknown:
+            raise SchemaError(f"{path}: unknown fields {sorted(unknown)}")
+        kwargs = {k: _decode(hints[k], v, f"{path}.{k}") for k, v in data.items()}
+        return tp(**kwargs)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return [_decode(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
+    if origin is dict:
+        key_t, val_t = typing.get_args(tp)
+        return {key_t(k): _decode(val_t, v, f"{path}.{k}") for k, v in data.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(data)
+        except ValueError as exc:
+            raise SchemaError(f"{path}: {exc}") from None
+    if tp is float and isinstance(data, int) and not isinstance(data, bool):
+        return float(data)
+    if isinstance(tp, type) and not isinstance(data, tp):
+        raise SchemaError(f"{path}: expected {tp.__name__}, got {data!r}")
+    return data
+
+
+def result_from_measurement(
+    identity: Identity, outcome: Outcome, measurement: Measurement, **extra: Any
+) -> RunResult:
+    """Combine the tool's view of a run with what toolbench knows about it."""
+    return RunResult(
+        identity=identity,
+        outcome=outcome,
+        timing=measurement.timing,
+        counts=measurement.counts,
+        rates=measurement.rates,
+        transfer=measurement.transfer,
+        latency=measurement.latency,
+        histogram=measurement.histogram,
+        series=measurement.series,
+        fidelity=measurement.fidelity,
+        notes=measurement.notes,
+        **extra,
+    )
+
+
+def replace(obj: T, **changes: Any) -> T:
+    """dataclasses.replace, typed for the frozen records of this module."""
+    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]

@@ -1,0 +1,128 @@
+"""Reading YAML with positions: every value knows its file, line and key path,
+so that a bad scenario is reported as `file:line: key.path: what is wrong`."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from toolbench.errors import ScenarioError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+@dataclass(frozen=True)
+class Node:
+    """A YAML node with where it came from."""
+
+    node: yaml.Node
+    file: str
+    path: str
+
+    @property
+    def line(self) -> int:
+        return self.node.start_mark.line + 1
+
+    def error(self, message: str) -> ScenarioError:
+        return ScenarioError(f"{self.file}:{self.line}: {self.path or '<top>'}: {message}")
+
+    def _got(self) -> str:
+        if isinstance(self.node, yaml.ScalarNode):
+            return repr(self.node.value)
+        return "a list" if isinstance(self.node, yaml.SequenceNode) else "a mapping"
+
+    # scalars ---------------------------------------------------------------
+    def scalar(self) -> Any:
+        if not isinstance(self.node, yaml.ScalarNode):
+            raise self.error(f"expected a value, got {self._got()}")
+        return yaml.safe_load(yaml.serialize(self.node))
+
+    def string(self) -> str:
+        value = self.scalar()
+        if not isinstance(value, str) or not value:
+            raise self.error(f"expected a non-empty string, got {self._got()}")
+        return value
+
+    def boolean(self) -> bool:
+        value = self.scalar()
+        if not isinstance(value, bool):
+            raise self.error(f"expected true or false, got {self._got()}")
+        return value
+
+    def positive_int(self) -> int:
+        value = self.scalar()
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise self.error(f"expected a positive integer, got {self._got()}")
+        return value
+
+    def number(self) -> float:
+        value = self.scalar()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise self.error(f"expected a non-negative number, got {self._got()}")
+        return float(value)
+
+    def duration_s(self) -> float:
+        """`10s`, `2m`, `250ms`, `1h` or a bare number of seconds."""
+        value = self.scalar()
+        match = _DURATION.match(str(value)) if not isinstance(value, bool) else None
+        if match is None:
+            raise self.error(f"expected a duration like 10s, 2m or 250ms, got {self._got()}")
+        return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+    def choice(self, options: tuple[str, ...]) -> str:
+        value = self.string()
+        if value not in options:
+            raise self.error(f"expected one of {', '.join(options)}, got {value!r}")
+        return value
+
+    # collections -------------------------------------------------------------
+    def items(self, allowed: tuple[str, ...] | None = None) -> dict[str, "Node"]:
+        """The children of a mapping; with `allowed`, any other key is an error."""
+        if not isinstance(self.node, yaml.MappingNode):
+            raise self.error(f"expected a mapping, got {self._got()}")
+        children: dict[str, Node] = {}
+        for key_node, value_node in self.node.value:
+            key = str(key_node.value)
+            child_path = f"{self.path}.{key}" if self.path else key
+            child = Node(value_node, self.file, child_path)
+            if allowed is not None and key not in allowed:
+                where = Node(key_node, self.file, child_path)
+                raise where.error(f"unknown key (expected one of {', '.join(allowed)})")
+            if key in children:
+                raise Node(key_node, self.file, child_path).error("key given twice")
+            children[key] = child
+        return children
+
+    def elements(self) -> Iterator["Node"]:
+        if not isinstance(self.node, yaml.SequenceNode):
+            raise self.error(f"expected a list, got {self._got()}")
+        for i, child in enumerate(self.node.value):
+            yield Node(child, self.file, f"{self.path}[{i}]")
+
+    def is_null(self) -> bool:
+        return isinstance(self.node, yaml.ScalarNode) and self.node.tag.endswith(":null")
+
+    def is_sequence(self) -> bool:
+        return isinstance(self.node, yaml.SequenceNode)
+
+
+def load(path: Path) -> Node:
+    label = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{label}: cannot read: {exc.strerror}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(f"{label}{line}: not valid YAML: {problem}") from None
+    if root is None:
+        raise ScenarioError(f"{label}:1: the file is empty")
+    return Node(root, label, "")
