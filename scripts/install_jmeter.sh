@@ -87,7 +87,7 @@ mkdir -p "${WORK}/deps" "${NEW_HOME}/bin" "${NEW_HOME}/lib/ext" "${NEW_HOME}/lib
   <packaging>pom</packaging>
   <dependencies>
 EOF
-    for m in "${MODULES[@]}"; do
+    for m in ApacheJMeter "${MODULES[@]}"; do
         printf '    <dependency><groupId>org.apache.jmeter</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n' "$m" "${VERSION}"
     done
     cat <<EOF

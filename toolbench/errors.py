@@ -38,3 +38,11 @@ class StoreError(ToolbenchError):
 
 class SchemaError(ToolbenchError):
     """A stored record does not fit the result schema."""
+
+
+class Interrupted(ToolbenchError):
+    """Ctrl-C during a run: what was measured is on disk."""
+
+    def __init__(self, run_dir: object) -> None:
+        super().__init__(f"interrupted; the cells measured so far are kept in {run_dir}")
+        self.run_dir = run_dir

@@ -80,6 +80,7 @@ def started(spec: TargetSpec, workdir: Path) -> Iterator[RunningTarget]:
 @contextlib.contextmanager
 def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1") -> Iterator[RunningTarget]:
     """A real nginx with its own config on a free loopback port."""
+    workdir = workdir.resolve()
     binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
     if binary is None:
         raise TargetError("nginx-static: nginx is not installed (apt-get install nginx)")

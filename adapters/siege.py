@@ -1,0 +1,247 @@
+"""siege: builds its command and its own siegerc, reads its text summary, its
+JSON summary (-j) and its log line (--log)."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
+from toolbench.errors import ParseError
+from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing,
+                              Transfer)
+
+if TYPE_CHECKING:
+    from toolbench.hosts import Host
+    from toolbench.plan import Cell
+
+MIB = 1024 * 1024
+
+# Written for every run: Debian's /etc/siege/siegerc turns JSON output on, and a
+# user's ~/.siege/siege.conf could change anything else, so no run depends on either.
+# Logging stays off: with it on, siege 4.0.7 often hangs after a timed (-t) run
+# (3 runs in 8 at -c 50 here; none in 8 with it off). The JSON summary has every
+# figure the log line has.
+SIEGERC = """\
+verbose = false
+color = off
+quiet = false
+json_output = true
+show-logfile = false
+logging = false
+protocol = HTTP/1.1
+connection = {connection}
+concurrent = {concurrency}
+limit = {limit}
+benchmark = true
+timeout = {timeout}
+failures = 2147483647
+internet = false
+accept-encoding =
+chunked = true
+cache = false
+parser = false
+spinner = false
+"""
+
+# The summary's labels, in the text form and the JSON form, to one name each.
+_KEYS = {
+    "transactions": "transactions", "availability": "availability", "elapsed time": "elapsed_time",
+    "data transferred": "data_transferred", "response time": "response_time",
+    "transaction rate": "transaction_rate", "throughput": "throughput", "concurrency": "concurrency",
+    "successful transactions": "successful_transactions", "failed transactions": "failed_transactions",
+    "longest transaction": "longest_transaction", "shortest transaction": "shortest_transaction",
+}
+_TEXT_LINE = re.compile(r"^([A-Z][a-z ]+):\s+([\d.]+)")
+_LOG_HEADER = re.compile(r"^\s*Date & Time,\s*Trans,")
+_VERSION = re.compile(r"SIEGE (\d[\w.\-]*)")
+_ERROR = re.compile(r"\[error\]\s*(.*)")
+_VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
+
+
+class SiegeAdapter:
+    name = "siege"
+    option_types = {"timeout_s": int}
+
+    def detect(self, host: "Host") -> str | None:
+        if host.which("siege") is None:
+            return None
+        captured = host.capture(["siege", "--version"])
+        match = _VERSION.search(captured.stdout + captured.stderr)
+        return match.group(1) if match else None
+
+    def supports(self, cell: "Cell") -> Support:
+        if cell.rate_rps is not None:
+            return Support(False, "siege has no fixed-rate (open model) mode")
+        if cell.request.body is not None and cell.request.method not in ("POST", "PUT", "PATCH"):
+            return Support(False, f"siege sends a body only with POST, PUT or PATCH, not {cell.request.method}")
+        return SUPPORTED
+
+    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+        assert cell.url is not None, "the runner resolves the URL before building"
+        rc = SIEGERC.format(connection="keep-alive" if cell.keepalive else "close",
+                            concurrency=cell.concurrency, limit=max(255, cell.concurrency),
+                            timeout=option(cell, "timeout_s", 30))
+        # Never -g: with keep-alive it hangs. -R makes siege ignore every other siegerc.
+        argv = ["siege", "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
+        if cell.stop.requests is not None:
+            argv += ["-r", str(math.ceil(cell.stop.requests / cell.concurrency))]
+        else:
+            assert cell.stop.duration_s is not None
+            argv += ["-t", f"{max(1, math.ceil(cell.stop.duration_s))}S"]
+        req = cell.request
+        for key, value in req.headers.items():
+            argv += ["-H", f"{key}: {value}"]
+        target = cell.url
+        if req.body is not None:
+            argv += ["--content-type", req.content_type or "application/octet-stream"]
+            target = f"{cell.url} {req.method} {req.body}"
+        elif req.method != "GET":
+            target = f"{cell.url} {req.method}"
+        argv.append(target)
+        return Invocation(argv=argv, files={"siegerc": rc})
+
+    def classify(self, path: Path, text: str) -> str:
+        stripped = text.lstrip()
+        if stripped.startswith("{"):
+            return "stdout"
+        if _LOG_HEADER.match(text) or re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,", stripped):
+            return "log"
+        return "stderr" if "Transactions:" in text else "stdout"
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        return parse(raw)
+
+
+def parse(raw: RawOutput) -> Measurement:
+    summary = _json_summary(raw.stdout) or _text_summary(raw.stderr) or _text_summary(raw.stdout)
+    source = "summary"
+    if summary is None and "log" in raw.files:
+        summary, source = _log_summary(raw.files["log"]), "log line"
+    if summary is None:
+        if _errors(raw.stderr):
+            raise ParseError("siege", "no summary; siege said: " + _errors(raw.stderr)[-1], raw.source)
+        raise ParseError("siege", "no summary (text, JSON or log line) in the output", raw.source)
+    return _measurement(summary, raw, source)
+
+
+def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measurement:
+    notes = [f"figures from siege's {source}",
+             "siege reports times in hundredths of a second and data in MB with two decimals"]
+    fidelity: dict[str, Fidelity] = {}
+    transactions = int(s["transactions"])
+    failed = int(s.get("failed_transactions", 0))
+    ok = s.get("successful_transactions")
+    http_errors = None
+    if ok is not None:
+        # siege counts every HTTP response as a transaction, a 404 included, and calls
+        # that 100% available; only "successful" ones have a status below 400.
+        http_errors = transactions - int(ok)
+        if http_errors:
+            notes.append(f"{http_errors} responses had a status of 400 or more; siege counted them as "
+                         "transactions and as available")
+    for name in ("counts.requests_total", "counts.failures.http", "transfer.received_bytes"):
+        fidelity[name] = Fidelity.DERIVED
+    return Measurement(
+        tool="siege",
+        timing=Timing(duration_s=s.get("elapsed_time")),
+        counts=Counts(requests_total=transactions + failed, requests_ok=int(ok) if ok is not None else None,
+                      requests_failed=failed + (http_errors or 0) if ok is not None else None,
+                      failures=_failure_classes(failed, raw.stderr, http_errors),
+                      status_codes=_verbose_codes(raw.stdout)),
+        rates=Rates(rps=s.get("transaction_rate")),
+        transfer=Transfer(
+            received_bytes=round(s["data_transferred"] * MIB) if "data_transferred" in s else None,
+            received_bytes_per_s=s["throughput"] * MIB if "throughput" in s else None),
+        latency=Latency(min_ms=_ms(s.get("shortest_transaction")), mean_ms=_ms(s.get("response_time")),
+                        max_ms=_ms(s.get("longest_transaction")), resolution_ms=10.0),
+        fidelity=fidelity,
+        notes=notes,
+        tool_version=_version(raw.stderr + raw.stdout),
+    )
+
+
+def _failure_classes(failed: int, stderr: str, http_errors: int | None) -> Failures:
+    """siege counts socket failures without classes; its [error] lines on stderr name them."""
+    connect = timeout = read = 0
+    for line in _errors(stderr):
+        low = line.lower()
+        if "refused" in low or "unable to connect" in low:
+            connect += 1
+        elif "timed out" in low or "timeout" in low:
+            timeout += 1
+        elif "reset" in low or "socket read" in low:
+            read += 1
+    classified = connect + timeout + read
+    if classified > failed:  # more lines than failures: keep the tool's count, unclassified
+        connect = timeout = read = 0
+        classified = 0
+    return Failures(connect=connect, timeout=timeout, read=read, http=http_errors, other=failed - classified)
+
+
+def _json_summary(text: str) -> dict[str, float] | None:
+    start = text.find("{")
+    if start < 0:
+        return None
+    end = text.rfind("}")
+    try:
+        data = json.loads(text[start:end + 1])
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or "transactions" not in data:
+        return None
+    return {k: float(v) for k, v in data.items() if k in _KEYS.values() and isinstance(v, (int, float))}
+
+
+def _text_summary(text: str) -> dict[str, float] | None:
+    found = {}
+    for line in text.splitlines():
+        if (m := _TEXT_LINE.match(line.strip())) and m.group(1).strip().lower() in _KEYS:
+            found[_KEYS[m.group(1).strip().lower()]] = float(m.group(2))
+    return found if "transactions" in found else None
+
+
+def _log_summary(path: Path) -> dict[str, float] | None:
+    """The last data line of siege's log: date, trans, elapsed, MB, resp time, rate,
+    throughput, concurrency, okay, failed."""
+    names = ("transactions", "elapsed_time", "data_transferred", "response_time", "transaction_rate",
+             "throughput", "concurrency", "successful_transactions", "failed_transactions")
+    rows = [line for line in path.read_text(errors="replace").splitlines()
+            if line.strip() and not _LOG_HEADER.match(line)]
+    if not rows:
+        return None
+    cells = [c.strip() for c in rows[-1].split(",")]
+    try:
+        values = [float(c) for c in cells[1:1 + len(names)]]
+    except ValueError:
+        raise ParseError("siege", f"not a log line: {rows[-1]!r}", str(path)) from None
+    if len(values) != len(names):
+        raise ParseError("siege", f"expected {len(names) + 1} fields in the log line, got {len(cells)}", str(path))
+    return dict(zip(names, values))
+
+
+def _errors(stderr: str) -> list[str]:
+    return [m.group(1).strip() for line in stderr.splitlines() if (m := _ERROR.search(line))]
+
+
+def _verbose_codes(stdout: str) -> dict[int, int]:
+    codes: dict[int, int] = {}
+    for line in stdout.splitlines():
+        if m := _VERBOSE.match(line):
+            code = int(m.group(1))
+            codes[code] = codes.get(code, 0) + 1
+    return codes
+
+
+def _version(text: str) -> str | None:
+    m = _VERSION.search(text)
+    return m.group(1) if m else None
+
+
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1000.0 if seconds is not None else None
+
+
+ADAPTER = SiegeAdapter()

@@ -1,0 +1,134 @@
+"""The subcommands behind `toolbench`: each reads its arguments, calls the library, prints."""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+from toolbench import derive, registry, store
+from toolbench.adapter import RawOutput
+from toolbench.errors import Interrupted, ToolbenchError
+from toolbench.schema import Identity, Outcome, RunResult, result_from_measurement
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolbench import runner, scenario
+    from toolbench.cli.progress import ProgressObserver
+    from toolbench.report import render
+
+    loaded = scenario.load(args.scenario)
+    show = not args.no_progress and sys.stderr.isatty()
+    try:
+        with ProgressObserver(enabled=show) as observer:
+            summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer)
+    except Interrupted as exc:
+        # What was measured before Ctrl-C is on disk: render it, then report the interruption.
+        print(render.render_run(Path(str(exc.run_dir))))
+        raise
+    _print_results_table(store.RunDir.open(summary.run_dir).results())
+    print(render.render_run(summary.run_dir))
+    return 0
+
+
+def validate(args: argparse.Namespace) -> int:
+    from toolbench import plan, scenario
+
+    loaded = scenario.load(args.scenario)
+    cells = plan.expand(loaded)
+    unsupported = [c for c in cells if not c.support.ok]
+    for planned in cells:
+        state = "run" if planned.support.ok else f"unsupported: {planned.support.reason}"
+        print(f"  {planned.cell.id:<32} {state}")
+    print(f"{args.scenario}: ok, {len(cells)} cells, {len(unsupported)} unsupported")
+    return 0
+
+
+def parse(args: argparse.Namespace) -> int:
+    adapter = registry.get(args.tool)
+    results = [_parse_group(adapter, name, paths) for name, paths in _group(args.files).items()]
+    if args.format == "json":
+        json.dump([r.to_dict() for r in results], sys.stdout, indent=2, sort_keys=True)
+        print()
+    elif args.format == "csv":
+        rows = [store.flatten(r) for r in results]
+        columns = sorted({key for row in rows for key in row})
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        _print_results_table(results)
+    return 0
+
+
+def _group(paths: list[Path]) -> dict[str, list[Path]]:
+    """Files of one run share a name: out.txt, out.stderr.txt, out.csv, out.tsv."""
+    groups: dict[str, list[Path]] = {}
+    for path in paths:
+        if not path.is_file():
+            raise ToolbenchError(f"{path}: no such file")
+        name = path.name[: -len(".stderr.txt")] if path.name.endswith(".stderr.txt") else path.stem
+        groups.setdefault(str(path.parent / name), []).append(path)
+    return groups
+
+
+def _parse_group(adapter: object, name: str, paths: list[Path]) -> RunResult:
+    streams = {"stdout": "", "stderr": ""}
+    files: dict[str, Path] = {}
+    for path in paths:
+        text = path.read_text(errors="replace")
+        role = "stderr" if path.name.endswith(".stderr.txt") else adapter.classify(path, text)  # type: ignore[attr-defined]
+        if role in streams:
+            streams[role] += text
+        else:
+            files[role] = path
+    raw = RawOutput(stdout=streams["stdout"], stderr=streams["stderr"], files=files, source=name)
+    measurement = derive.complete(adapter.parse(raw))  # type: ignore[attr-defined]
+    status, error = derive.judge(measurement, 0, timed_out=False, interrupted=False, timeout_s=0,
+                                 stderr=raw.stderr)
+    identity = Identity(scenario="parsed", cell_id=Path(name).name, tool=measurement.tool,
+                        tool_version=measurement.tool_version, url=measurement.url,
+                        concurrency=measurement.concurrency)
+    return result_from_measurement(identity, Outcome(status, error=error), measurement)
+
+
+def tools(args: argparse.Namespace) -> int:
+    from toolbench.hosts import LocalHost
+
+    host = LocalHost()
+    for name, adapter in registry.adapters().items():
+        try:
+            version = adapter.detect(host)
+        except ToolbenchError as exc:
+            version, why = None, str(exc)
+        else:
+            why = "not found"
+        print(f"{name:<12} {version if version else '- (' + why + ')'}")
+    return 0
+
+
+def report(args: argparse.Namespace) -> int:
+    from toolbench.report import render
+
+    if len(args.runs) > 1 and args.output is None:
+        raise ToolbenchError("several runs render into one file: give it with -o")
+    print(render.render_runs(args.runs, args.output))
+    return 0
+
+
+def _print_results_table(results: list[RunResult]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from toolbench.report.fmt import number
+
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("cell", "status", "requests", "failed", "req/s", "mean ms", "p99 ms"):
+        table.add_column(column, justify="left" if column in ("cell", "status") else "right")
+    for r in results:
+        table.add_row(r.identity.cell_id, r.outcome.status.value, number(r.counts.requests_total),
+                      number(r.counts.requests_failed), number(r.rates.rps or r.rates.rps_derived),
+                      number(r.latency.mean_ms, r.latency.resolution_ms),
+                      number(r.latency.percentiles.p99_ms, r.latency.resolution_ms))
+    Console(file=sys.stderr).print(table)

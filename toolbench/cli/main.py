@@ -1,0 +1,81 @@
+"""The `toolbench` command. The one place where errors are printed and exit codes chosen."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from toolbench.errors import Interrupted, ToolbenchError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from toolbench.cli import commands
+
+    parser = argparse.ArgumentParser(prog="toolbench", description="Load-tool meta-benchmark and result normalizer.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run a scenario and render its report")
+    p.add_argument("scenario", type=Path)
+    p.add_argument("-o", "--reports", type=Path, default=Path("reports"), help="where run folders land (default: reports/)")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping the cells it has")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (the default when not on a terminal)")
+    p.set_defaults(func=commands.run)
+
+    p = sub.add_parser("validate", help="check a scenario and show its plan")
+    p.add_argument("scenario", type=Path)
+    p.set_defaults(func=commands.validate)
+
+    p = sub.add_parser("parse", help="normalize existing tool output, running nothing")
+    p.add_argument("--tool", required=True)
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    p.add_argument("--format", choices=("json", "csv", "table"), default="json")
+    p.set_defaults(func=commands.parse)
+
+    p = sub.add_parser("tools", help="list the load tools found on this machine")
+    p.set_defaults(func=commands.tools)
+
+    p = sub.add_parser("report", help="render the report of stored runs")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("-o", "--output", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+    p.set_defaults(func=commands.report)
+
+    for extra in _extra_commands():
+        extra(sub)
+    return parser
+
+
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Subcommands that live with their subsystem (the engine owns its flags)."""
+    found = []
+    try:
+        from toolbench.engine.cli import add_parser
+    except ImportError:
+        pass
+    else:
+        found.append(add_parser)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("toolbench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Interrupted as exc:
+        print(f"toolbench: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except ToolbenchError as exc:
+        print(f"toolbench: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The progress bar of `toolbench run`: cells done, the current cell, the ETA."""
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from toolbench.plan import Cell
+from toolbench.schema import RunResult, Status
+
+
+class ProgressObserver:
+    def __init__(self, enabled: bool) -> None:
+        self._console = Console(stderr=True)
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=self._console, disable=not enabled, transient=False)
+        self._task = self._progress.add_task("planning", total=None)
+        self._enabled = enabled
+
+    def __enter__(self) -> "ProgressObserver":
+        self._progress.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._progress.stop()
+
+    def planned(self, total: int, skipped: int) -> None:
+        self._progress.update(self._task, total=total, completed=skipped, description="starting target")
+
+    def cell_started(self, index: int, cell: Cell) -> None:
+        self._progress.update(self._task, description=cell.id)
+
+    def cell_finished(self, index: int, result: RunResult) -> None:
+        self._progress.advance(self._task)
+        if result.outcome.status not in (Status.OK, Status.UNSUPPORTED):
+            line = f"{result.identity.cell_id}: {result.outcome.status.value}: {result.outcome.error}"
+            self._console.print(line, style="yellow", markup=False)
+        elif not self._enabled:
+            self._console.print(f"{result.identity.cell_id}: {result.outcome.status.value}", markup=False)

@@ -1,0 +1,87 @@
+"""What toolbench derives from a tool's own figures, and how it judges a cell.
+
+Derived values are marked DERIVED in the fidelity map; nothing is invented where
+the inputs are missing."""
+from __future__ import annotations
+
+import dataclasses
+
+from toolbench import histogram
+from toolbench.schema import (PERCENTILES, Counts, Fidelity, Latency, Measurement, Outcome, Rates,
+                              Status, Transfer)
+
+
+def complete(m: Measurement) -> Measurement:
+    fidelity = dict(m.fidelity)
+
+    def mark(*names: str) -> None:
+        for name in names:
+            fidelity.setdefault(name, Fidelity.DERIVED)
+
+    counts, rates, transfer, latency = m.counts, m.rates, m.transfer, m.latency
+    duration = m.timing.duration_s
+    if counts.requests_failed is None and counts.requests_total is not None and counts.requests_ok is not None:
+        counts = dataclasses.replace(counts, requests_failed=counts.requests_total - counts.requests_ok)
+        mark("counts.requests_failed")
+    if counts.requests_total is not None and duration:
+        rates = dataclasses.replace(rates, rps_derived=counts.requests_total / duration)
+        mark("rates.rps_derived")
+    if transfer.received_bytes is not None and transfer.received_bytes_per_s is None and duration:
+        transfer = dataclasses.replace(transfer, received_bytes_per_s=transfer.received_bytes / duration)
+        mark("transfer.received_bytes_per_s")
+    if m.histogram is not None:
+        latency = _from_histogram(m.histogram, latency, mark)
+    return dataclasses.replace(m, counts=counts, rates=rates, transfer=transfer, latency=latency,
+                               fidelity=fidelity)
+
+
+def _from_histogram(encoded: str, latency: Latency, mark: "callable") -> Latency:  # type: ignore[valid-type]
+    hist = histogram.decode(encoded)
+    if hist.get_total_count() == 0:
+        return latency
+    changes: dict[str, object] = {}
+    for name, value in (("min_ms", hist.get_min_value() / 1000.0), ("max_ms", hist.get_max_value() / 1000.0),
+                        ("mean_ms", hist.get_mean_value() / 1000.0), ("stdev_ms", hist.get_stddev() / 1000.0)):
+        if getattr(latency, name) is None:
+            changes[name] = value
+            mark(f"latency.{name}")
+    derived = histogram.percentiles_ms(hist)
+    pct_changes = {}
+    for name, _ in PERCENTILES:
+        if getattr(latency.percentiles, name) is None:
+            pct_changes[name] = getattr(derived, name)
+            mark(f"latency.percentiles.{name}")
+    changes["percentiles"] = dataclasses.replace(latency.percentiles, **pct_changes)
+    return dataclasses.replace(latency, **changes)
+
+
+def judge(m: Measurement | None, exit_code: int | None, *, timed_out: bool, interrupted: bool,
+          timeout_s: float, stderr: str, ok_exit_codes: tuple[int, ...] = (0,)) -> tuple[Status, str | None]:
+    """A cell is ok only when the tool ended normally and at least one request succeeded:
+    a run of refused connections or of 404s is a failure, whatever the tool says."""
+    if interrupted:
+        return Status.INTERRUPTED, "interrupted by the user"
+    if timed_out:
+        return Status.TIMED_OUT, f"no result within the hard limit of {timeout_s:g}s; the tool was killed"
+    if exit_code not in ok_exit_codes:
+        return Status.FAILED, f"exit code {exit_code}" + _last_line(stderr)
+    if m is None:
+        return Status.FAILED, "no output to parse"
+    counts = m.counts
+    if counts.requests_ok == 0 or (counts.requests_ok is None and not counts.requests_total):
+        return Status.FAILED, "no successful request" + _failure_summary(counts)
+    return Status.OK, None
+
+
+def _failure_summary(counts: Counts) -> str:
+    parts = [f"{value} {f.name.replace('_', ' ')}" for f in dataclasses.fields(counts.failures)
+             if (value := getattr(counts.failures, f.name))]
+    return f": {', '.join(parts)}" if parts else ""
+
+
+def _last_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    return f": {lines[-1][:300]}" if lines else ""
+
+
+__all__ = ["complete", "judge", "Outcome", "Rates", "Transfer"]

@@ -1,0 +1,144 @@
+"""What one engine run is asked to do, checked once, and the request bytes it sends."""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import urllib.parse
+from dataclasses import dataclass, field
+
+from toolbench.errors import ToolbenchError
+
+USER_AGENT = "toolbench-engine"
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class EngineError(ToolbenchError):
+    """The engine cannot run as asked: bad options, an unusable URL, a failed worker."""
+
+
+@dataclass(frozen=True)
+class Target:
+    host: str  # as written in the URL, for the Host header
+    address: str  # resolved once, so no connection pays for a DNS lookup
+    port: int
+    path: str  # path and query, as sent on the request line
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    url: str
+    connections: int
+    duration_s: float | None = None
+    requests: int | None = None
+    workers: int | None = None  # None: one per CPU this process may run on
+    rate_rps: float | None = None  # None: closed model
+    keepalive: bool = True
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    connect_timeout_s: float | None = None  # None: the request timeout
+    warmup_s: float = 0.0
+    scenario: str = "engine"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def open_model(self) -> bool:
+        return self.rate_rps is not None
+
+    @property
+    def connect_timeout(self) -> float:
+        return self.connect_timeout_s if self.connect_timeout_s is not None else self.timeout_s
+
+    def worker_count(self) -> int:
+        wanted = self.workers if self.workers is not None else len(os.sched_getaffinity(0))
+        return max(1, min(wanted, self.connections))
+
+
+def validate(opts: EngineOptions) -> None:
+    """Raises EngineError naming the first option that cannot work."""
+    if opts.connections < 1:
+        raise EngineError(f"connections must be at least 1, got {opts.connections}")
+    if (opts.duration_s is None) == (opts.requests is None):
+        raise EngineError("give exactly one of a duration (-d) or a request count (-n)")
+    if opts.duration_s is not None and opts.duration_s <= 0:
+        raise EngineError(f"duration must be positive, got {opts.duration_s:g}s")
+    if opts.requests is not None and opts.requests < 1:
+        raise EngineError(f"request count must be at least 1, got {opts.requests}")
+    if opts.workers is not None and opts.workers < 1:
+        raise EngineError(f"workers must be at least 1, got {opts.workers}")
+    if opts.rate_rps is not None and not opts.rate_rps > 0:
+        raise EngineError(f"rate must be positive, got {opts.rate_rps:g}")
+    if not opts.timeout_s > 0:
+        raise EngineError(f"timeout must be positive, got {opts.timeout_s:g}s")
+    if opts.warmup_s < 0:
+        raise EngineError(f"warm-up cannot be negative, got {opts.warmup_s:g}s")
+    if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", opts.method):
+        raise EngineError(f"not an HTTP method: {opts.method!r}")
+    for name, value in opts.headers:
+        if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name) or "\r" in value or "\n" in value:
+            raise EngineError(f"not a valid header: {name!r}: {value!r}")
+
+
+def parse_url(url: str) -> Target:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https":
+        raise EngineError(f"{url}: https is not supported by the engine (plain http only)")
+    if parts.scheme != "http" or not parts.hostname:
+        raise EngineError(f"{url}: expected a URL like http://host:port/path")
+    try:
+        port = parts.port or 80
+    except ValueError:
+        raise EngineError(f"{url}: bad port") from None
+    try:
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise EngineError(f"{url}: cannot resolve {parts.hostname}: {exc.strerror}") from None
+    address = str(infos[0][4][0])
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return Target(host=host, address=address, port=port, path=path)
+
+
+def request_bytes(opts: EngineOptions, target: Target) -> bytes:
+    """The whole request, formatted once: every send writes the same bytes."""
+    given = {name.lower() for name, _ in opts.headers}
+    lines = [f"{opts.method} {target.path} HTTP/1.1"]
+    defaults = (("Host", target.host), ("User-Agent", USER_AGENT), ("Accept", "*/*"))
+    lines += [f"{name}: {value}" for name, value in defaults if name.lower() not in given]
+    lines += [f"{name}: {value}" for name, value in opts.headers
+              if name.lower() not in ("content-length", "connection")]
+    if opts.body or opts.method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(opts.body)}")
+    if not opts.keepalive:
+        lines.append("Connection: close")
+    head = "\r\n".join(lines) + "\r\n\r\n"
+    return head.encode("latin-1") + opts.body
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """`10`, `10s`, `500ms`, `2m`, `1h` -> seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise EngineError(f"not a duration: {text!r} (e.g. 10s, 500ms, 2m)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise EngineError(f"not a header: {text!r} (expected 'Name: value')")
+    return name.strip(), value.strip()
+
+
+def split(total: int, parts: int) -> list[int]:
+    """`total` spread over `parts` as evenly as integers allow, larger shares first."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]

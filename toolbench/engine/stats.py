@@ -1,0 +1,173 @@
+"""Per-worker recording, and the exact merge of what the workers send back.
+
+Timing every request must cost next to nothing, so the hot path only appends a
+nanosecond latency to an array('q') and bumps a status-code counter. Once a
+second flush() turns the array into HDR counts (grouping equal values first, so
+the slow pure-Python record_value runs once per distinct microsecond, not once
+per request) and into one sample of the per-second series."""
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from hdrh.histogram import HdrHistogram
+
+from toolbench import histogram
+
+# Failure classes as the engine sees them; result.py maps them onto the schema's classes.
+FAILURE_KINDS = ("connect_refused", "connect_timeout", "connect_other",
+                 "timeout", "reset", "closed", "malformed")
+# Above this many values in one flush numpy groups them faster than Counter;
+# below it, importing numpy (0.1 s of CPU) would cost more than it saves.
+_NUMPY_FROM = 4096
+
+
+@dataclass
+class Moments:
+    """Exact count, sum, sum of squares, min and max of latencies in µs."""
+
+    count: int = 0
+    sum_us: int = 0
+    sumsq_us: int = 0
+    min_us: int | None = None
+    max_us: int | None = None
+
+    def add(self, other: "Moments") -> None:
+        self.count += other.count
+        self.sum_us += other.sum_us
+        self.sumsq_us += other.sumsq_us
+        if other.min_us is not None:
+            self.min_us = other.min_us if self.min_us is None else min(self.min_us, other.min_us)
+        if other.max_us is not None:
+            self.max_us = other.max_us if self.max_us is None else max(self.max_us, other.max_us)
+
+
+@dataclass(frozen=True)
+class Second:
+    """One worker's share of one second of the series."""
+
+    second: int
+    responses: int  # HTTP responses, whatever their status
+    failed: int  # requests that got no response
+    errors: int  # failed, plus responses with status 400 and above
+    sum_us: int  # latency of the responses
+    max_us: int | None
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """What a worker process sends back to the parent (pickled)."""
+
+    index: int
+    hist: str  # encoded HDR of latency, µs (corrected, in the open model)
+    uhist: str | None  # open model only: latency from the actual send
+    moments: Moments
+    umoments: Moments | None
+    codes: dict[int, int]
+    failures: dict[str, int]
+    received_bytes: int
+    sent_bytes: int
+    connects: int
+    connect_sum_ns: int
+    connect_max_ns: int
+    ttfb_sum_ns: int
+    ttfb_count: int
+    window_start_ns: int
+    window_end_ns: int
+    series: list[Second] = field(default_factory=list)
+    note: str | None = None
+
+
+class Recorder:
+    def __init__(self, open_model: bool) -> None:
+        self.lat = array("q")  # latency in ns, one per response, since the last flush
+        self.ulat = array("q") if open_model else None
+        self.codes = [0] * 1000  # by status code; llhttp only accepts three digits
+        self.failures = dict.fromkeys(FAILURE_KINDS, 0)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything recorded so far (the warm-up), keeping the same containers,
+        because connections hold bound methods on them."""
+        del self.lat[:]
+        if self.ulat is not None:
+            del self.ulat[:]
+        self.codes[:] = [0] * 1000
+        for kind in self.failures:
+            self.failures[kind] = 0
+        self.hist = histogram.new()
+        self.uhist = histogram.new() if self.ulat is not None else None
+        self.moments = Moments()
+        self.umoments = Moments() if self.ulat is not None else None
+        self.series: list[Second] = []
+        self.connects = 0
+        self.connect_sum_ns = 0
+        self.connect_max_ns = 0
+        self._errors_seen = 0
+        self._failed_seen = 0
+
+    def fail(self, kind: str) -> None:
+        self.failures[kind] += 1
+
+    def connected(self, elapsed_ns: int) -> None:
+        self.connects += 1
+        self.connect_sum_ns += elapsed_ns
+        if elapsed_ns > self.connect_max_ns:
+            self.connect_max_ns = elapsed_ns
+
+    def errors_total(self) -> int:
+        return sum(self.failures.values()) + sum(self.codes[400:])
+
+    def flush(self, second: int) -> Second:
+        """Moves the values recorded since the last flush into the histograms."""
+        moments = _drain(self.lat, self.hist)
+        self.moments.add(moments)
+        if self.ulat is not None:
+            assert self.uhist is not None and self.umoments is not None
+            self.umoments.add(_drain(self.ulat, self.uhist))
+        errors_now = self.errors_total()
+        failed = sum(self.failures.values())
+        sample = Second(second=second, responses=moments.count, failed=failed - self._failed_seen,
+                        errors=errors_now - self._errors_seen, sum_us=moments.sum_us,
+                        max_us=moments.max_us)
+        self._errors_seen = errors_now
+        self._failed_seen = failed
+        self.series.append(sample)
+        return sample
+
+
+def _drain(values: array, hist: HdrHistogram) -> Moments:
+    """Groups the ns values by µs, records each group once, and empties the array."""
+    if not values:
+        return Moments()
+    if len(values) >= _NUMPY_FROM:
+        groups, moments = _group_numpy(values)
+    else:
+        groups, moments = _group_counter(values)
+    top = histogram.HIGHEST_US
+    for value_us, count in groups:
+        hist.record_value(min(max(value_us, 1), top), count)
+    del values[:]
+    return moments
+
+
+def _group_counter(values: array) -> tuple[Iterable[tuple[int, int]], Moments]:
+    counts = Counter((v + 500) // 1000 for v in values)
+    moments = Moments(count=len(values), sum_us=sum(v * c for v, c in counts.items()),
+                      sumsq_us=sum(v * v * c for v, c in counts.items()),
+                      min_us=min(counts), max_us=max(counts))
+    return counts.items(), moments
+
+
+def _group_numpy(values: array) -> tuple[Iterable[tuple[int, int]], Moments]:
+    import numpy as np  # only for large batches: see _NUMPY_FROM
+
+    us = (np.frombuffer(values, dtype=np.int64) + 500) // 1000
+    distinct, counts = np.unique(us, return_counts=True)
+    as_float = us.astype(np.float64)
+    moments = Moments(count=len(values), sum_us=int(us.sum()),
+                      sumsq_us=int(np.dot(as_float, as_float)),
+                      min_us=int(distinct[0]), max_us=int(distinct[-1]))
+    return zip(distinct.tolist(), counts.tolist()), moments

@@ -1,0 +1,183 @@
+"""Runs a scenario: plan, target, then each cell in turn, each result appended
+to the run directory as soon as it exists."""
+from __future__ import annotations
+
+import dataclasses
+import platform
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from toolbench import derive, plan, registry, store, targets
+from toolbench.adapter import Adapter, RawOutput
+from toolbench.errors import HostError, Interrupted, ParseError, ScenarioError
+from toolbench.hosts import Completed, Host, LocalHost
+from toolbench.plan import Cell, PlannedCell
+from toolbench.scenario import Scenario
+from toolbench.schema import Artifact, Identity, LoadModel, Measurement, Outcome, RunResult, Status, Timing
+
+
+class Observer(Protocol):
+    """What the CLI shows while a run goes on; the runner itself prints nothing."""
+
+    def planned(self, total: int, skipped: int) -> None: ...
+
+    def cell_started(self, index: int, cell: Cell) -> None: ...
+
+    def cell_finished(self, index: int, result: RunResult) -> None: ...
+
+
+class QuietObserver:
+    def planned(self, total: int, skipped: int) -> None:
+        pass
+
+    def cell_started(self, index: int, cell: Cell) -> None:
+        pass
+
+    def cell_finished(self, index: int, result: RunResult) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_dir: Path
+    results: int
+    interrupted: bool
+
+
+def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
+        observer: Observer | None = None, host: Host | None = None) -> RunSummary:
+    observer = observer or QuietObserver()
+    host = host or LocalHost()
+    if not scenario.generator.is_local or not scenario.target_host.is_local:
+        raise ScenarioError(f"{scenario.source}: hosts: remote hosts are not supported yet; "
+                            "run with the generator and target on this machine")
+    cells = plan.expand(scenario)
+    run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)
+    done = run_dir.finished_cells() if resume else set()
+    versions = _detect_versions(host, {c.cell.tool for c in cells})
+    if not resume:
+        run_dir.write_manifest(_manifest(scenario, host, versions))
+    todo = [c for c in cells if c.cell.id not in done]
+    observer.planned(len(cells), len(cells) - len(todo))
+    interrupted = False
+    try:
+        with targets.started(scenario.target, run_dir.path / "target") as target:
+            run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
+                                            "version": target.version}, status="running")
+            interrupted = _run_cells(scenario, todo, run_dir, host, versions, target, observer)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        run_dir.update_manifest(ended_at=store.utc_now(), status="interrupted" if interrupted else "complete")
+    if interrupted:
+        raise Interrupted(run_dir.path)
+    return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
+
+
+def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
+               versions: dict[str, str | None], target: targets.RunningTarget, observer: Observer) -> bool:
+    last_ran = False
+    for index, planned in enumerate(todo):
+        cell = planned.cell.at(target.base_url)
+        observer.cell_started(index, cell)
+        runnable = planned.support.ok and versions.get(cell.tool) is not None
+        if runnable and last_ran and scenario.cooldown_s:
+            time.sleep(scenario.cooldown_s)
+        result = run_cell(scenario, planned, cell, run_dir, host, versions.get(cell.tool), target.label)
+        last_ran = runnable
+        run_dir.append(result)
+        observer.cell_finished(index, result)
+        if result.outcome.status is Status.INTERRUPTED:
+            return True
+    return False
+
+
+def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
+             version: str | None, target_label: str) -> RunResult:
+    identity = Identity(
+        scenario=scenario.name, cell_id=cell.id, tool=cell.tool, tool_version=version,
+        target_label=target_label, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
+        repetition=cell.repetition, model=LoadModel.OPEN if cell.rate_rps else LoadModel.CLOSED,
+        rate_rps=cell.rate_rps)
+    if not planned.support.ok:
+        return RunResult(identity, Outcome(Status.UNSUPPORTED, error=planned.support.reason))
+    if version is None:
+        return RunResult(identity, Outcome(Status.TOOL_MISSING, error=f"{cell.tool} is not installed on {host.label}"))
+    adapter = registry.get(cell.tool)
+    workdir = run_dir.cell_dir(cell.id)
+    started_at = store.utc_now()
+    try:
+        completed, raw = _execute(adapter, cell, workdir, host)
+    except HostError as exc:
+        return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
+                         timing=Timing(started_at=started_at, ended_at=store.utc_now()))
+    ended_at = store.utc_now()
+    artifacts = [Artifact(role="stdout", path=run_dir.relative(workdir / "stdout.txt")),
+                 Artifact(role="stderr", path=run_dir.relative(workdir / "stderr.txt"))]
+    artifacts += [Artifact(role=role, path=run_dir.relative(path)) for role, path in raw.files.items()]
+    measurement, parse_error = _parse(adapter, raw)
+    status, error = derive.judge(measurement, completed.exit_code, timed_out=completed.timed_out,
+                                 interrupted=completed.interrupted, timeout_s=cell.timeout_s,
+                                 stderr=raw.stderr, ok_exit_codes=getattr(adapter, "ok_exit_codes", (0,)))
+    if parse_error and status is Status.OK:
+        status, error = Status.FAILED, parse_error
+    elif parse_error:
+        error = f"{error}; {parse_error}"
+    outcome = Outcome(status, exit_code=completed.exit_code, error=error, artifacts=artifacts)
+    timing = Timing(started_at=started_at, ended_at=ended_at, wall_s=completed.wall_s,
+                    duration_s=measurement.timing.duration_s if measurement else None)
+    if measurement is None:
+        return RunResult(identity, outcome, timing=timing)
+    identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
+    return RunResult(identity=identity, outcome=outcome, timing=timing, counts=measurement.counts,
+                     rates=measurement.rates, transfer=measurement.transfer, latency=measurement.latency,
+                     histogram=measurement.histogram, series=measurement.series,
+                     fidelity=measurement.fidelity, notes=measurement.notes)
+
+
+def _execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host) -> tuple[Completed, RawOutput]:
+    invocation = adapter.build(cell, workdir)
+    for name, content in invocation.files.items():
+        (workdir / name).write_text(content)
+    (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n")
+    completed = host.run(invocation.argv, cwd=workdir, stdout=workdir / "stdout.txt",
+                         stderr=workdir / "stderr.txt", timeout_s=cell.timeout_s, env=invocation.env)
+    files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
+    raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
+                    stderr=(workdir / "stderr.txt").read_text(errors="replace"),
+                    exit_code=completed.exit_code, files=files, source=str(workdir))
+    return completed, raw
+
+
+def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | None]:
+    try:
+        return derive.complete(adapter.parse(raw)), None
+    except ParseError as exc:
+        return None, str(exc)
+
+
+def _detect_versions(host: Host, tools: set[str]) -> dict[str, str | None]:
+    versions = {}
+    for tool in sorted(tools):
+        try:
+            versions[tool] = registry.get(tool).detect(host)
+        except HostError:
+            versions[tool] = None
+    return versions
+
+
+def _manifest(scenario: Scenario, host: Host, versions: dict[str, str | None]) -> dict[str, object]:
+    facts = host.facts()
+    return {
+        "toolbench_manifest": 1,
+        "scenario": {"name": scenario.name, "source": scenario.source, "text": scenario.raw_text},
+        "started_at": store.utc_now(),
+        "status": "starting",
+        "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
+                        "argv": sys.argv},
+        "tools": versions,
+    }
