@@ -6,7 +6,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
 apt_packages=(siege apache2-utils wrk nginx openssh-server iproute2 procps python3-venv
-              openjdk-17-jre-headless maven)
+              openjdk-17-jre-headless maven chromium)
 say() { printf '[install] %s\n' "$*" >&2; }
 
 missing=()

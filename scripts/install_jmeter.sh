@@ -184,12 +184,13 @@ fi
 : "${JMETER_HEAP:=-Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m}"
 : "${JMETER_GC_ALGO:=-XX:+UseG1GC -XX:MaxGCPauseMillis=100 -XX:G1ReservePercent=20}"
 : "${JMETER_LANGUAGE:=-Duser.language=en -Duser.region=EN}"
-# Java 9+: open the JDK packages that JMeter/XStream reflect into.
+# Java 9+: open the JDK packages that JMeter/XStream reflect into (5.6.3 runs
+# without them; older releases, e.g. 3.3, need java.lang.reflect on Java 17).
 JAVA_MAJOR=$("$JAVA" -version 2>&1 | awk -F'"' '/version/ {v=$2; sub(/^1\./, "", v); sub(/[^0-9].*$/, "", v); print v; exit}')
 OPENS=""
 if [ "${JAVA_MAJOR:-8}" -ge 9 ] 2>/dev/null; then
-  for p in java.base/java.lang java.base/java.util java.base/java.text java.base/java.net \
-           java.desktop/java.awt java.desktop/java.awt.font java.desktop/sun.awt \
+  for p in java.base/java.lang java.base/java.lang.reflect java.base/java.util java.base/java.text \
+           java.base/java.net java.desktop/java.awt java.desktop/java.awt.font java.desktop/sun.awt \
            java.desktop/sun.swing java.desktop/javax.swing.text.html; do
     OPENS="$OPENS --add-opens=$p=ALL-UNNAMED"
   done

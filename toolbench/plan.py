@@ -49,8 +49,9 @@ def expand(scenario: Scenario) -> list[PlannedCell]:
     for i, tool in enumerate(scenario.matrix.tool):
         if tool not in known:
             where = scenario.locations.get(f"matrix.tool[{i}]") or scenario.locations.get("matrix.tool", scenario.source)
-            raise ScenarioError(f"{where}: matrix.tool[{i}]: unknown tool {tool!r} "
-                                f"(known: {', '.join(known)})")
+            why = registry.broken().get(tool)
+            detail = f"its adapter is broken: {why}" if why else f"unknown tool (known: {', '.join(known)})"
+            raise ScenarioError(f"{where}: matrix.tool[{i}]: {tool!r}: {detail}")
     options = {tool: _options(scenario, known[tool]) for tool in scenario.matrix.tool}
     _reject_unused_tool_options(scenario, known)
     m = scenario.matrix

@@ -1,5 +1,8 @@
 """Finds adapters through the `toolbench.adapters` entry-point group, so a
-third-party adapter is registered exactly like a built-in one."""
+third-party adapter is registered exactly like a built-in one.
+
+An adapter that fails to load does not take the others down: it is listed as
+broken, with its error, and naming it in a scenario is an error."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -12,22 +15,34 @@ GROUP = "toolbench.adapters"
 
 
 @lru_cache(maxsize=1)
-def adapters() -> dict[str, Adapter]:
+def _load_all() -> tuple[dict[str, Adapter], dict[str, str]]:
     found: dict[str, Adapter] = {}
+    broken: dict[str, str] = {}
     for ep in entry_points(group=GROUP):
         try:
             adapter = ep.load()
-        except Exception as exc:  # a broken plug-in must name itself, not crash the CLI
-            raise ToolbenchError(f"adapter {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+        except Exception as exc:  # a plug-in may fail in any way; it is reported, not raised
+            broken[ep.name] = f"{ep.value} failed to load: {type(exc).__name__}: {exc}"
+            continue
         if getattr(adapter, "name", None) != ep.name:
-            raise ToolbenchError(f"adapter {ep.value} registers as {ep.name!r} but calls itself "
-                                 f"{getattr(adapter, 'name', None)!r}")
+            broken[ep.name] = f"{ep.value} calls itself {getattr(adapter, 'name', None)!r}"
+            continue
         found[ep.name] = adapter
-    return dict(sorted(found.items()))
+    return dict(sorted(found.items())), broken
+
+
+def adapters() -> dict[str, Adapter]:
+    return _load_all()[0]
+
+
+def broken() -> dict[str, str]:
+    return _load_all()[1]
 
 
 def get(name: str) -> Adapter:
-    known = adapters()
+    known, bad = _load_all()
+    if name in bad:
+        raise ToolbenchError(f"adapter {name!r} is broken: {bad[name]}")
     if name not in known:
         raise ToolbenchError(f"unknown tool {name!r} (known: {', '.join(known) or 'none'})")
     return known[name]

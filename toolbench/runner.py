@@ -17,7 +17,8 @@ from toolbench.errors import HostError, Interrupted, ParseError, ScenarioError
 from toolbench.hosts import Completed, Host, LocalHost
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
-from toolbench.schema import Artifact, Identity, LoadModel, Measurement, Outcome, RunResult, Status, Timing
+from toolbench.schema import (Artifact, Identity, LoadModel, Measurement, Outcome, RunResult, Status, Timing,
+                              result_from_measurement)
 
 
 class Observer(Protocol):
@@ -133,10 +134,17 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     if measurement is None:
         return RunResult(identity, outcome, timing=timing)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
-    return RunResult(identity=identity, outcome=outcome, timing=timing, counts=measurement.counts,
-                     rates=measurement.rates, transfer=measurement.transfer, latency=measurement.latency,
-                     histogram=measurement.histogram, series=measurement.series,
-                     fidelity=measurement.fidelity, notes=measurement.notes)
+    notes = measurement.notes + _short_run_note(cell, completed.wall_s)
+    return result_from_measurement(identity, outcome, dataclasses.replace(measurement, timing=timing, notes=notes))
+
+
+def _short_run_note(cell: Cell, wall_s: float) -> list[str]:
+    """Some tools end a timed run early (siege's -t often does): say so, rather than
+    compare a half-second run with others' full ones unnoticed."""
+    asked = cell.stop.duration_s
+    if asked is None or wall_s >= 0.9 * asked:
+        return []
+    return [f"the tool ran {wall_s:.2f}s of the {asked:g}s asked"]
 
 
 def _execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host) -> tuple[Completed, RawOutput]:

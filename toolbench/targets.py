@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ http {{
     scgi_temp_path {dir}/tmp/scgi;
     server {{
         listen {host}:{port} backlog=4096;
-        root {dir}/www;
+        root {www};
         index index.html;
         location = /nope {{ return 404; }}
     }}
@@ -84,24 +85,29 @@ def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1") -> It
     binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
     if binary is None:
         raise TargetError("nginx-static: nginx is not installed (apt-get install nginx)")
-    www = workdir / "www"
-    for sub in ("tmp", "www"):
-        (workdir / sub).mkdir(parents=True, exist_ok=True)
+    (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+    # nginx workers drop to an unprivileged user when started as root, and the run
+    # folder may sit under a private directory: the files they serve live in a
+    # world-readable folder of their own, removed afterwards.
+    www = Path(tempfile.mkdtemp(prefix="toolbench-www-"))
+    www.chmod(0o755)
     (www / "index.html").write_bytes(HELLO)
     (www / "1k.bin").write_bytes(b"x" * 1024)
     (www / "100k.bin").write_bytes(b"x" * 102400)
-    # nginx workers drop to an unprivileged user when started as root: they must read the root.
-    for path in (workdir, www, *www.iterdir()):
-        path.chmod(0o755 if path.is_dir() else 0o644)
+    for path in www.iterdir():
+        path.chmod(0o644)
     port = free_port(host)
     conf = workdir / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(workers=workers, dir=workdir, host=host, port=port))
+    conf.write_text(NGINX_CONF.format(workers=workers, dir=workdir, www=www, host=host, port=port))
     argv = [binary, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log")]
     version = _nginx_version(binary)
-    with _process(argv, workdir, "nginx") as proc:
-        url = f"http://{host}:{port}"
-        wait_ready(url + "/", 15.0, proc, "nginx-static", workdir / "error.log")
-        yield RunningTarget(base_url=url, label="nginx-static", pid=proc.pid, version=version)
+    try:
+        with _process(argv, workdir, "nginx") as proc:
+            url = f"http://{host}:{port}"
+            wait_ready(url + "/", 15.0, proc, "nginx-static", workdir / "error.log")
+            yield RunningTarget(base_url=url, label="nginx-static", pid=proc.pid, version=version)
+    finally:
+        shutil.rmtree(www, ignore_errors=True)
 
 
 @contextlib.contextmanager

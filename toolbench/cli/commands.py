@@ -105,6 +105,8 @@ def tools(args: argparse.Namespace) -> int:
         else:
             why = "not found"
         print(f"{name:<12} {version if version else '- (' + why + ')'}")
+    for name, why in registry.broken().items():
+        print(f"{name:<12} - (adapter broken: {why})")
     return 0
 
 

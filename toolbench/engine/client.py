@@ -51,6 +51,7 @@ class Load:
         self.idle = 0
         self.finished: asyncio.Future[None] = loop.create_future()
         self.last_done_ns = 0
+        self.window_budget = self.final_budget = UNLIMITED  # for the count of requests sent
         interval = int(total_slots / opts.rate_rps * 1e9) if opts.rate_rps else 0
         spacing = int(1e9 / opts.rate_rps) if opts.rate_rps else 0
         self.slots = [Slot(self, interval, (first_slot + i) * spacing) for i in range(slots)]
@@ -75,9 +76,11 @@ class Load:
         if budget is not None:
             in_flight = sum(1 for conn in self.conns if conn.busy)
             self.budget = max(0, budget - in_flight)
+        self.window_budget = self.budget
 
-    def issued_from(self, budget_at_start: int) -> int:
-        return budget_at_start - self.budget
+    def issued(self) -> int:
+        """Requests started since the window opened."""
+        return self.window_budget - (self.budget if not self.stopped else self.final_budget)
 
     def sweep(self) -> None:
         """Times out requests without a timer per request: one pass over the connections."""
@@ -95,6 +98,7 @@ class Load:
         if self.stopped:
             return
         self.stopped = True
+        self.final_budget = self.budget
         self.budget = 0
         for slot in self.slots:
             slot.cancel()
@@ -132,11 +136,11 @@ class Slot:
                 load.connect_timeout_s)
         except (OSError, asyncio.TimeoutError) as exc:
             return _connect_error(exc, load.target)
-        load.rec.connected(clock() - started)
         if load.keepalive:
+            load.rec.connected(clock() - started)
             self.conn = conn
         else:
-            conn.transport.close()
+            conn.transport.close()  # only a probe: keep-alive off opens one per request
         return None
 
     def _new_conn(self) -> "Conn":

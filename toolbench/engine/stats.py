@@ -86,6 +86,11 @@ class Recorder:
         self.ulat = array("q") if open_model else None
         self.codes = [0] * 1000  # by status code; llhttp only accepts three digits
         self.failures = dict.fromkeys(FAILURE_KINDS, 0)
+        # Connections are a property of the whole run (keep-alive ones open before the
+        # clock starts), so the warm-up reset keeps them.
+        self.connects = 0
+        self.connect_sum_ns = 0
+        self.connect_max_ns = 0
         self.reset()
 
     def reset(self) -> None:
@@ -102,9 +107,9 @@ class Recorder:
         self.moments = Moments()
         self.umoments = Moments() if self.ulat is not None else None
         self.series: list[Second] = []
-        self.connects = 0
-        self.connect_sum_ns = 0
-        self.connect_max_ns = 0
+        self.received_bytes = 0  # of closed connections; live ones keep their own count
+        self.ttfb_sum_ns = 0
+        self.ttfb_count = 0
         self._errors_seen = 0
         self._failed_seen = 0
 

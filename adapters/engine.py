@@ -1,0 +1,112 @@
+"""The bundled engine (toolbench.engine): runs it as a subprocess like any other tool,
+and reads the RunResult it writes natively (--json-out)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
+from toolbench.errors import HostError, ParseError, SchemaError
+from toolbench.schema import Measurement, RunResult
+
+if TYPE_CHECKING:
+    from toolbench.hosts import Host
+    from toolbench.plan import Cell
+
+RESULT_FILE = "engine.json"
+BODY_FILE = "body"
+
+
+class EngineAdapter:
+    name = "engine"
+    # workers: processes (default one per CPU); timeout_s: per request; warmup_s: excluded start.
+    option_types = {"workers": int, "timeout_s": int, "warmup_s": int}
+    ok_exit_codes = (0,)
+
+    def detect(self, host: "Host") -> str | None:
+        try:
+            captured = host.capture([sys.executable, "-m", "toolbench.engine", "--version"], timeout_s=30.0)
+        except HostError:
+            return None
+        words = captured.stdout.split()
+        if captured.exit_code != 0 or len(words) < 2 or words[0] != "toolbench-engine":
+            return None
+        return words[1]
+
+    def supports(self, cell: "Cell") -> Support:
+        return SUPPORTED  # any method, body, keep-alive either way, closed or open model
+
+    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+        assert cell.url is not None, "the runner resolves the URL before building"
+        argv = [sys.executable, "-m", "toolbench.engine", cell.url, "-c", str(cell.concurrency),
+                "--json-out", RESULT_FILE, "--no-progress"]
+        if cell.stop.requests is not None:
+            argv += ["-n", str(cell.stop.requests)]
+        else:
+            assert cell.stop.duration_s is not None
+            argv += ["-d", f"{cell.stop.duration_s:g}s"]
+        if cell.rate_rps is not None:
+            argv += ["--rate", f"{cell.rate_rps:g}"]
+        if not cell.keepalive:
+            argv.append("--no-keepalive")
+        for key, flag in (("workers", "-w"), ("timeout_s", "--timeout"), ("warmup_s", "--warmup")):
+            value = option(cell, key, None)
+            if value is not None:
+                argv += [flag, str(value)]
+        files: dict[str, str] = {}
+        req = cell.request
+        if req.method != "GET":
+            argv += ["-m", req.method]
+        for key, value in req.headers.items():
+            argv += ["-H", f"{key}: {value}"]
+        if req.content_type and "content-type" not in {k.lower() for k in req.headers}:
+            argv += ["-H", f"Content-Type: {req.content_type}"]
+        if req.body is not None:
+            files[BODY_FILE] = req.body
+            argv += ["--body", BODY_FILE]
+        return Invocation(argv=argv, files=files, outputs={"json": RESULT_FILE})
+
+    def classify(self, path: Path, text: str) -> str:
+        return "json" if text.lstrip().startswith("{") else "stdout"
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        return parse(raw)
+
+
+def parse(raw: RawOutput) -> Measurement:
+    """The engine's RunResult (from --json-out, or from stdout with --json) as a Measurement."""
+    text = _result_text(raw)
+    try:
+        data: Any = json.loads(text)
+        result = RunResult.from_dict(data)
+    except (ValueError, SchemaError) as exc:
+        raise ParseError("engine", f"not an engine result: {exc}", raw.source) from None
+    except (TypeError, AttributeError) as exc:
+        raise ParseError("engine", f"not an engine result: {type(exc).__name__}: {exc}", raw.source) from None
+    if result.identity.tool != "engine":
+        raise ParseError("engine", f"a result of {result.identity.tool!r}, not of the engine", raw.source)
+    notes = list(result.notes)
+    if result.outcome.error and result.outcome.error not in notes:
+        notes.append(f"engine: {result.outcome.error}")
+    return Measurement(tool="engine", timing=result.timing, counts=result.counts, rates=result.rates,
+                       transfer=result.transfer, latency=result.latency, histogram=result.histogram,
+                       series=result.series, fidelity=result.fidelity, notes=notes, url=result.identity.url,
+                       concurrency=result.identity.concurrency, tool_version=result.identity.tool_version)
+
+
+def _result_text(raw: RawOutput) -> str:
+    path = raw.files.get("json")
+    if path is not None:
+        try:
+            return path.read_text()
+        except OSError as exc:
+            raise ParseError("engine", f"cannot read {path}: {exc.strerror}", raw.source) from None
+    if raw.stdout.lstrip().startswith("{"):
+        return raw.stdout
+    last = raw.stderr.strip().splitlines()[-1:] or ["no result file and no JSON on stdout"]
+    raise ParseError("engine", last[0], raw.source)
+
+
+ADAPTER = EngineAdapter()

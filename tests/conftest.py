@@ -1,0 +1,42 @@
+"""Shared test fixtures: recorded tool output, and a real nginx on loopback."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from toolbench.adapter import RawOutput
+from toolbench.targets import RunningTarget, nginx_static
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).parent.parent
+
+
+def recorded(tool: str, case: str, **files: str) -> RawOutput:
+    """A recorded run: <case>.txt (stdout), <case>.stderr.txt, and output files by role
+    (role=suffix, e.g. csv="csv" reads <case>.csv)."""
+    folder = FIXTURES / tool
+    stdout = folder / f"{case}.txt"
+    stderr = folder / f"{case}.stderr.txt"
+    return RawOutput(
+        stdout=stdout.read_text() if stdout.exists() else "",
+        stderr=stderr.read_text() if stderr.exists() else "",
+        exit_code=0,
+        files={role: folder / f"{case}.{suffix}" for role, suffix in files.items()},
+        source=case,
+    )
+
+
+@pytest.fixture(scope="session")
+def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningTarget]:
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (scripts/install.sh installs it)")
+    with nginx_static(tmp_path_factory.mktemp("nginx")) as target:
+        yield target
+
+
+def need(tool: str) -> None:
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not on PATH (scripts/install.sh installs it)")

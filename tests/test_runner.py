@@ -1,0 +1,170 @@
+"""The runner end to end: real ab and siege against a real nginx, on loopback."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, need
+from toolbench import runner, scenario, store
+from toolbench.hosts import LocalHost
+from toolbench.schema import Status
+
+pytestmark = pytest.mark.integration
+
+
+def write_scenario(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(body)
+    return path
+
+
+QUICK = """\
+name: quick
+target: {{server: nginx-static}}
+matrix:
+  tool: [ab, siege]
+  concurrency: [4]
+  keepalive: [true, false]
+  rate: {rate}
+stop: {{duration: 1s}}
+"""
+
+
+def test_a_run_keeps_results_raw_output_and_manifest(tmp_path):
+    need("ab"), need("siege")
+    s = scenario.load(write_scenario(tmp_path, QUICK.format(rate="[null, 50]")))
+    summary = runner.run(s, tmp_path / "reports")
+    run = store.RunDir.open(summary.run_dir)
+    results = {r.identity.cell_id: r for r in run.results()}
+    assert len(results) == 8
+    for cell_id in ("ab-c4-ka-rep1", "ab-c4-close-rep1", "siege-c4-ka-rep1", "siege-c4-close-rep1"):
+        r = results[cell_id]
+        assert r.outcome.status is Status.OK, r.outcome.error
+        assert r.counts.requests_ok and r.counts.requests_ok > 100
+        assert r.rates.rps and r.timing.wall_s
+        # siege often ends a timed run early; toolbench says so instead of hiding it.
+        assert r.timing.wall_s >= 0.9 or any("of the 1s asked" in note for note in r.notes)
+        assert r.identity.url.startswith("http://127.0.0.1:")
+        for artifact in r.outcome.artifacts:
+            assert (run.path / artifact.path).is_file(), artifact
+    assert results["ab-c4-ka-rate50-rep1"].outcome.status is Status.UNSUPPORTED
+    assert "open model" in results["ab-c4-ka-rate50-rep1"].outcome.error
+    manifest = run.manifest()
+    assert manifest["status"] == "complete"
+    assert manifest["tools"]["ab"] == "2.3"
+    assert manifest["environment"]["cpu_count"] >= 1 and manifest["scenario"]["text"].startswith("name: quick")
+    siegerc = (run.path / "raw" / "siege-c4-ka-rep1" / "siegerc").read_text()
+    assert "connection = keep-alive" in siegerc and "json_output = true" in siegerc
+
+
+def test_resume_skips_the_cells_already_measured(tmp_path):
+    need("ab")
+    text = QUICK.format(rate="[null]").replace("[ab, siege]", "[ab]").replace("[true, false]", "[true]")
+    s = scenario.load(write_scenario(tmp_path, text))
+    first = runner.run(s, tmp_path / "reports")
+    before = (first.run_dir / "results.jsonl").read_text()
+    s2 = scenario.load(write_scenario(tmp_path, text.replace("concurrency: [4]", "concurrency: [4, 8]")))
+    again = runner.run(s2, tmp_path / "reports", resume=first.run_dir)
+    lines = (again.run_dir / "results.jsonl").read_text().splitlines()
+    assert lines[0] == before.strip()  # the measured cell is kept as it was, not run again
+    assert [json.loads(line)["identity"]["cell_id"] for line in lines] == ["ab-c4-ka-rep1", "ab-c8-ka-rep1"]
+
+
+def test_the_hard_timeout_kills_the_whole_process_tree(tmp_path):
+    out, err = tmp_path / "o", tmp_path / "e"
+    script = "sleep 30 & echo $! > child.pid; wait"
+    started = time.monotonic()
+    done = LocalHost().run(["sh", "-c", script], cwd=tmp_path, stdout=out, stderr=err, timeout_s=1.0)
+    assert done.timed_out and done.exit_code is None
+    assert time.monotonic() - started < 10
+    child = int((tmp_path / "child.pid").read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+
+
+class Tarpit:
+    """Answers its first request (the readiness check), then accepts and never replies."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        first = True
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if first:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                conn.close()
+                first = False
+            else:
+                self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def test_a_hung_tool_costs_one_timed_out_cell_and_the_rest_runs(tmp_path):
+    need("ab")
+    tarpit = Tarpit()
+    try:
+        text = f"""\
+name: hang
+target: {{url: "http://127.0.0.1:{tarpit.port}"}}
+matrix: {{tool: [ab], concurrency: [1, 2]}}
+stop: {{requests: 5}}
+timeout: 1s
+"""
+        summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
+    finally:
+        tarpit.close()
+    results = store.RunDir.open(summary.run_dir).results()
+    assert [r.outcome.status for r in results] == [Status.TIMED_OUT, Status.TIMED_OUT]
+    assert "hard limit of 1s" in results[0].outcome.error
+    assert (summary.run_dir / "raw" / "ab-c1-ka-rep1" / "stdout.txt").exists()
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_what_was_measured(tmp_path):
+    need("ab")
+    text = QUICK.format(rate="[null]").replace("[ab, siege]", "[ab]").replace("concurrency: [4]", "concurrency: [1, 2, 3, 4]")
+    path = write_scenario(tmp_path, text.replace("duration: 1s", "duration: 2s"))
+    proc = subprocess.Popen([str(REPO / ".venv/bin/toolbench"), "run", str(path), "-o", str(tmp_path / "r")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    results = None
+    while time.monotonic() < deadline:
+        found = list((tmp_path / "r").glob("*/results.jsonl"))
+        if found and found[0].read_text().count("\n") >= 1:
+            results = found[0]
+            break
+        time.sleep(0.1)
+    assert results is not None, "no cell finished in time"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted; the cells measured so far are kept in" in err
+    assert "Traceback" not in err
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert lines[0]["outcome"]["status"] == "ok"
+    assert lines[-1]["outcome"]["status"] == "interrupted"
+    assert json.loads((results.parent / "manifest.json").read_text())["status"] == "interrupted"
+    assert out.strip().endswith("report.html")  # what was measured still renders

@@ -1,0 +1,103 @@
+from pathlib import Path
+
+import pytest
+
+from toolbench import plan, scenario
+from toolbench.errors import ScenarioError
+
+GOOD = """\
+name: demo
+target:
+  server: nginx-static
+request: {method: POST, path: /x, headers: {X-A: "1"}, body: '{"a": 1}', content_type: application/json}
+matrix:
+  tool: [ab, siege]
+  concurrency: [10, 50]
+  keepalive: [true, false]
+stop: {duration: 2m}
+repeat: 2
+cooldown: 500ms
+probe: {interval: 250ms}
+monitor: {interval: 1s}
+tools:
+  ab: {gnuplot: false}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_scenario_becomes_typed_objects(tmp_path):
+    s = scenario.load(write(tmp_path, GOOD))
+    assert s.name == "demo"
+    assert s.target.server == "nginx-static"
+    assert s.request.method == "POST" and s.request.headers == {"X-A": "1"} and s.request.body == '{"a": 1}'
+    assert s.matrix.tool == ("ab", "siege") and s.matrix.concurrency == (10, 50)
+    assert s.stop.duration_s == 120.0 and s.stop.requests is None
+    assert s.cooldown_s == 0.5 and s.probe_interval_s == 0.25 and s.monitor_interval_s == 1.0
+    assert s.repeat == 2
+    assert s.tools["ab"].values == {"gnuplot": False}
+
+
+@pytest.mark.parametrize("text, message", [
+    (GOOD.replace("concurrency: [10, 50]", "concurrency: [10, 50, ten]"),
+     r"s.yaml:7: matrix.concurrency\[2\]: expected a positive integer, got 'ten'"),
+    (GOOD.replace("repeat: 2", "repaet: 2"), r"s.yaml:10: repaet: unknown key"),
+    (GOOD.replace("stop: {duration: 2m}", "stop: {duration: soon}"),
+     r"s.yaml:9: stop.duration: expected a duration like 10s, 2m or 250ms, got 'soon'"),
+    (GOOD.replace("stop: {duration: 2m}", "stop: {duration: 2m, requests: 5}"),
+     r"s.yaml:9: stop: give exactly one of `duration` or `requests`"),
+    (GOOD.replace("server: nginx-static", "server: apache"),
+     r"s.yaml:3: target.server: expected one of nginx-static, got 'apache'"),
+    (GOOD.replace("keepalive: [true, false]", "keepalive: [yes please]"),
+     r"s.yaml:8: matrix.keepalive\[0\]: expected true or false"),
+    (GOOD.replace("name: demo\n", ""), r"s.yaml:1: <top>: missing required key 'name'"),
+    (GOOD + "  ab: {gnuplot: true}\n", r"s.yaml:16: tools.ab: key given twice"),
+    ("name: [unclosed\n", r"s.yaml:2: not valid YAML"),
+    ("", r"s.yaml:1: the file is empty"),
+])
+def test_errors_name_the_file_line_and_key_path(tmp_path, text, message):
+    with pytest.raises(ScenarioError, match=message):
+        scenario.load(write(tmp_path, text))
+
+
+def test_a_missing_file_is_a_scenario_error(tmp_path):
+    with pytest.raises(ScenarioError, match="cannot read"):
+        scenario.load(tmp_path / "absent.yaml")
+
+
+def test_the_matrix_expands_with_repetitions_outermost(tmp_path):
+    cells = plan.expand(scenario.load(write(tmp_path, GOOD)))
+    assert len(cells) == 2 * 2 * 2 * 2
+    assert [c.cell.id for c in cells[:3]] == ["ab-c10-ka-rep1", "siege-c10-ka-rep1", "ab-c10-close-rep1"]
+    assert {c.cell.repetition for c in cells[:8]} == {1}
+    assert all(c.support.ok for c in cells)
+    assert cells[0].cell.options == {"gnuplot": False}
+
+
+def test_a_cell_the_tool_cannot_do_is_planned_unsupported_with_the_reason(tmp_path):
+    text = GOOD.replace("keepalive: [true, false]", "keepalive: [true]\n  rate: [100]")
+    cells = plan.expand(scenario.load(write(tmp_path, text)))
+    assert all(not c.support.ok for c in cells)
+    assert "ab has no fixed-rate (open model) mode" in cells[0].support.reason
+    assert cells[0].cell.id == "ab-c10-ka-rate100-rep1"
+
+
+def test_unknown_tools_and_tool_options_name_their_line(tmp_path):
+    with pytest.raises(ScenarioError, match=r"s.yaml:6: matrix.tool\[1\]: 'wrk2': unknown tool"):
+        plan.expand(scenario.load(write(tmp_path, GOOD.replace("[ab, siege]", "[ab, wrk2]"))))
+    with pytest.raises(ScenarioError, match=r"s.yaml:15: tools.ab.gnuplto: unknown option"):
+        plan.expand(scenario.load(write(tmp_path, GOOD.replace("gnuplot:", "gnuplto:"))))
+    with pytest.raises(ScenarioError, match=r"s.yaml:15: tools.ab.gnuplot: expected bool, got 'no way'"):
+        plan.expand(scenario.load(write(tmp_path, GOOD.replace("gnuplot: false", "gnuplot: no way"))))
+
+
+def test_bundled_scenarios_validate():
+    root = Path(__file__).parent.parent / "scenarios"
+    files = sorted(root.glob("*.yaml"))
+    assert files, "the repository ships scenarios"
+    for path in files:
+        assert plan.expand(scenario.load(path))

@@ -1,0 +1,151 @@
+"""`toolbench engine URL ...`: the bundled load generator on the command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from toolbench.engine import coordinator
+from toolbench.engine.options import (EngineError, EngineOptions, parse_duration, parse_header)
+from toolbench.engine.result import run_result
+from toolbench.engine.summary import render
+from toolbench.schema import Status
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+DESCRIPTION = ("toolbench's own load generator: HTTP/1.1 on asyncio and uvloop, every request "
+               "timed into HDR histograms. Closed model by default (N connections, no think "
+               "time); --rate gives an open model with latency measured from the intended send "
+               "time (coordinated omission corrected) and the uncorrected figure beside it.")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Registers `engine` on the toolbench CLI."""
+    parser = subparsers.add_parser("engine", help="run the bundled load generator",
+                                   description=DESCRIPTION)
+    configure(parser)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", help="http://host:port/path")
+    parser.add_argument("-c", "--connections", type=_positive_int, required=True,
+                        help="concurrent connections (virtual users)")
+    stop = parser.add_mutually_exclusive_group(required=True)
+    stop.add_argument("-d", "--duration", type=_duration, help="how long to load, e.g. 10s, 2m")
+    stop.add_argument("-n", "--requests", type=_positive_int, help="how many requests to send")
+    parser.add_argument("-w", "--workers", type=_positive_int,
+                        help="worker processes (default: one per CPU available)")
+    parser.add_argument("--rate", type=_positive_float, metavar="R",
+                        help="open model: R requests/s in total, spread over the connections")
+    parser.add_argument("--no-keepalive", dest="keepalive", action="store_false",
+                        help="a new connection per request (as ab without -k)")
+    parser.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
+    parser.add_argument("-H", "--header", action="append", default=[], metavar="'K: V'",
+                        help="a request header; repeat for more")
+    parser.add_argument("--body", type=Path, metavar="FILE", help="send this file as the body")
+    parser.add_argument("--timeout", type=_duration, default=10.0, metavar="S",
+                        help="request timeout (default 10s)")
+    parser.add_argument("--connect-timeout", type=_duration, metavar="S",
+                        help="connect timeout (default: the request timeout)")
+    parser.add_argument("--warmup", type=_duration, default=0.0, metavar="S",
+                        help="load for this long first, excluded from the results")
+    parser.add_argument("--json", action="store_true",
+                        help="print the result in toolbench's schema (a RunResult) instead of the summary")
+    parser.add_argument("--json-out", type=Path, metavar="FILE", help="also write the RunResult to FILE")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
+    parser.set_defaults(func=run_command)
+
+
+def options_from_args(args: argparse.Namespace) -> EngineOptions:
+    body = b""
+    if args.body is not None:
+        try:
+            body = args.body.read_bytes()
+        except OSError as exc:
+            raise EngineError(f"--body {args.body}: {exc.strerror}") from None
+    return EngineOptions(
+        url=args.url, connections=args.connections, duration_s=args.duration, requests=args.requests,
+        workers=args.workers, rate_rps=args.rate, keepalive=args.keepalive, method=args.method.upper(),
+        headers=tuple(parse_header(h) for h in args.header), body=body, timeout_s=args.timeout,
+        connect_timeout_s=args.connect_timeout, warmup_s=args.warmup)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    opts = options_from_args(args)
+    progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not args.no_progress else None
+    try:
+        collected = coordinator.run(opts, progress.update if progress else None)
+    finally:
+        if progress:
+            progress.clear()
+    result = run_result(collected, version())
+    if args.json_out is not None:
+        try:
+            args.json_out.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
+        except OSError as exc:
+            raise EngineError(f"--json-out {args.json_out}: {exc.strerror}") from None
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    elif collected.unreachable:
+        raise EngineError(f"{opts.url}: {collected.error}")
+    else:
+        print(render(result), end="")
+    status = result.outcome.status
+    if status is Status.INTERRUPTED:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if status is Status.OK else EXIT_FAILED
+
+
+class ProgressLine:
+    """One line on a terminal, rewritten each second."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def update(self, elapsed_s: float, requests: int, errors: int) -> None:
+        rate = requests / elapsed_s if elapsed_s else 0.0
+        self.stream.write(f"\r  {elapsed_s:4.0f}s  {requests:>10} requests  {rate:>10.0f} req/s"
+                          f"  {errors} errors ")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        self.stream.write("\r\033[K")
+        self.stream.flush()
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError, version as dist_version
+
+    try:
+        return dist_version("toolbench-meta")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except EngineError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value

@@ -1,0 +1,223 @@
+"""The workers' results, merged exactly, in the common schema."""
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from collections import defaultdict
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from toolbench import histogram
+from toolbench.engine.coordinator import Collected
+from toolbench.engine.stats import Moments, WorkerResult
+from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, GeneratorCost, Identity,
+                              Latency, LoadModel, Measurement, Outcome, Rates, RunResult, SecondSample,
+                              Status, Timing, Transfer, result_from_measurement)
+
+TOOL = "engine"
+# The schema has no field for the latency measured from the actual send in the open
+# model; it travels as one typed note: "uncorrected_latency: p50_ms=... histogram=...".
+UNCORRECTED = "uncorrected_latency"
+FAILURE_DETAIL = "engine_failures"
+# Engine failure kinds -> the schema's failure classes.
+_CLASSES = {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout",
+            "timeout": "timeout", "reset": "read", "closed": "read", "malformed": "other"}
+
+
+def measurement(out: Collected, version: str | None = None) -> Measurement:
+    """The engine's view of the run, as an adapter's parse() would give it."""
+    results = out.results
+    opts = out.options
+    if not results:
+        return Measurement(tool=TOOL, url=opts.url, concurrency=opts.connections, tool_version=version,
+                           notes=[f"{out.error}"] if out.error else [])
+    hist = histogram.merge(r.hist for r in results)
+    moments = _moments(r.moments for r in results)
+    counts = _counts(results)
+    start = min(r.window_start_ns for r in results)
+    duration_s = max(1e-9, (max(r.window_end_ns for r in results) - start) / 1e9)
+    total = counts.requests_total or 0
+    received = sum(r.received_bytes for r in results)
+    connects = sum(r.connects for r in results)
+    ttfb_count = sum(r.ttfb_count for r in results)
+    latency = Latency(
+        min_ms=_ms(moments.min_us), mean_ms=_ms(moments.sum_us / moments.count) if moments.count else None,
+        max_ms=_ms(moments.max_us), stdev_ms=_stdev_ms(moments),
+        percentiles=histogram.percentiles_ms(hist),
+        connect_mean_ms=(sum(r.connect_sum_ns for r in results) / connects / 1e6) if connects else None,
+        ttfb_mean_ms=(sum(r.ttfb_sum_ns for r in results) / ttfb_count / 1e6) if ttfb_count else None,
+        resolution_ms=0.001)
+    notes = [_failure_note(results), f"connections_opened: {connects}"]
+    if opts.open_model:
+        notes.append(uncorrected_note(results))
+    if out.error:
+        notes.append(out.error)
+    started = out.started_at
+    m = Measurement(
+        tool=TOOL,
+        timing=Timing(started_at=_iso(started), ended_at=_iso(started + duration_s) if started else None,
+                      duration_s=duration_s, wall_s=out.wall_s),
+        counts=counts,
+        rates=Rates(rps=total / duration_s, rps_derived=total / duration_s),
+        transfer=Transfer(received_bytes=received, sent_bytes=sum(r.sent_bytes for r in results),
+                          received_bytes_per_s=received / duration_s),
+        latency=latency,
+        histogram=histogram.encode(hist) if hist.get_total_count() else None,
+        series=_series(results),
+        notes=notes, url=opts.url, concurrency=opts.connections, tool_version=version)
+    return _with_fidelity(m)
+
+
+def run_result(out: Collected, version: str | None = None) -> RunResult:
+    """A full record, for `--json`: the engine is its own runner here."""
+    opts = out.options
+    m = measurement(out, version)
+    responded = sum(sum(r.codes.values()) for r in out.results)
+    if out.interrupted:
+        status = Status.INTERRUPTED
+    elif not out.results or responded == 0 or (out.error and not out.interrupted):
+        status = Status.FAILED
+    else:
+        status = Status.OK
+    error = out.error
+    if error is None and status is Status.FAILED:
+        error = _why_nothing(m)
+    model = LoadModel.OPEN if opts.open_model else LoadModel.CLOSED
+    conn = "ka" if opts.keepalive else "close"
+    rate = f"-rate{opts.rate_rps:g}" if opts.rate_rps is not None else ""
+    identity = Identity(scenario=opts.scenario, cell_id=f"engine-c{opts.connections}-{conn}{rate}-rep1",
+                        tool=TOOL, tool_version=version, url=opts.url, concurrency=opts.connections,
+                        keepalive=opts.keepalive, model=model, rate_rps=opts.rate_rps,
+                        params={"workers": str(out.workers), **opts.extra})
+    total = m.counts.requests_total or 0
+    cpu = out.cpu_user_s + out.cpu_system_s
+    cost = GeneratorCost(cpu_user_s=out.cpu_user_s, cpu_system_s=out.cpu_system_s,
+                         cpu_us_per_request=(cpu / total * 1e6) if total else None)
+    return result_from_measurement(identity, Outcome(status=status, exit_code=None, error=error), m,
+                                   cost=cost)
+
+
+def _counts(results: list[WorkerResult]) -> Counts:
+    codes: dict[int, int] = defaultdict(int)
+    kinds: dict[str, int] = defaultdict(int)
+    for r in results:
+        for code, n in r.codes.items():
+            codes[code] += n
+        for kind, n in r.failures.items():
+            kinds[kind] += n
+    by_class: dict[str, int] = defaultdict(int)
+    for kind, n in kinds.items():
+        by_class[_CLASSES[kind]] += n
+    http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
+    http_5xx = sum(n for c, n in codes.items() if c >= 500)
+    failures = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
+                        http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"])
+    responses = sum(codes.values())
+    failed = sum(kinds.values()) + http_4xx + http_5xx
+    return Counts(requests_total=responses + sum(kinds.values()), requests_ok=responses - http_4xx - http_5xx,
+                  requests_failed=failed, failures=failures, status_codes=dict(sorted(codes.items())))
+
+
+def _series(results: list[WorkerResult]) -> list[SecondSample]:
+    merged: dict[int, list[Any]] = {}
+    for r in results:
+        for s in r.series:
+            row = merged.setdefault(s.second, [0, 0, 0, 0, None])
+            row[0] += s.responses
+            row[1] += s.failed
+            row[2] += s.errors
+            row[3] += s.sum_us
+            if s.max_us is not None:
+                row[4] = s.max_us if row[4] is None else max(row[4], s.max_us)
+    return [SecondSample(second=sec, requests=resp + failed, errors=errors,
+                         latency_mean_ms=(total_us / resp / 1000.0) if resp else None,
+                         latency_max_ms=_ms(top))
+            for sec, (resp, failed, errors, total_us, top) in sorted(merged.items())]
+
+
+def uncorrected_note(results: list[WorkerResult]) -> str:
+    hist = histogram.merge(r.uhist for r in results if r.uhist)
+    moments = _moments(r.umoments for r in results if r.umoments is not None)
+    fields = [f"{name}={value:.3f}" for name, value in _summary(hist, moments).items() if value is not None]
+    encoded = histogram.encode(hist) if hist.get_total_count() else ""
+    return f"{UNCORRECTED}: " + " ".join(fields + [f"histogram={encoded}"])
+
+
+def parse_uncorrected(notes: list[str]) -> dict[str, Any] | None:
+    """The uncorrected latency of an open-model run, from its notes, or None."""
+    for note in notes:
+        if note.startswith(UNCORRECTED + ": "):
+            pairs = re.findall(r"(\w+)=(\S*)", note[len(UNCORRECTED) + 2:])
+            return {k: (v if k == "histogram" else float(v)) for k, v in pairs}
+    return None
+
+
+def _summary(hist: HdrHistogram, moments: Moments) -> dict[str, float | None]:
+    values: dict[str, float | None] = {
+        "mean_ms": (moments.sum_us / moments.count / 1000.0) if moments.count else None,
+        "max_ms": _ms(moments.max_us)}
+    pct = histogram.percentiles_ms(hist)
+    values.update({name: getattr(pct, name) for name, _ in PERCENTILES})
+    return values
+
+
+def _failure_note(results: list[WorkerResult]) -> str:
+    kinds: dict[str, int] = defaultdict(int)
+    for r in results:
+        for kind, n in r.failures.items():
+            kinds[kind] += n
+    return f"{FAILURE_DETAIL}: " + " ".join(f"{k}={v}" for k, v in kinds.items())
+
+
+def _why_nothing(m: Measurement) -> str:
+    f = m.counts.failures
+    parts = [f"{name} {n}" for name, n in (("connect", f.connect), ("timeout", f.timeout),
+                                           ("read", f.read), ("malformed", f.other)) if n]
+    return "no HTTP response: " + (", ".join(parts) if parts else "no request completed")
+
+
+def _with_fidelity(m: Measurement) -> Measurement:
+    fidelity: dict[str, Fidelity] = {}
+    for section in ("counts", "rates", "transfer", "latency"):
+        _walk(getattr(m, section), section, fidelity)
+    fidelity["timing.duration_s"] = Fidelity.REPORTED
+    fidelity["rates.rps_derived"] = Fidelity.DERIVED
+    for name in ("histogram", "series"):
+        if getattr(m, name):
+            fidelity[name] = Fidelity.REPORTED
+    return Measurement(**{**m.__dict__, "fidelity": fidelity})
+
+
+def _walk(obj: Any, prefix: str, out: dict[str, Fidelity]) -> None:
+    for name, value in obj.__dict__.items():
+        path = f"{prefix}.{name}"
+        if hasattr(value, "__dataclass_fields__"):
+            _walk(value, path, out)
+        elif value is not None and value != {} and path != "rates.rps_derived":
+            out[path] = Fidelity.REPORTED
+
+
+def _moments(items: Any) -> Moments:
+    total = Moments()
+    for m in items:
+        total.add(m)
+    return total
+
+
+def _stdev_ms(m: Moments) -> float | None:
+    if m.count < 2:
+        return None
+    mean = m.sum_us / m.count
+    return math.sqrt(max(0.0, m.sumsq_us / m.count - mean * mean)) / 1000.0
+
+
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1000.0
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="milliseconds")

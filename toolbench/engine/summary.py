@@ -1,0 +1,88 @@
+"""A human summary of an engine run, laid out like wrk's."""
+from __future__ import annotations
+
+from toolbench.engine.result import FAILURE_DETAIL, parse_uncorrected
+from toolbench.schema import LoadModel, RunResult, Status
+
+_SHOWN = (("50%", "p50_ms"), ("75%", "p75_ms"), ("90%", "p90_ms"), ("99%", "p99_ms"),
+          ("99.9%", "p999_ms"))
+
+
+def render(result: RunResult, workers: int | None = None) -> str:
+    ident, lat, counts = result.identity, result.latency, result.counts
+    duration = result.timing.duration_s
+    lines = [f"Running {_secs(duration)} test @ {ident.url}"]
+    model = ("open model at %g requests/s" % ident.rate_rps if ident.model is LoadModel.OPEN
+             else "closed model")
+    workers = workers or int(ident.params.get("workers", "1"))
+    lines.append(f"  {workers} worker{'s' if workers != 1 else ''} and {ident.concurrency} connections, "
+                 f"keep-alive {'on' if ident.keepalive else 'off'}, {model}")
+    if result.outcome.status is Status.FAILED and not counts.requests_total:
+        lines.append(f"  error: {result.outcome.error}")
+        return "\n".join(lines) + "\n"
+    open_model = ident.model is LoadModel.OPEN
+    uncorrected = parse_uncorrected(result.notes) if open_model else None
+    title = "Latency (from the intended send time)" if open_model else "Latency"
+    lines.append(f"  {title:<38}{'mean':>10}{'stdev':>10}{'max':>10}")
+    lines.append(f"  {'':<38}{_ms(lat.mean_ms):>10}{_ms(lat.stdev_ms):>10}{_ms(lat.max_ms):>10}")
+    header = "  Latency distribution" + ("           corrected  uncorrected" if uncorrected else "")
+    lines.append(header)
+    for label, name in _SHOWN:
+        row = f"  {label:>8}  {_ms(getattr(lat.percentiles, name)):>10}"
+        if uncorrected:
+            row += f"   {_ms(uncorrected.get(name)):>10}"
+        lines.append(row)
+    extra = []
+    if lat.ttfb_mean_ms is not None:
+        extra.append(f"time to first byte {_ms(lat.ttfb_mean_ms)} mean")
+    if lat.connect_mean_ms is not None:
+        extra.append(f"connect {_ms(lat.connect_mean_ms)} mean")
+    if extra:
+        lines.append("  " + "; ".join(extra))
+    received = result.transfer.received_bytes or 0
+    lines.append(f"  {counts.requests_total} requests in {_secs(duration)}, {_bytes(received)} read")
+    lines += _failures(result)
+    rps = result.rates.rps or 0.0
+    lines.append(f"Requests/sec: {rps:>12.2f}")
+    lines.append(f"Transfer/sec: {_bytes(result.transfer.received_bytes_per_s or 0):>12}")
+    if result.outcome.status is not Status.OK and result.outcome.error:
+        lines.append(f"{result.outcome.status.value}: {result.outcome.error}")
+    elif result.outcome.status is Status.INTERRUPTED:
+        lines.append("interrupted: figures cover the time until Ctrl-C")
+    return "\n".join(lines) + "\n"
+
+
+def _failures(result: RunResult) -> list[str]:
+    lines = []
+    detail = next((n.split(": ", 1)[1] for n in result.notes if n.startswith(FAILURE_DETAIL + ": ")), "")
+    kinds = {k: int(v) for k, v in (pair.split("=") for pair in detail.split())}
+    failed = {k: v for k, v in kinds.items() if v}
+    if failed:
+        lines.append("  Socket errors: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in failed.items()))
+    bad = {code: n for code, n in result.counts.status_codes.items() if not 200 <= code < 400}
+    if bad:
+        lines.append(f"  Non-2xx or 3xx responses: {sum(bad.values())} ("
+                     + ", ".join(f"{code}: {n}" for code, n in bad.items()) + ")")
+    return lines
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 1.0:
+        return f"{value * 1000:.2f}us"
+    if value < 1000.0:
+        return f"{value:.2f}ms"
+    return f"{value / 1000:.2f}s"
+
+
+def _secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def _bytes(value: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.2f}{unit}"
+        value /= 1024
+    return f"{value:.2f}GB"

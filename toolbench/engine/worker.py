@@ -1,0 +1,183 @@
+"""One worker process: its own uvloop loop driving its share of the connections.
+
+Protocol with the parent over a Pipe: the worker opens its connections and sends
+("ready", opened, error); the parent answers ("start", t0_ns) or ("abort",); the
+worker sends ("tick", index, Second) once a second and ("result", WorkerResult)
+or ("error", text) at the end. ("stop",) or the pipe closing ends it early."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, Callable
+
+from toolbench import histogram
+from toolbench.engine.client import Load, clock
+from toolbench.engine.options import EngineOptions, Target
+from toolbench.engine.stats import Recorder, WorkerResult
+
+# After its last second a worker stops itself even if the parent never says so.
+SELF_STOP_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    index: int
+    options: EngineOptions
+    target: Target
+    request: bytes
+    slots: int
+    first_slot: int
+    total_slots: int
+    budget: int | None  # this worker's share of -n
+    parent_pid: int
+
+
+def main(plan: WorkerPlan, pipe: Connection, inherited: tuple[Connection, ...] = ()) -> None:
+    """Process entry point. Never raises: a failure goes to the parent as one line."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    for end in inherited:  # the parent's ends, inherited through fork: close them so EOF works
+        end.close()
+    import uvloop
+
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    message: tuple[Any, ...]
+    try:
+        message = ("result", loop.run_until_complete(_run(plan, pipe)))
+    except Exception as exc:
+        message = ("error", f"worker {plan.index}: {type(exc).__name__}: {exc}")
+    try:
+        pipe.send(message)
+    except (OSError, ValueError):
+        pass  # the parent is gone; nothing left to tell
+
+
+async def _run(plan: WorkerPlan, pipe: Connection) -> WorkerResult | None:
+    loop = asyncio.get_running_loop()
+    opts = plan.options
+    rec = Recorder(opts.open_model)
+    load = Load(loop, opts, plan.target, plan.request, rec, plan.slots, plan.first_slot, plan.total_slots)
+    opened, error = await load.prepare()
+    pipe.send(("ready", opened, error))
+    message = await _receive(loop, pipe)
+    if message[0] != "start":
+        load.stop()
+        return None
+    t0: int = message[1]
+    window = t0 + int(opts.warmup_s * 1e9)
+    loop.add_reader(pipe.fileno(), _on_pipe, pipe, load)
+    timers = _Timers(loop, plan, load, pipe, window)
+    if opts.warmup_s > 0:
+        timers.at(window, lambda: (load.window_starts(plan.budget), timers.start_ticks()))
+    else:
+        load.window_starts(plan.budget)
+        timers.start_ticks()
+    timers.at(t0, lambda: load.start(t0))
+    timers.every(min(0.25, opts.timeout_s / 4), load.sweep)
+    if opts.duration_s is not None:
+        timers.at(window + int(opts.duration_s * 1e9), load.stop)
+        timers.at(window + int((opts.duration_s + opts.timeout_s + SELF_STOP_GRACE_S) * 1e9), load.stop)
+    await load.finished
+    end = clock() if opts.duration_s is not None else max(load.last_done_ns, window)
+    timers.cancel()
+    loop.remove_reader(pipe.fileno())
+    await asyncio.sleep(0)  # lets the aborted connections report their last counts
+    rec.flush(timers.seconds)
+    return _result(plan, load, rec, window, end)
+
+
+class _Timers:
+    """Timers at absolute clock() times; the per-second tick that feeds the series."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, plan: WorkerPlan, load: Load,
+                 pipe: Connection, window: int) -> None:
+        self.loop, self.plan, self.load, self.pipe, self.window = loop, plan, load, pipe, window
+        self.handles: list[asyncio.TimerHandle] = []
+        self.seconds = 0  # seconds flushed so far
+
+    def at(self, when_ns: int, callback: Callable[[], Any]) -> None:
+        delay = max(0.0, (when_ns - clock()) / 1e9)
+        self.handles.append(self.loop.call_later(delay, callback))
+
+    def every(self, interval_s: float, callback: Callable[[], Any]) -> None:
+        def run() -> None:
+            callback()
+            self.handles.append(self.loop.call_later(interval_s, run))
+        self.handles.append(self.loop.call_later(interval_s, run))
+
+    def start_ticks(self) -> None:
+        self.at(self.window + 1_000_000_000, lambda: self.tick(1))
+
+    def tick(self, second: int) -> None:
+        """Second `second` has ended (counting from 1): flush it, tell the parent."""
+        duration = self.plan.options.duration_s
+        if self.load.stopped or (duration is not None and second >= duration):
+            return  # the stop flushes the last (maybe partial) second itself
+        if os.getppid() != self.plan.parent_pid:
+            self.load.stop()  # orphaned: the parent died without closing the pipe
+            return
+        sample = self.load.rec.flush(self.seconds)
+        self.seconds += 1
+        try:
+            self.pipe.send(("tick", self.plan.index, sample))
+        except OSError:
+            self.load.stop()
+            return
+        self.at(self.window + (second + 1) * 1_000_000_000, lambda: self.tick(second + 1))
+
+    def cancel(self) -> None:
+        for handle in self.handles:
+            handle.cancel()
+
+
+def _on_pipe(pipe: Connection, load: Load) -> None:
+    try:
+        message = pipe.recv()
+    except (EOFError, OSError):
+        message = ("stop",)  # the parent went away: stop rather than load on for nobody
+    if message[0] == "stop":
+        load.stop()
+
+
+async def _receive(loop: asyncio.AbstractEventLoop, pipe: Connection) -> tuple[Any, ...]:
+    got: asyncio.Future[tuple[Any, ...]] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            message = pipe.recv()
+        except (EOFError, OSError):
+            message = ("abort",)
+        if not got.done():
+            got.set_result(message)
+
+    loop.add_reader(pipe.fileno(), readable)
+    try:
+        return await got
+    finally:
+        loop.remove_reader(pipe.fileno())
+
+
+def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) -> WorkerResult:
+    rx, ttfb, responses = load.totals()
+    return WorkerResult(
+        index=plan.index,
+        hist=histogram.encode(rec.hist),
+        uhist=histogram.encode(rec.uhist) if rec.uhist is not None else None,
+        moments=rec.moments,
+        umoments=rec.umoments,
+        codes={code: n for code, n in enumerate(rec.codes) if n},
+        failures=dict(rec.failures),
+        received_bytes=rec.received_bytes + rx,
+        sent_bytes=load.issued() * len(plan.request),
+        connects=rec.connects,
+        connect_sum_ns=rec.connect_sum_ns,
+        connect_max_ns=rec.connect_max_ns,
+        ttfb_sum_ns=rec.ttfb_sum_ns + ttfb,
+        ttfb_count=rec.ttfb_count + responses,
+        window_start_ns=window,
+        window_end_ns=max(end, window),
+        series=list(rec.series),
+    )
