@@ -58,6 +58,7 @@ _TEXT_LINE = re.compile(r"^([A-Z][a-z ]+):\s+([\d.]+)")
 _LOG_HEADER = re.compile(r"^\s*Date & Time,\s*Trans,")
 _VERSION = re.compile(r"SIEGE (\d[\w.\-]*)")
 _ERROR = re.compile(r"\[error\]\s*(.*)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # siege colours "[error]" unless told not to
 _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 
@@ -223,7 +224,8 @@ def _log_summary(path: Path) -> dict[str, float] | None:
 
 
 def _errors(stderr: str) -> list[str]:
-    return [m.group(1).strip() for line in stderr.splitlines() if (m := _ERROR.search(line))]
+    plain = _ANSI.sub("", stderr)
+    return [m.group(1).strip() for line in plain.splitlines() if (m := _ERROR.search(line))]
 
 
 def _verbose_codes(stdout: str) -> dict[int, int]:
