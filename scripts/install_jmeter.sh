@@ -79,7 +79,7 @@ mkdir -p "${WORK}/deps" "${NEW_HOME}/bin" "${NEW_HOME}/lib/ext" "${NEW_HOME}/lib
 {
     cat <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0">
+<project>
   <modelVersion>4.0.0</modelVersion>
   <groupId>local.toolbench</groupId>
   <artifactId>jmeter-home</artifactId>
