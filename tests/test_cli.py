@@ -92,3 +92,14 @@ def test_run_ends_on_the_report_path_and_load_gives_a_dataframe(tmp_path):
     assert all(f["latency.percentiles.p999_ms"] == "derived" for f in frame["fidelity"])
     rerender = cli("report", str(report.parent), "-o", str(tmp_path / "again.html"))
     assert rerender.returncode == 0 and (tmp_path / "again.html").is_file()
+
+
+def test_parse_joins_all_files_of_a_locust_run():
+    folder = FIXTURES / "locust"
+    files = sorted(folder.glob("2.47.0-single*"))
+    files = [f for f in files if not f.name.endswith(".py")]
+    done = cli("parse", "--tool", "locust", *map(str, files))
+    assert done.returncode == 0, done.stderr
+    records = json.loads(done.stdout)
+    assert [r["identity"]["cell_id"] for r in records] == ["2.47.0-single"]
+    assert records[0]["counts"]["requests_total"] == 8918  # the JSON's count, not the lagging CSV's

@@ -101,3 +101,24 @@ def test_bundled_scenarios_validate():
     assert files, "the repository ships scenarios"
     for path in files:
         assert plan.expand(scenario.load(path))
+
+
+def test_a_variant_runs_a_tool_with_its_own_options_on_top_of_the_tools(tmp_path):
+    text = GOOD.replace("tool: [ab, siege]", "tool: [ab, ab-nog]").replace(
+        "  ab: {gnuplot: false}\n", "  ab: {gnuplot: false, timeout_s: 5}\n  ab-nog: {use: ab, gnuplot: true}\n")
+    cells = plan.expand(scenario.load(write(tmp_path, text)))
+    by_id = {c.cell.id: c.cell for c in cells}
+    plain, variant = by_id["ab-c10-ka-rep1"], by_id["ab-nog-c10-ka-rep1"]
+    assert plain.tool == variant.tool == "ab"
+    assert plain.variant is None and variant.variant == "ab-nog" and variant.label == "ab-nog"
+    assert plain.options == {"gnuplot": False, "timeout_s": 5}
+    assert variant.options == {"gnuplot": True, "timeout_s": 5}
+
+
+def test_a_variant_must_name_a_known_tool(tmp_path):
+    text = GOOD.replace("  ab: {gnuplot: false}\n", "  fast: {use: abx}\n")
+    with pytest.raises(ScenarioError, match=r"s.yaml:15: tools.fast: `use: abx` names no known tool"):
+        plan.expand(scenario.load(write(tmp_path, text)))
+    text = GOOD.replace("  ab: {gnuplot: false}\n", "  fast: {gnuplot: true}\n")
+    with pytest.raises(ScenarioError, match=r"tools.fast: unknown tool; a variant needs `use:`"):
+        plan.expand(scenario.load(write(tmp_path, text)))

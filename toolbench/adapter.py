@@ -72,3 +72,19 @@ class Adapter(Protocol):
 def option(cell: "Cell", key: str, default: Any) -> Any:
     """A tool option from the scenario, or its default."""
     return cell.options.get(key, default)
+
+
+def group_by_suffix(path: Path, suffixes: tuple[str, ...] = (".stderr.txt",)) -> str:
+    """The run a file belongs to, for `toolbench parse`: files that share a name once a
+    known ending is taken off (out.txt, out.stderr.txt, out.csv) are one run's output."""
+    for suffix in suffixes:
+        if path.name.endswith(suffix):
+            return str(path.parent / path.name[: -len(suffix)])
+    return str(path.parent / path.stem)
+
+
+def group_of(adapter: Adapter, path: Path) -> str:
+    """An adapter whose tool names its files otherwise (Locust's X_stats.csv) says so
+    with an optional `group_name(path)`; every other adapter gets group_by_suffix."""
+    custom = getattr(adapter, "group_name", None)
+    return custom(path) if custom is not None else group_by_suffix(path)

@@ -26,12 +26,17 @@ class Cell:
     rate_rps: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
     url: str | None = None  # known once the target runs
+    variant: str | None = None  # the scenario's name for a configured tool, e.g. `locust-2p`
+
+    @property
+    def label(self) -> str:
+        return self.variant or self.tool
 
     @property
     def id(self) -> str:
         rate = f"-rate{self.rate_rps:g}" if self.rate_rps is not None else ""
         conn = "ka" if self.keepalive else "close"
-        return f"{self.tool}-c{self.concurrency}-{conn}{rate}-rep{self.repetition}"
+        return f"{self.label}-c{self.concurrency}-{conn}{rate}-rep{self.repetition}"
 
     def at(self, base_url: str) -> "Cell":
         return dataclasses.replace(self, url=base_url.rstrip("/") + self.request.path)
@@ -44,45 +49,59 @@ class PlannedCell:
 
 
 def expand(scenario: Scenario) -> list[PlannedCell]:
-    """Repetitions are the outer loop, so that drift over time hits every tool alike."""
+    """Repetitions are the outer loop, so that drift over time hits every tool alike.
+
+    A matrix entry is a tool, or a variant declared under `tools:` with `use: <tool>`,
+    which runs that tool with its own options on top of the tool's."""
     known = registry.adapters()
-    for i, tool in enumerate(scenario.matrix.tool):
-        if tool not in known:
-            where = scenario.locations.get(f"matrix.tool[{i}]") or scenario.locations.get("matrix.tool", scenario.source)
-            why = registry.broken().get(tool)
-            detail = f"its adapter is broken: {why}" if why else f"unknown tool (known: {', '.join(known)})"
-            raise ScenarioError(f"{where}: matrix.tool[{i}]: {tool!r}: {detail}")
-    options = {tool: _options(scenario, known[tool]) for tool in scenario.matrix.tool}
-    _reject_unused_tool_options(scenario, known)
+    resolved = {name: _resolve(scenario, i, name, known) for i, name in enumerate(scenario.matrix.tool)}
+    _check_tools_section(scenario, known)
     m = scenario.matrix
     planned = []
     for rep in range(1, scenario.repeat + 1):
-        for concurrency, keepalive, rate, tool in itertools.product(m.concurrency, m.keepalive, m.rate, m.tool):
-            cell = Cell(scenario=scenario.name, tool=tool, concurrency=concurrency, keepalive=keepalive,
+        for concurrency, keepalive, rate, name in itertools.product(m.concurrency, m.keepalive, m.rate, m.tool):
+            adapter, options = resolved[name]
+            cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,
                         repetition=rep, request=scenario.request, stop=scenario.stop,
-                        timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options[tool])
-            planned.append(PlannedCell(cell, known[tool].supports(cell)))
+                        timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options,
+                        variant=name if name != adapter.name else None)
+            planned.append(PlannedCell(cell, adapter.supports(cell)))
     return planned
 
 
-def _options(scenario: Scenario, adapter: Adapter) -> dict[str, Any]:
-    given = scenario.tools.get(adapter.name)
+def _resolve(scenario: Scenario, index: int, name: str, known: dict[str, Adapter]) -> tuple[Adapter, dict[str, Any]]:
+    given = scenario.tools.get(name)
+    tool = given.use if given is not None and given.use else name
+    if tool not in known:
+        where = scenario.locations.get(f"matrix.tool[{index}]") or scenario.locations.get("matrix.tool", scenario.source)
+        why = registry.broken().get(tool)
+        detail = f"its adapter is broken: {why}" if why else f"unknown tool (known: {', '.join(known)})"
+        raise ScenarioError(f"{where}: matrix.tool[{index}]: {tool!r}: {detail}")
+    adapter = known[tool]
+    options = _options(scenario, tool, adapter) if name != tool else {}
+    return adapter, options | _options(scenario, name, adapter)
+
+
+def _options(scenario: Scenario, name: str, adapter: Adapter) -> dict[str, Any]:
+    given = scenario.tools.get(name)
     if given is None:
         return {}
     for key, value in given.values.items():
         where = given.locations[key]
         if key not in adapter.option_types:
             allowed = ", ".join(adapter.option_types) or "none"
-            raise ScenarioError(f"{where}: tools.{adapter.name}.{key}: unknown option (expected: {allowed})")
+            raise ScenarioError(f"{where}: tools.{name}.{key}: unknown option (expected: {allowed})")
         want = adapter.option_types[key]
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            raise ScenarioError(f"{where}: tools.{adapter.name}.{key}: expected {want.__name__}, got {value!r}")
+            raise ScenarioError(f"{where}: tools.{name}.{key}: expected {want.__name__}, got {value!r}")
     return dict(given.values)
 
 
-def _reject_unused_tool_options(scenario: Scenario, known: dict[str, Adapter]) -> None:
-    for tool, given in scenario.tools.items():
+def _check_tools_section(scenario: Scenario, known: dict[str, Adapter]) -> None:
+    """Every entry under `tools:` is checked, used or not, so that typos never hide."""
+    for name, given in scenario.tools.items():
+        tool = given.use or name
         if tool not in known:
-            raise ScenarioError(f"{given.locations['']}: tools.{tool}: unknown tool (known: {', '.join(known)})")
-        if tool not in scenario.matrix.tool:
-            _options(scenario, known[tool])  # still checked, so typos never hide
+            what = f"`use: {tool}` names no" if given.use else "unknown tool; a variant needs `use:` naming a"
+            raise ScenarioError(f"{given.locations['']}: tools.{name}: {what} known tool ({', '.join(known)})")
+        _options(scenario, name, known[tool])

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from toolbench import derive, registry, store
-from toolbench.adapter import RawOutput
+from toolbench.adapter import Adapter, RawOutput, group_of
 from toolbench.errors import Interrupted, ToolbenchError
 from toolbench.schema import Identity, Outcome, RunResult, result_from_measurement
 
@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
     try:
         with ProgressObserver(enabled=show) as observer:
-            summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer)
+            summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer,
+                                 go_on=getattr(args, "go_on", False))
     except Interrupted as exc:
         # What was measured before Ctrl-C is on disk: render it, then report the interruption.
         print(render.render_run(Path(str(exc.run_dir))))
@@ -47,7 +48,7 @@ def validate(args: argparse.Namespace) -> int:
 
 def parse(args: argparse.Namespace) -> int:
     adapter = registry.get(args.tool)
-    results = [_parse_group(adapter, name, paths) for name, paths in _group(args.files).items()]
+    results = [_parse_group(adapter, name, paths) for name, paths in _group(adapter, args.files).items()]
     if args.format == "json":
         json.dump([r.to_dict() for r in results], sys.stdout, indent=2, sort_keys=True)
         print()
@@ -62,29 +63,27 @@ def parse(args: argparse.Namespace) -> int:
     return 0
 
 
-def _group(paths: list[Path]) -> dict[str, list[Path]]:
-    """Files of one run share a name: out.txt, out.stderr.txt, out.csv, out.tsv."""
+def _group(adapter: Adapter, paths: list[Path]) -> dict[str, list[Path]]:
     groups: dict[str, list[Path]] = {}
     for path in paths:
         if not path.is_file():
             raise ToolbenchError(f"{path}: no such file")
-        name = path.name[: -len(".stderr.txt")] if path.name.endswith(".stderr.txt") else path.stem
-        groups.setdefault(str(path.parent / name), []).append(path)
+        groups.setdefault(group_of(adapter, path), []).append(path)
     return groups
 
 
-def _parse_group(adapter: object, name: str, paths: list[Path]) -> RunResult:
+def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
     streams = {"stdout": "", "stderr": ""}
     files: dict[str, Path] = {}
     for path in paths:
         text = path.read_text(errors="replace")
-        role = "stderr" if path.name.endswith(".stderr.txt") else adapter.classify(path, text)  # type: ignore[attr-defined]
+        role = "stderr" if path.name.endswith(".stderr.txt") else adapter.classify(path, text)
         if role in streams:
             streams[role] += text
         else:
             files[role] = path
     raw = RawOutput(stdout=streams["stdout"], stderr=streams["stderr"], files=files, source=name)
-    measurement = derive.complete(adapter.parse(raw))  # type: ignore[attr-defined]
+    measurement = derive.complete(adapter.parse(raw))
     status, error = derive.judge(measurement, 0, timed_out=False, interrupted=False, timeout_s=0,
                                  stderr=raw.stderr)
     identity = Identity(scenario="parsed", cell_id=Path(name).name, tool=measurement.tool,
@@ -117,6 +116,16 @@ def report(args: argparse.Namespace) -> int:
         raise ToolbenchError("several runs render into one file: give it with -o")
     print(render.render_runs(args.runs, args.output))
     return 0
+
+
+def publish(args: argparse.Namespace) -> int:
+    from toolbench.report import site
+
+    published = site.publish(args.runs_dir, args.output)
+    for problem in published.problems:
+        print(f"toolbench: warning: not rendered: {problem}", file=sys.stderr)
+    print(published.index)
+    return 1 if published.problems else 0
 
 
 def _print_results_table(results: list[RunResult]) -> None:

@@ -1,0 +1,195 @@
+"""http_load: builds its command and URL file, reads its stdout summary and the
+per-URL error lines it writes to stderr.
+
+What http_load is, and what follows for its results:
+- one HTTP/1.0 GET per connection, no keep-alive, no headers or body of ours:
+  other cells are planned as unsupported;
+- `-rate N` starts N connections a second whatever the responses do (an open
+  model, which the runner records from the cell), N a whole number up to 1000;
+- it times the connect and the first response byte, never the whole request;
+- it prints numbers with %g (six significant digits: `2.55908e+09` bytes), drops
+  the fetches/sec line when the run took 10 ms or less, has no -version flag,
+  and exits 0 even when every connection was refused;
+- a "fetch" is any connection it closed, failed ones included."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
+from toolbench.errors import HostError, ParseError
+from toolbench.schema import Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing, Transfer
+
+if TYPE_CHECKING:
+    from toolbench.hosts import Host
+    from toolbench.plan import Cell
+
+MAX_RATE = 1000  # http_load refuses a higher -rate
+URL_FILE = "urls.txt"
+
+_NUM = r"([-+\d.eE]+|nan|inf)"
+_SUMMARY = re.compile(rf"^(\d+) fetches, (\d+) max parallel, {_NUM} bytes, in {_NUM} seconds$")
+_RATES = re.compile(rf"^{_NUM} fetches/sec, {_NUM} bytes/sec$")
+_MSECS = re.compile(rf"^msecs/(connect|first-response): {_NUM} mean, {_NUM} max, {_NUM} min$")
+_TALLY = re.compile(r"^(\d+) (timeouts|bad byte counts|bad checksums)$")
+_CODE = re.compile(r"^\s+code (\d{3}) -- (\d+)$")
+_URL_ERROR = re.compile(r"^([a-z]+://\S+?): (.+)$")
+_USAGE = re.compile(r"^usage:\s+\S*http_load\b", re.MULTILINE)
+# A per-URL error message (strerror text or http_load's own) to a failure class.
+_ERROR_CLASSES = (
+    ("timeout", ("timed out",)),
+    ("connect", ("refused", "no route to host", "network is unreachable", "cannot assign requested address",
+                 "connect error", "ssl connection failed")),
+    ("read", ("reset by peer", "broken pipe")),
+)
+# Per-URL lines about responses that did arrive: http_load's own consistency checks, not failures.
+_MISMATCH = ("byte count wrong", "checksum wrong")
+
+
+class HttpLoadAdapter:
+    name = "http_load"
+    option_types = {"timeout_s": int}
+
+    def detect(self, host: "Host") -> str | None:
+        """http_load has no -version flag; run bare, it prints its usage and exits 1.
+        That usage names no version, so an http_load that answers so is "unknown"."""
+        if host.which("http_load") is None:
+            return None
+        try:
+            captured = host.capture(["http_load"])
+        except HostError:
+            return None
+        return "unknown" if _USAGE.search(captured.stdout + captured.stderr) else None
+
+    def supports(self, cell: "Cell") -> Support:
+        if cell.keepalive:
+            return Support(False, "http_load has no keep-alive: it opens a new connection for every fetch")
+        req = cell.request
+        if req.method != "GET" or req.body is not None or req.headers:
+            return Support(False, "http_load sends only a plain GET, without headers or a body of ours")
+        if cell.rate_rps is not None and (cell.rate_rps != int(cell.rate_rps) or not 1 <= cell.rate_rps <= MAX_RATE):
+            return Support(False, f"http_load's -rate takes a whole number from 1 to {MAX_RATE}, "
+                                  f"not {cell.rate_rps:g}")
+        duration = cell.stop.duration_s
+        if duration is not None and (duration != int(duration) or duration < 1):
+            return Support(False, f"http_load's -seconds takes whole seconds, not {duration:g}s")
+        return SUPPORTED
+
+    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+        assert cell.url is not None, "the runner resolves the URL before building"
+        argv = ["http_load", "-timeout", str(option(cell, "timeout_s", 30))]
+        if cell.rate_rps is not None:
+            argv += ["-rate", str(int(cell.rate_rps))]
+        else:
+            argv += ["-parallel", str(cell.concurrency)]
+        if cell.stop.requests is not None:
+            argv += ["-fetches", str(cell.stop.requests)]
+        else:
+            assert cell.stop.duration_s is not None
+            argv += ["-seconds", str(int(cell.stop.duration_s))]
+        argv.append(URL_FILE)
+        return Invocation(argv=argv, files={URL_FILE: cell.url + "\n"})
+
+    def classify(self, path: Path, text: str) -> str:
+        return "stdout"
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        return parse(raw)
+
+
+def parse(raw: RawOutput) -> Measurement:
+    lines = [line.rstrip() for line in raw.stdout.splitlines()]
+    summary = next((m for line in lines if (m := _SUMMARY.match(line))), None)
+    errors = _stderr_errors(raw.stderr)
+    if summary is None:
+        raise ParseError("http_load", _no_summary(raw.stderr, errors), raw.source)
+    fetches, max_parallel = int(summary.group(1)), int(summary.group(2))
+    received = float(summary.group(3))
+    notes: list[str] = []
+    rates = next((m for line in lines if (m := _RATES.match(line))), None)
+    if rates is None:
+        notes.append("http_load printed no fetches/sec line (it drops it for runs of 10 ms or less)")
+    msecs = {m.group(1): tuple(float(m.group(i)) for i in (2, 3, 4)) for line in lines if (m := _MSECS.match(line))}
+    tallies = {m.group(2): int(m.group(1)) for line in lines if (m := _TALLY.match(line))}
+    codes = {int(m.group(1)): int(m.group(2)) for line in lines if (m := _CODE.match(line))}
+    counts = _counts(fetches, codes, tallies, errors, notes)
+    for kind, (mean, top, bottom) in msecs.items():
+        notes.append(f"msecs/{kind}: {mean:g} mean, {top:g} max, {bottom:g} min")
+    if msecs:
+        notes.append("http_load times the connect and the first response byte only, not whole requests")
+    if "e" in summary.group(3).lower():
+        notes.append(f"http_load printed the byte count as {summary.group(3)} (%g: six significant digits)")
+    notes.append("bytes are response bodies only; fetches include failed connections")
+    return Measurement(
+        tool="http_load",
+        timing=Timing(duration_s=float(summary.group(4))),
+        counts=counts,
+        rates=Rates(rps=float(rates.group(1)) if rates else None),
+        transfer=Transfer(received_bytes=round(received),
+                          received_bytes_per_s=float(rates.group(2)) if rates else None),
+        latency=Latency(connect_mean_ms=msecs["connect"][0] if "connect" in msecs else None,
+                        ttfb_mean_ms=msecs["first-response"][0] if "first-response" in msecs else None,
+                        resolution_ms=0.001 if msecs else None),
+        fidelity={"counts.requests_ok": Fidelity.DERIVED, "counts.requests_failed": Fidelity.DERIVED},
+        notes=notes,
+        concurrency=max_parallel,
+    )
+
+
+def _counts(fetches: int, codes: dict[int, int], tallies: dict[str, int], errors: dict[str, int],
+            notes: list[str]) -> Counts:
+    ok = sum(n for code, n in codes.items() if 200 <= code < 400)
+    http_4xx = sum(n for code, n in codes.items() if 400 <= code < 500)
+    http_5xx = sum(n for code, n in codes.items() if 500 <= code < 600)
+    odd_codes = sum(n for code, n in codes.items() if not 200 <= code < 600)
+    classes = dict.fromkeys(("connect", "read", "other"), 0)
+    for message, count in errors.items():
+        lowered = message.lower()
+        kind = next((k for k, needles in _ERROR_CLASSES if any(n in lowered for n in needles)), "other")
+        if kind != "timeout":  # counted from the summary's own "N timeouts" line
+            classes[kind] += count
+    timeouts = tallies.get("timeouts", 0)
+    without_status = fetches - sum(codes.values())
+    explained = timeouts + sum(classes.values())
+    if without_status > explained:
+        # http_load closes a connection that ends before a status line without a word.
+        classes["read"] += without_status - explained
+        notes.append(f"{without_status - explained} fetches ended without a status line or an error message: "
+                     "counted as read failures")
+    for tally in ("bad byte counts", "bad checksums"):
+        if tallies.get(tally):
+            notes.append(f"http_load reported {tallies[tally]} {tally} (responses whose size or checksum "
+                         "differed from the first one's); they are not counted as failures")
+    return Counts(
+        requests_total=fetches,
+        requests_ok=ok,
+        requests_failed=fetches - ok,
+        failures=Failures(connect=classes["connect"], timeout=timeouts, read=classes["read"],
+                          http_4xx=http_4xx, http_5xx=http_5xx, other=classes["other"] + odd_codes),
+        status_codes=codes,
+    )
+
+
+def _stderr_errors(stderr: str) -> dict[str, int]:
+    """Per-URL error lines ("http://...: Connection refused"), by message."""
+    errors: dict[str, int] = {}
+    for line in stderr.splitlines():
+        m = _URL_ERROR.match(line.strip())
+        if m and not any(word in m.group(2) for word in _MISMATCH):
+            errors[m.group(2)] = errors.get(m.group(2), 0) + 1
+    return errors
+
+
+def _no_summary(stderr: str, errors: dict[str, int]) -> str:
+    if _USAGE.search(stderr):
+        return "http_load printed its usage text: it did not accept the command"
+    if errors:
+        listed = "; ".join(f"{message} ({count}x)" for message, count in errors.items())
+        return f"no summary on stdout, only per-URL errors on stderr: {listed}"
+    last = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return "no summary line ('N fetches, N max parallel, ...') on stdout" + (f"; stderr: {last[-1][:300]}" if last else "")
+
+
+
+ADAPTER = HttpLoadAdapter()

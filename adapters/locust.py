@@ -1,0 +1,248 @@
+"""Locust: writes a locustfile for the cell, runs it headless, reads its JSON
+(stdout), its final summary tables (stderr) and its CSV set.
+
+Keep-alive off is a `Connection: close` request header: both FastHttpUser and
+HttpUser then open one connection per request (checked against a server that
+counts connections), so HttpUser keeps its one session per user rather than
+paying for a new session per request.
+
+Locust has no stop after N requests; the locustfile counts them itself (see the
+template). Across `--processes` workers that count would have to be shared, so
+such cells are planned as unsupported."""
+from __future__ import annotations
+
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import jinja2
+
+from toolbench import histogram
+from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, group_by_suffix, option
+from toolbench.adapters import locust_output as out
+from toolbench.errors import HostError, ParseError
+from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Percentiles, Rates,
+                              SecondSample, Timing, Transfer)
+
+if TYPE_CHECKING:
+    from toolbench.hosts import Host
+    from toolbench.plan import Cell
+
+USER_CLASSES = ("FastHttpUser", "HttpUser")
+CSV_PREFIX = "stats"
+OUTPUTS = {
+    "stats_csv": f"{CSV_PREFIX}_stats.csv",
+    "history_csv": f"{CSV_PREFIX}_stats_history.csv",
+    "failures_csv": f"{CSV_PREFIX}_failures.csv",
+    "exceptions_csv": f"{CSV_PREFIX}_exceptions.csv",
+}
+GROUP_SUFFIXES = ("_stats_history.csv", "_stats.csv", "_failures.csv", "_exceptions.csv", ".stderr.txt",
+                  ".txt", ".json")
+# A run stopped by a request budget still gets a run time, so that a budget the
+# target never serves cannot outlive the cell's hard limit without any output.
+BUDGET_MARGIN_S = 10
+
+
+class LocustAdapter:
+    name = "locust"
+    # processes: 1 runs one process; N >= 2 runs a master and N workers on this
+    # machine (--processes N); -1 is one worker per core.
+    option_types = {"user_class": str, "processes": int, "timeout_s": int}
+
+    def detect(self, host: "Host") -> str | None:
+        try:
+            captured = host.capture(locust_argv(["--version"]))
+        except HostError:
+            return None
+        return out.version(captured.stdout + captured.stderr)
+
+    def supports(self, cell: "Cell") -> Support:
+        user_class = option(cell, "user_class", "FastHttpUser")
+        if user_class not in USER_CLASSES:
+            return Support(False, f"tools.locust.user_class must be one of {', '.join(USER_CLASSES)}, "
+                                  f"not {user_class!r}")
+        processes = option(cell, "processes", 1)
+        if processes == 0 or processes < -1:
+            return Support(False, f"tools.locust.processes must be 1, a count of worker processes or -1 "
+                                  f"(one per core), not {processes}")
+        if cell.rate_rps is not None:
+            return Support(False, "Locust runs a closed model here (no wait between requests); "
+                                  "it has no fixed-rate (open model) mode")
+        if cell.stop.requests is not None and processes != 1:
+            return Support(False, "a stop after N requests is counted inside one Locust process; "
+                                  "with several worker processes it is not supported")
+        duration = cell.stop.duration_s
+        if duration is not None and duration != int(duration):
+            return Support(False, f"Locust's --run-time takes whole seconds, not {duration:g}s")
+        return SUPPORTED
+
+    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+        assert cell.url is not None, "the runner resolves the URL before building"
+        url = urlsplit(cell.url)
+        path = cell.url[len(f"{url.scheme}://{url.netloc}"):] or "/"
+        if cell.stop.requests is not None:
+            run_time = max(1, int(cell.timeout_s) - BUDGET_MARGIN_S)
+        else:
+            assert cell.stop.duration_s is not None
+            run_time = int(cell.stop.duration_s)
+        users = str(cell.concurrency)
+        args = ["-f", "locustfile.py", "--headless", "-u", users, "-r", users, "-t", f"{run_time}s",
+                "--host", f"{url.scheme}://{url.netloc}", "--csv", CSV_PREFIX, "--csv-full-history",
+                "--json", "--only-summary", "--loglevel", "WARNING",
+                # A failed request is counted, not turned into exit code 1: the cell is judged
+                # on its counts, as for every other tool.
+                "--exit-code-on-error", "0"]
+        processes = option(cell, "processes", 1)
+        if processes != 1:
+            args += ["--processes", str(processes)]
+        return Invocation(argv=locust_argv(args), files={"locustfile.py": locustfile(cell, path)},
+                          outputs=dict(OUTPUTS))
+
+    def classify(self, path: Path, text: str) -> str:
+        return out.classify(text)
+
+    def group_name(self, path: Path) -> str:
+        """The run a file belongs to: `--csv X` names Locust's CSVs X_stats.csv and so on."""
+        return group_by_suffix(path, GROUP_SUFFIXES)
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        return parse(raw)
+
+
+def locust_argv(args: list[str]) -> list[str]:
+    """Locust is a dependency of toolbench: the interpreter running toolbench has it."""
+    return [sys.executable, "-m", "locust", *args]
+
+
+def locustfile(cell: "Cell", path: str) -> str:
+    user_class = option(cell, "user_class", "FastHttpUser")
+    assert user_class in USER_CLASSES, "supports() turns other classes away"  # it is written into code
+    req = cell.request
+    headers = dict(req.headers)
+    if req.body is not None and req.content_type:
+        headers["Content-Type"] = req.content_type
+    if not cell.keepalive:
+        headers["Connection"] = "close"
+    template = resources.files("toolbench.adapters").joinpath("templates/locustfile.py.j2").read_text()
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    # Every value reaches the file as a Python literal (repr), never as code.
+    return env.from_string(template).render(
+        cell_id=cell.id, user_class=user_class,
+        method=repr(req.method), path=repr(path), headers=repr(headers),
+        body=repr(req.body.encode() if req.body is not None else None),
+        timeout_s=repr(float(option(cell, "timeout_s", 30))), budget=repr(cell.stop.requests))
+
+
+def parse(raw: RawOutput) -> Measurement:
+    entries = out.read_json(raw.stdout, raw.source)
+    if entries is not None:
+        return _from_json(entries, raw)
+    stats_csv = raw.files.get("stats_csv")
+    if stats_csv is not None:
+        return _from_csv(stats_csv, raw)
+    why = out.error_line(raw.stderr)
+    raise ParseError("locust", "no JSON stats on stdout and no stats CSV"
+                     + (f"; Locust said: {why}" if why else ""), raw.source)
+
+
+def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
+    summary = out.read_summary(raw.stderr)
+    notes = ["figures from Locust's JSON output (final)",
+             "duration runs from the first logged response to the last (a JSON entry starts when its first "
+             "response is logged); Locust's own req/s counts from the start of the test"]
+    fidelity = {"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED,
+                "latency.mean_ms": Fidelity.DERIVED, "histogram": Fidelity.DERIVED}
+    total = sum(e.num_requests for e in entries)
+    failed = sum(e.num_failures for e in entries)
+    timed = total - sum(e.num_none_requests for e in entries)
+    starts = [e.start_time for e in entries if e.start_time]
+    ends = [e.last_request_timestamp for e in entries if e.last_request_timestamp]
+    duration = max(ends) - min(starts) if starts and ends and max(ends) > min(starts) else None
+    hist = out.histogram_of(entries)
+    if hist is not None:
+        notes.append("histogram from Locust's response_times buckets: Locust rounds each time before "
+                     "bucketing (to 1 ms below 100 ms, 10 ms below 1 s, then 100 ms and 1 s)")
+    failures, codes = _failures(failed, raw, summary, notes)
+    latency = Latency(
+        min_ms=min((e.min_response_time for e in entries if e.min_response_time is not None), default=None),
+        max_ms=max((e.max_response_time for e in entries), default=None) if timed else None,
+        mean_ms=sum(e.total_response_time for e in entries) / timed if timed else None,
+        percentiles=summary.percentiles if summary else Percentiles(),
+        resolution_ms=1.0 if timed else None)
+    series = out.series_from_json(entries)
+    if series:
+        fidelity["series"] = Fidelity.REPORTED
+    else:
+        series = _history_series(raw, notes)
+    notes += out.exception_notes(raw.files.get("exceptions_csv"))
+    notes.append("response times include failed requests; bytes are response bodies only")
+    return Measurement(
+        tool="locust",
+        timing=Timing(duration_s=duration),
+        counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
+                      failures=failures, status_codes=codes),
+        rates=Rates(rps=summary.rps if summary else None),
+        transfer=Transfer(received_bytes=sum(e.total_content_length for e in entries)),
+        latency=latency,
+        histogram=histogram.encode(hist) if hist is not None else None,
+        series=series,
+        fidelity=fidelity,
+        notes=notes,
+    )
+
+
+def _from_csv(path: Path, raw: RawOutput) -> Measurement:
+    row = out.read_stats_csv(path)
+    notes = ["figures from Locust's stats CSV: Locust rewrites it once a second, so in a single-process "
+             "run it can miss the last second of traffic (the JSON output has no such lag)"]
+    summary = out.read_summary(raw.stderr)
+    failures, codes = _failures(row.failures, raw, summary, notes)
+    duration = row.requests / row.rps if row.rps else None
+    series = _history_series(raw, notes)
+    notes += out.exception_notes(raw.files.get("exceptions_csv"))
+    return Measurement(
+        tool="locust",
+        timing=Timing(duration_s=duration),
+        counts=Counts(requests_total=row.requests, requests_ok=row.requests - row.failures,
+                      requests_failed=row.failures, failures=failures, status_codes=codes),
+        rates=Rates(rps=row.rps),
+        transfer=Transfer(received_bytes=round(row.avg_content_size * row.requests)),
+        latency=Latency(min_ms=row.min_ms, max_ms=row.max_ms, mean_ms=row.mean_ms,
+                        percentiles=row.percentiles, resolution_ms=1.0 if row.requests else None),
+        series=series,
+        fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED,
+                  "transfer.received_bytes": Fidelity.DERIVED},
+        notes=notes,
+    )
+
+
+def _failures(failed: int, raw: RawOutput, summary: out.Summary | None,
+              notes: list[str]) -> tuple[Failures, dict[int, int]]:
+    """Failure classes from the final error report on stderr, else from the failures CSV."""
+    errors = summary.errors if summary and summary.errors else None
+    if errors is None and (path := raw.files.get("failures_csv")) is not None:
+        errors = out.read_failures_csv(path)
+    if errors is None:
+        return Failures(), {}
+    failures, codes = out.classify_errors(errors)
+    counted = sum(errors.values())
+    if counted != failed:
+        notes.append(f"the error list accounts for {counted} of {failed} failed requests")
+    if codes:
+        notes.append("status codes are known only for failed requests: Locust does not count successes by code")
+    return failures, codes
+
+
+def _history_series(raw: RawOutput, notes: list[str]) -> list[SecondSample]:
+    path = raw.files.get("history_csv")
+    if path is None:
+        return []
+    series = out.series_from_history(path)
+    if series:
+        notes.append("series from the stats history CSV (cumulative counts sampled once a second)")
+    return series
+
+
+ADAPTER = LocustAdapter()

@@ -1,0 +1,52 @@
+"""The real http_load driven by the runner against the bundled nginx on loopback.
+
+http_load is in no package registry: where it is not on PATH this is skipped, with
+the reason, and its parser is covered by the recorded output in fixtures/http_load."""
+import shutil
+
+import pytest
+
+from toolbench import runner, scenario, store
+from toolbench.hosts import LocalHost
+from toolbench.adapters import http_load
+from toolbench.schema import LoadModel, Status
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("http_load") is None,
+                       reason="http_load is not on PATH (it is in no package registry; build it from its source)"),
+]
+
+SCENARIO = """\
+name: http-load-live
+target: {server: nginx-static}
+matrix:
+  tool: [http_load]
+  concurrency: [4]
+  keepalive: [true, false]
+  rate: [null, 50]
+stop: {duration: 2s}
+"""
+
+
+def test_detect_recognises_the_installed_http_load():
+    assert http_load.ADAPTER.detect(LocalHost()) == "unknown"
+
+
+def test_closed_and_open_model_runs_against_nginx(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO)
+    summary = runner.run(scenario.load(path), tmp_path / "reports")
+    results = {r.identity.cell_id: r for r in store.RunDir.open(summary.run_dir).results()}
+    assert results["http_load-c4-ka-rep1"].outcome.status is Status.UNSUPPORTED
+    assert "keep-alive" in results["http_load-c4-ka-rep1"].outcome.error
+    closed, opened = results["http_load-c4-close-rep1"], results["http_load-c4-close-rate50-rep1"]
+    for r in (closed, opened):
+        assert r.outcome.status is Status.OK, r.outcome.error
+        assert r.counts.requests_ok == r.counts.requests_total > 0
+        assert r.counts.status_codes == {200: r.counts.requests_total}
+        assert r.transfer.received_bytes == 13 * r.counts.requests_total
+        assert r.rates.rps_derived == pytest.approx(r.rates.rps, rel=0.01)
+        assert r.latency.ttfb_mean_ms is not None and r.latency.mean_ms is None
+    assert opened.identity.model is LoadModel.OPEN and opened.identity.rate_rps == 50
+    assert opened.rates.rps == pytest.approx(50, rel=0.2)

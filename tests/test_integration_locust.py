@@ -1,0 +1,105 @@
+"""The real Locust, single-process and with --processes 2, driven by the runner
+against the bundled nginx on loopback."""
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from toolbench import histogram, registry, runner, scenario, store
+from toolbench.adapters import locust
+from toolbench.schema import RunResult, Status
+
+pytestmark = pytest.mark.integration
+
+SCENARIO = """\
+name: locust-{name}
+target: {{server: nginx-static}}
+matrix:
+  tool: [locust]
+  concurrency: [4]
+  keepalive: {keepalive}
+stop: {stop}
+tools:
+  locust: {{processes: {processes}}}
+"""
+
+
+def run(tmp_path: Path, name: str, keepalive: str = "[true]", stop: str = "{duration: 2s}",
+        processes: int = 1) -> dict[str, RunResult]:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SCENARIO.format(name=name, keepalive=keepalive, stop=stop, processes=processes))
+    summary = runner.run(scenario.load(path), tmp_path / "reports")
+    return {r.identity.cell_id: r for r in store.RunDir.open(summary.run_dir).results()}
+
+
+def assert_consistent(r: RunResult) -> None:
+    assert r.outcome.status is Status.OK, r.outcome.error
+    total = r.counts.requests_total
+    assert total and total > 50 and r.counts.requests_failed == 0
+    assert r.identity.tool_version == "2.47.0"
+    # Locust's own req/s (from the test's start) and toolbench's (from the first response):
+    assert r.rates.rps_derived == pytest.approx(r.rates.rps, rel=0.2)
+    assert histogram.decode(r.histogram).get_total_count() == total
+    assert sum(s.requests for s in r.series) == total
+    assert r.transfer.received_bytes == 13 * total  # nginx-static's "Hello, World!"
+    assert r.latency.min_ms <= r.latency.mean_ms <= r.latency.max_ms
+    assert r.timing.duration_s < r.timing.wall_s
+    assert any("JSON output" in note for note in r.notes)
+
+
+def test_single_process_keepalive_on_and_off(tmp_path):
+    results = run(tmp_path, "single", keepalive="[true, false]")
+    assert set(results) == {"locust-c4-ka-rep1", "locust-c4-close-rep1"}
+    for r in results.values():
+        assert_consistent(r)
+    close_file = tmp_path / "reports"
+    locustfiles = list(close_file.glob("*/raw/locust-c4-close-rep1/locustfile.py"))
+    assert len(locustfiles) == 1 and "'Connection': 'close'" in locustfiles[0].read_text()
+
+
+def test_two_worker_processes(tmp_path):
+    (r,) = run(tmp_path, "multi", processes=2).values()
+    assert_consistent(r)
+    command = next(tmp_path.glob("reports/*/raw/*/command.txt")).read_text()
+    assert "--processes 2" in command
+
+
+def test_a_request_budget_stops_at_exactly_that_count(tmp_path):
+    (r,) = run(tmp_path, "budget", stop="{requests: 300}").values()
+    assert r.outcome.status is Status.OK, r.outcome.error
+    assert r.counts.requests_total == 300
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokenLocustfile:
+    """The real Locust adapter, with a locustfile that fails to import."""
+
+    name: str = "locust"
+    option_types: dict = dataclasses.field(default_factory=lambda: dict(locust.ADAPTER.option_types))
+
+    def detect(self, host):
+        return locust.ADAPTER.detect(host)
+
+    def supports(self, cell):
+        return locust.ADAPTER.supports(cell)
+
+    def build(self, cell, workdir):
+        invocation = locust.ADAPTER.build(cell, workdir)
+        files = dict(invocation.files, **{"locustfile.py": "import toolbench_no_such_module\n"})
+        return dataclasses.replace(invocation, files=files)
+
+    def parse(self, raw):
+        return locust.ADAPTER.parse(raw)
+
+    def classify(self, path, text):
+        return locust.ADAPTER.classify(path, text)
+
+
+def test_a_locustfile_that_fails_to_import_is_a_failed_cell_with_the_reason(tmp_path, monkeypatch):
+    broken = BrokenLocustfile()
+    real_get = registry.get
+    monkeypatch.setattr(registry, "get", lambda name: broken if name == "locust" else real_get(name))
+    (r,) = run(tmp_path, "broken").values()
+    assert r.outcome.status is Status.FAILED
+    assert r.outcome.exit_code == 1
+    assert "No module named 'toolbench_no_such_module'" in r.outcome.error
