@@ -1,0 +1,295 @@
+"""SSHHost against a real sshd that this module starts on 127.0.0.1 with its own keys.
+The remote machine is this machine, so what it reports can be checked against the local one."""
+from __future__ import annotations
+
+import _thread
+import getpass
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from toolbench.adapter import RawOutput
+from toolbench.adapters import ab
+from toolbench.errors import HostError
+from toolbench.hosts import Limit, LocalHost
+from toolbench.scenario import HostSpec
+from toolbench.ssh import SSHHost, connect
+from toolbench.targets import RunningTarget, free_port
+
+SSHD = Path("/usr/sbin/sshd")
+LOGIN_NOFILE_SOFT = 1536  # set on sshd, so the login's limit differs from pytest's own
+
+
+@dataclass(frozen=True)
+class Sshd:
+    port: int
+    user: str
+    client_key: Path
+    host_key_pub: Path
+    known_hosts: Path  # lists the server's key
+    folder: Path
+
+    def spec(self, key: Path | None = None, port: int | None = None) -> HostSpec:
+        return HostSpec(address="127.0.0.1", port=port or self.port, user=self.user,
+                        key=str(key or self.client_key))
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+
+
+def _login_limits() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (LOGIN_NOFILE_SOFT, hard))
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    if not SSHD.exists() or shutil.which("ssh-keygen") is None:
+        pytest.skip("openssh-server is not installed (scripts/install.sh installs it)")
+    folder = tmp_path_factory.mktemp("sshd")
+    _keygen(folder / "host_key")
+    _keygen(folder / "client_key")
+    shutil.copy(folder / "client_key.pub", folder / "authorized_keys")
+    port = free_port()
+    (folder / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder}/host_key\n"
+        f"AuthorizedKeysFile {folder}/authorized_keys\nPidFile {folder}/sshd.pid\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\nLogLevel ERROR\n")
+    try:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation folder
+    except PermissionError:
+        pytest.skip("/run/sshd is missing and cannot be created (not root)")
+    log = open(folder / "sshd.log", "wb")
+    proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(folder / "sshd_config")],
+                            stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_login_limits)
+    try:
+        _wait_port(port, proc, folder / "sshd.log")
+        host_pub = (folder / "host_key.pub").read_text().split()
+        (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+        yield Sshd(port, getpass.getuser(), folder / "client_key", folder / "host_key.pub",
+                   folder / "known_hosts", folder)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"sshd exited: {log.read_text()}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    pytest.fail("sshd did not listen within 10 s")
+
+
+@pytest.fixture(scope="module")
+def host(sshd: Sshd) -> Iterator[SSHHost]:
+    with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as h:
+        yield h
+
+
+def _alive_remotely(sshd: Sshd, pid: int) -> bool:
+    """Asked over a second connection, as a separate machine would be. A zombie is dead: where
+    pid 1 does not reap orphans (some containers), the killed child stays one."""
+    script = 'kill -0 "$1" 2>/dev/null && ! grep -q "^State:[[:space:]]*Z" "/proc/$1/status"'
+    with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as other:
+        return other.capture(["sh", "-c", script, "sh", str(pid)]).exit_code == 0
+
+
+def test_label_names_user_address_and_port(host: SSHHost, sshd: Sshd) -> None:
+    assert host.label == f"{sshd.user}@127.0.0.1:{sshd.port}"
+
+
+def test_awkward_arguments_arrive_verbatim(host: SSHHost) -> None:
+    args = ["a b", "it's", '"q"', "$HOME", "x;y", "`id`", "$(id)", "*", "", "back\\slash", "new\nline", "--", "-n"]
+    captured = host.capture(["printf", "%s|", *args])
+    assert captured.exit_code == 0
+    assert captured.stdout == "".join(f"{a}|" for a in args)
+
+
+def test_run_writes_remote_streams_to_local_files(host: SSHHost, tmp_path: Path) -> None:
+    remote = host.mkdtemp()
+    try:
+        script = 'pwd; echo "$GREETING"; echo to-stderr >&2; exit 3'
+        completed = host.run(["sh", "-c", script], cwd=remote, stdout=tmp_path / "out", stderr=tmp_path / "err",
+                             timeout_s=30, env={"GREETING": "hello 'there'"})
+    finally:
+        host.remove_tree(remote)
+    assert completed.exit_code == 3 and not completed.timed_out and not completed.interrupted
+    assert (tmp_path / "out").read_text() == f"{remote}\nhello 'there'\n"
+    assert (tmp_path / "err").read_text() == "to-stderr\n"
+    assert completed.cpu_user_s is None and completed.cpu_system_s is None  # not measured remotely
+
+
+def test_timeout_kills_the_remote_process_tree(host: SSHHost, sshd: Sshd, tmp_path: Path) -> None:
+    completed = host.run(["sh", "-c", "sleep 30 & echo $!; wait"], cwd="/", stdout=tmp_path / "out",
+                         stderr=tmp_path / "err", timeout_s=1.5)
+    assert completed.timed_out and completed.exit_code is None
+    child = int((tmp_path / "out").read_text())
+    assert not _alive_remotely(sshd, child)
+
+
+def test_ctrl_c_kills_the_remote_tool_and_reports_interrupted(host: SSHHost, sshd: Sshd, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+
+    def press_ctrl_c() -> None:  # once the child is running, as a user would
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (out.exists() and out.read_text().endswith("\n")):
+            time.sleep(0.05)
+        _thread.interrupt_main()
+
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    try:
+        completed = host.run(["sh", "-c", "sleep 30 & echo $!; wait"], cwd="/", stdout=out,
+                             stderr=tmp_path / "err", timeout_s=60)
+    finally:
+        presser.join()
+    assert completed.interrupted and completed.exit_code is None and not completed.timed_out
+    assert not _alive_remotely(sshd, int(out.read_text()))
+
+
+def test_missing_program_and_missing_folder_are_host_errors(host: SSHHost, tmp_path: Path) -> None:
+    with pytest.raises(HostError, match=r"no-such-tool-xyz: not found"):
+        host.run(["no-such-tool-xyz"], cwd="/", stdout=tmp_path / "o", stderr=tmp_path / "e", timeout_s=10)
+    with pytest.raises(HostError, match=r"cannot start true: .*/no/such/folder"):
+        host.run(["true"], cwd="/no/such/folder", stdout=tmp_path / "o", stderr=tmp_path / "e", timeout_s=10)
+
+
+def test_put_get_round_trip(host: SSHHost, tmp_path: Path) -> None:
+    data = os.urandom(200_000)
+    (tmp_path / "sent").write_bytes(data)
+    remote = host.mkdtemp()
+    try:
+        host.put(tmp_path / "sent", f"{remote}/file with space")
+        host.get(f"{remote}/file with space", tmp_path / "back")
+        with pytest.raises(HostError, match="cannot copy"):
+            host.get(f"{remote}/absent", tmp_path / "absent")
+    finally:
+        host.remove_tree(remote)
+    assert (tmp_path / "back").read_bytes() == data
+    assert host.capture(["test", "-e", remote]).exit_code == 1  # removed
+
+
+def test_facts_are_this_machines(host: SSHHost) -> None:
+    assert host.facts() == LocalHost().facts()
+
+
+def test_which_searches_the_remote_path(host: SSHHost) -> None:
+    assert host.which("sh") == shutil.which("sh", path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    assert host.which("no-such-tool-xyz") is None
+    assert host.which("sh; touch /tmp/x") is None
+    assert host.which("/bin/sh") == "/bin/sh"
+
+
+def test_read_sysctl(host: SSHHost) -> None:
+    assert host.read_sysctl("kernel.ostype") == "Linux"
+    assert host.read_sysctl("net.core.somaxconn") == Path("/proc/sys/net/core/somaxconn").read_text().strip()
+    assert host.read_sysctl("net.ipv4.tcp_tw_recycle") is None  # gone since Linux 4.12
+    with pytest.raises(HostError, match="not a sysctl key"):
+        host.read_sysctl("../../etc/passwd")
+
+
+def test_ulimit_nofile_is_the_logins_and_limits_are_raised(host: SSHHost) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert host.ulimit_nofile() == Limit(LOGIN_NOFILE_SOFT, hard)
+    assert host.process_limits()["nofile"].soft == LOGIN_NOFILE_SOFT
+    raised = host.with_limits({"nofile": 4096})
+    assert raised.process_limits()["nofile"] == Limit(4096, hard)
+    assert raised.ulimit_nofile() == Limit(LOGIN_NOFILE_SOFT, hard)  # the login itself is unchanged
+
+
+def test_unknown_host_key_is_refused_until_trusted_explicitly(sshd: Sshd, tmp_path: Path) -> None:
+    known = tmp_path / "known_hosts"
+    with pytest.raises(HostError) as refused:
+        SSHHost(sshd.spec(), known_hosts=known)
+    message = str(refused.value)
+    listed = subprocess.run(["ssh-keygen", "-lf", str(sshd.host_key_pub)], capture_output=True, text=True).stdout
+    assert "unknown host key" in message and "trust_new_key" in message and "\n" not in message
+    assert listed.split()[1] in message  # the fingerprint, to check before trusting
+    assert not known.exists()
+    with SSHHost(sshd.spec(), known_hosts=known, trust_new_key=True) as trusted:
+        assert trusted.capture(["true"]).exit_code == 0
+    kind, key = sshd.host_key_pub.read_text().split()[:2]
+    assert known.read_text().split() == [f"[127.0.0.1]:{sshd.port}", kind, key]
+    with SSHHost(sshd.spec(), known_hosts=known) as again:  # now known: no trust needed
+        assert again.capture(["true"]).exit_code == 0
+
+
+def test_changed_host_key_is_refused(sshd: Sshd, tmp_path: Path) -> None:
+    _keygen(tmp_path / "other")
+    kind, key = (tmp_path / "other.pub").read_text().split()[:2]
+    (tmp_path / "known_hosts").write_text(f"[127.0.0.1]:{sshd.port} {kind} {key}\n")
+    with pytest.raises(HostError, match="host key changed"):
+        SSHHost(sshd.spec(), known_hosts=tmp_path / "known_hosts", trust_new_key=True)
+
+
+def test_wrong_client_key_is_one_line(sshd: Sshd, tmp_path: Path) -> None:
+    _keygen(tmp_path / "stranger")
+    with pytest.raises(HostError) as failed:
+        SSHHost(sshd.spec(key=tmp_path / "stranger"), known_hosts=sshd.known_hosts)
+    assert str(failed.value) == f"{sshd.user}@127.0.0.1:{sshd.port}: cannot connect: authentication failed (no key the server accepts)"
+    with pytest.raises(HostError, match="key file .* not found"):
+        SSHHost(sshd.spec(key=tmp_path / "absent"), known_hosts=sshd.known_hosts)
+
+
+def test_refused_port(sshd: Sshd) -> None:
+    port = free_port()
+    with pytest.raises(HostError, match=rf"@127\.0\.0\.1:{port}: cannot connect: connection refused$"):
+        SSHHost(sshd.spec(port=port), known_hosts=sshd.known_hosts)
+
+
+def test_a_port_without_ssh_is_one_line_and_no_traceback(sshd: Sshd, nginx: RunningTarget) -> None:
+    # In a process of its own: pytest's log capture would hide what paramiko prints by default.
+    port = int(nginx.base_url.rsplit(":", 1)[1])
+    code = ("import sys\nfrom toolbench.ssh import SSHHost\nfrom toolbench.scenario import HostSpec\n"
+            "from toolbench.errors import HostError\n"
+            f"try:\n    SSHHost(HostSpec(address='127.0.0.1', port={port}, user='root'), timeout_s=5)\n"
+            "except HostError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout == f"root@127.0.0.1:{port}: cannot connect: no SSH server answers on that port (no SSH banner)\n"
+    assert done.stderr == ""  # no paramiko traceback
+
+
+def test_connect_picks_the_implementation(sshd: Sshd) -> None:
+    assert isinstance(connect(HostSpec()), LocalHost)
+    remote = connect(sshd.spec(), known_hosts=sshd.known_hosts)
+    assert isinstance(remote, SSHHost)
+    remote.close()
+
+
+@pytest.mark.integration
+def test_ab_runs_remotely_and_its_output_parses(host: SSHHost, nginx: RunningTarget, tmp_path: Path) -> None:
+    if host.which("ab") is None:
+        pytest.skip("ab is not installed (scripts/install.sh installs it)")
+    assert ab.ADAPTER.detect(host) == ab.ADAPTER.detect(LocalHost())
+    remote = host.mkdtemp()
+    try:
+        completed = host.run(["ab", "-n", "200", "-c", "2", "-e", "percentiles.csv", nginx.base_url + "/"],
+                             cwd=remote, stdout=tmp_path / "stdout.txt", stderr=tmp_path / "stderr.txt",
+                             timeout_s=60)
+        host.get(f"{remote}/percentiles.csv", tmp_path / "percentiles.csv")
+    finally:
+        host.remove_tree(remote)
+    assert completed.exit_code == 0
+    m = ab.parse(RawOutput(stdout=(tmp_path / "stdout.txt").read_text(), stderr=(tmp_path / "stderr.txt").read_text(),
+                           exit_code=completed.exit_code, files={"csv": tmp_path / "percentiles.csv"}))
+    assert m.counts.requests_total == 200 and m.counts.requests_failed == 0
+    assert m.concurrency == 2 and m.url == nginx.base_url + "/"
+    assert m.latency.resolution_ms == 0.001  # the CSV came back and was read

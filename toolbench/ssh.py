@@ -1,0 +1,382 @@
+"""A remote machine over SSH (paramiko), behind the same `Host` interface as the local one.
+
+Host keys are checked against ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts and the file the
+caller names; an unknown key is refused unless the caller trusts it explicitly, which then
+records it. Every value that reaches the remote shell goes through shlex.quote."""
+from __future__ import annotations
+
+import base64
+import getpass
+import hashlib
+import io
+import logging
+import re
+import shlex
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import IO, Mapping, Sequence
+
+import paramiko
+from paramiko.hostkeys import HostKeyEntry
+from paramiko.ssh_exception import NoValidConnectionsError
+
+from toolbench.errors import HostError
+from toolbench.hosts import RLIMITS, Captured, Completed, Facts, Host, Limit, LocalHost, parse_proc_limits
+from toolbench.scenario import HostSpec
+from toolbench.ssh_process import RemoteProcess, Streams, launch_line
+
+CONNECT_TIMEOUT_S = 10.0
+_SYSTEM_KNOWN_HOSTS = (Path("~/.ssh/known_hosts"), Path("/etc/ssh/ssh_known_hosts"))
+_SYSCTL_KEY = re.compile(r"[A-Za-z0-9_-]+([./][A-Za-z0-9_-]+)*")
+_MARK = "@@toolbench-section@@"
+# Searches $PATH as shutil.which does: a shell builtin of the same name does not count.
+_WHICH = ('case "$1" in */*) [ -f "$1" ] && [ -x "$1" ] && { echo "$1"; exit 0; }; exit 1;; esac; '
+          'IFS=:; for d in $PATH; do [ -f "$d/$1" ] && [ -x "$d/$1" ] && { echo "$d/$1"; exit 0; }; done; exit 1')
+_FACTS = (f"uname -n; nproc; uname -r; uname -s; echo {_MARK}; cat /proc/meminfo; echo {_MARK}; "
+          f"cat /proc/cpuinfo; echo {_MARK}; cat /etc/os-release 2>/dev/null; true")
+
+
+def connect(spec: HostSpec, *, known_hosts: Path | None = None, trust_new_key: bool = False) -> Host:
+    """The host a scenario names: this machine for `local`, else an SSH connection."""
+    if spec.is_local:
+        return LocalHost()
+    return SSHHost(spec, known_hosts=known_hosts, trust_new_key=trust_new_key)
+
+
+class _KeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Refuses a host key that no known_hosts file lists, unless trusting it was asked for."""
+
+    def __init__(self, label: str, spec: HostSpec, trust: bool, record_to: Path) -> None:
+        self.label, self.spec, self.trust, self.record_to = label, spec, trust, record_to
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        if not self.trust:
+            port = f"-p {self.spec.port} " if self.spec.port != 22 else ""
+            raise HostError(
+                f"{self.label}: unknown host key {key.get_name()} {fingerprint(key)}; if that is the "
+                f"machine's key, trust it explicitly (trust_new_key) or add it to known_hosts with "
+                f"`ssh-keyscan {port}{shlex.quote(self.spec.address)} >> ~/.ssh/known_hosts`")
+        try:
+            self.record_to.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with open(self.record_to, "a", encoding="ascii") as fh:
+                fh.write(HostKeyEntry([hostname], key).to_line())
+        except OSError as exc:
+            raise HostError(f"{self.label}: cannot record the host key in {self.record_to}: {exc.strerror}") from None
+        client.get_host_keys().add(hostname, key.get_name(), key)
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """As ssh-keygen -l shows it: SHA256:<base64 without padding>."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+class SSHHost:
+    """A machine reached over SSH. Paths passed as `cwd` or `remote_path` are on that
+    machine; `stdout`/`stderr`/`local_path` are on this one. `limits` are ulimits raised
+    for every command started, as LocalHost does (through prlimit, on the remote side)."""
+
+    def __init__(self, spec: HostSpec, *, known_hosts: Path | None = None, trust_new_key: bool = False,
+                 timeout_s: float = CONNECT_TIMEOUT_S, _client: paramiko.SSHClient | None = None,
+                 _limits: Mapping[str, int] | None = None) -> None:
+        self.spec = spec
+        self.user = spec.user or getpass.getuser()
+        self.label = f"{self.user}@{spec.address}:{spec.port}"
+        self.limits = dict(_limits or {})
+        self._client = _client or self._open(known_hosts, trust_new_key, timeout_s)
+        self._sftp: paramiko.SFTPClient | None = None
+        self._login: _Login | None = None
+
+    def _open(self, known_hosts: Path | None, trust: bool, timeout_s: float) -> paramiko.SSHClient:
+        _quiet_paramiko()
+        client = paramiko.SSHClient()
+        try:
+            for path in _SYSTEM_KNOWN_HOSTS:
+                if path.expanduser().is_file():
+                    client.load_system_host_keys(str(path.expanduser()))
+            if known_hosts is not None and known_hosts.is_file():
+                client.load_host_keys(str(known_hosts))
+            record_to = known_hosts or _SYSTEM_KNOWN_HOSTS[0].expanduser()
+            client.set_missing_host_key_policy(_KeyPolicy(self.label, self.spec, trust, record_to))
+            client.connect(self.spec.address, port=self.spec.port, username=self.user, **self._auth(),
+                           timeout=timeout_s, banner_timeout=timeout_s, auth_timeout=timeout_s)
+        except HostError:
+            client.close()
+            raise
+        except Exception as exc:  # paramiko and the socket layer raise many kinds; each becomes one line
+            client.close()
+            raise HostError(f"{self.label}: cannot connect: {_why(exc, timeout_s)}") from None
+        transport = client.get_transport()
+        if transport is not None:
+            transport.set_keepalive(15)  # a long run must notice a dead link
+        return client
+
+    def _auth(self) -> dict[str, object]:
+        if self.spec.key is None:
+            return {"allow_agent": True, "look_for_keys": True}
+        path = Path(self.spec.key).expanduser()
+        if not path.is_file():
+            raise HostError(f"{self.label}: key file {path} not found")
+        # Only the key the scenario names, so that a wrong key fails instead of another one passing.
+        return {"key_filename": str(path), "allow_agent": False, "look_for_keys": False}
+
+    # -- context and lifetime --------------------------------------------------------
+
+    def __enter__(self) -> "SSHHost":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._sftp is not None:
+            self._sftp.close()
+            self._sftp = None
+        self._client.close()
+
+    def with_limits(self, wanted: Mapping[str, int]) -> "SSHHost":
+        """The same connection, with these limits raised for every command started."""
+        unknown = set(wanted) - set(RLIMITS)
+        if unknown:
+            raise HostError(f"{self.label}: unknown limit {sorted(unknown)[0]!r}")
+        host = SSHHost(self.spec, _client=self._client, _limits={**self.limits, **wanted})
+        host._login = self._login
+        return host
+
+    # -- commands --------------------------------------------------------------------
+
+    def which(self, program: str) -> str | None:
+        captured = self._shell(_WHICH, program)
+        path = captured.stdout.strip()
+        return path if captured.exit_code == 0 and path.startswith("/") else None
+
+    def capture(self, argv: list[str], timeout_s: float = 10.0) -> Captured:
+        out, err = io.BytesIO(), io.BytesIO()
+        proc = self._start(argv, None, out, err, None)
+        completed = proc.wait(timeout_s)
+        if completed.timed_out:
+            raise HostError(f"{self.label}: {' '.join(argv)}: no answer within {timeout_s:g}s")
+        if completed.interrupted:
+            raise KeyboardInterrupt
+        assert completed.exit_code is not None
+        return Captured(completed.exit_code, out.getvalue().decode(errors="replace"),
+                        err.getvalue().decode(errors="replace"))
+
+    def start(self, argv: list[str], cwd: str | PurePath, stdout: Path, stderr: Path,
+              env: dict[str, str] | None = None) -> RemoteProcess:
+        """Starts the tool in `cwd` (remote); its output streams into the local files,
+        which are closed when the process has been waited for."""
+        out = open(stdout, "wb")
+        err = open(stderr, "wb")
+        try:
+            return self._start(argv, cwd, out, err, env, close_after=True)
+        except BaseException:
+            out.close()
+            err.close()
+            raise
+
+    def run(self, argv: list[str], cwd: str | PurePath, stdout: Path, stderr: Path, timeout_s: float,
+            env: dict[str, str] | None = None) -> Completed:
+        """Runs to completion or to the hard timeout, then kills the remote process group.
+        Ctrl-C kills it too and reports the run as interrupted."""
+        return self.start(argv, cwd, stdout, stderr, env).wait(timeout_s)
+
+    def _start(self, argv: Sequence[str], cwd: str | PurePath | None, out: IO[bytes], err: IO[bytes],
+               env: Mapping[str, str] | None, close_after: bool = False) -> RemoteProcess:
+        line = launch_line(argv, cwd, env, self._prlimit_args())
+        channel = self._exec(line)
+        return RemoteProcess(self.label, argv[0], channel, out, err, self._kill_group, close_after)
+
+    def _kill_group(self, pgid: int) -> None:
+        if pgid <= 1:
+            return  # -0 and -1 would mean "our own group" and "everything": never
+        try:
+            # No `--`: dash's kill takes it for a pid; after the signal, "-N" is a group.
+            self._shell('kill -KILL "-$1" 2>/dev/null; true', str(pgid))
+        except HostError:
+            pass  # the link is gone: nothing more can be done from here
+
+    def _exec(self, command_line: str, timeout_s: float = CONNECT_TIMEOUT_S) -> paramiko.Channel:
+        transport = self._client.get_transport()
+        if transport is None or not transport.is_active():
+            raise HostError(f"{self.label}: the connection is closed")
+        try:
+            channel = transport.open_session(timeout=timeout_s)
+            channel.exec_command(command_line)
+            channel.shutdown_write()  # the tool's stdin is empty, as /dev/null is locally
+        except (paramiko.SSHException, OSError) as exc:
+            raise HostError(f"{self.label}: cannot run a command: {_why(exc, timeout_s)}") from None
+        return channel
+
+    def _shell(self, script: str, *args: str, timeout_s: float = 30.0) -> Captured:
+        """A fixed script of toolbench's own, in `sh`, with quoted arguments."""
+        channel = self._exec(" ".join(shlex.quote(word) for word in ("sh", "-c", script, "sh", *args)))
+        out, err = io.BytesIO(), io.BytesIO()
+        streams = Streams(channel, out, err)
+        if not streams.pump_until(channel.exit_status_ready, time.monotonic() + timeout_s):
+            channel.close()
+            raise HostError(f"{self.label}: no answer within {timeout_s:g}s")
+        streams.finish()
+        return Captured(channel.recv_exit_status(), out.getvalue().decode(errors="replace"),
+                        err.getvalue().decode(errors="replace"))
+
+    # -- limits ----------------------------------------------------------------------
+
+    def ulimit_nofile(self) -> Limit:
+        """`ulimit -n` (soft, hard) of the login that runs the tools, before any raise."""
+        captured = self._shell("ulimit -Sn; ulimit -Hn")
+        values = captured.stdout.split()
+        if captured.exit_code != 0 or len(values) != 2:
+            raise HostError(f"{self.label}: cannot read ulimit -n: {captured.stderr.strip()}")
+        return Limit(*(None if v == "unlimited" else int(v) for v in values))
+
+    def process_limits(self) -> dict[str, Limit]:
+        """The limits of a process started exactly as a tool is (with the raise)."""
+        captured = self.capture(["cat", "/proc/self/limits"])
+        if captured.exit_code != 0:
+            raise HostError(f"{self.label}: cannot read /proc/self/limits: {captured.stderr.strip()}")
+        return parse_proc_limits(captured.stdout)
+
+    def _prlimit_args(self) -> list[str]:
+        """prlimit options raising the login's limits as LocalHost raises its own: the soft
+        limit up to what is wanted within the hard one; the hard one too as root; never lower."""
+        if not self.limits:
+            return []
+        if self._login is None:
+            captured = self._shell("id -u; cat /proc/self/limits")
+            self._login = _Login(root=captured.stdout.split("\n", 1)[0].strip() == "0",
+                                 limits=parse_proc_limits(captured.stdout))
+        args = []
+        for name, want in self.limits.items():
+            have = self._login.limits.get(name)
+            if have is None or have.soft is None or have.soft >= want:
+                continue
+            hard = have.hard
+            if hard is not None and hard < want:
+                hard = want if self._login.root else hard
+            soft = want if hard is None else min(want, hard)
+            args.append(f"--{name}={soft}:{'unlimited' if hard is None else hard}")
+        return args
+
+    # -- facts -----------------------------------------------------------------------
+
+    def facts(self) -> Facts:
+        captured = self._shell(_FACTS)
+        sections = captured.stdout.split(_MARK + "\n")
+        if captured.exit_code != 0 or len(sections) != 4:
+            raise HostError(f"{self.label}: cannot read the machine's facts: {captured.stderr.strip()}")
+        head, meminfo, cpuinfo, os_release = sections
+        hostname, nproc, kernel, system = (head.splitlines() + ["", "", "", ""])[:4]
+        memory_bytes = _meminfo_bytes(meminfo)
+        if not nproc.isdigit() or memory_bytes is None:
+            raise HostError(f"{self.label}: cannot read the CPU count or memory size (not Linux?)")
+        return Facts(hostname=hostname, cpu_count=int(nproc),
+                     cpu_model=_field(cpuinfo, "model name", ":") or "unknown",
+                     memory_bytes=memory_bytes, kernel=kernel,
+                     os=(_field(os_release, "PRETTY_NAME", "=") or system).strip('"'))
+
+    def read_sysctl(self, key: str) -> str | None:
+        """A sysctl value (`net.core.somaxconn`), None when the kernel has no such key."""
+        if not _SYSCTL_KEY.fullmatch(key):
+            raise HostError(f"{self.label}: {key!r} is not a sysctl key")
+        captured = self._shell('cat -- "/proc/sys/$1" 2>/dev/null', key.replace(".", "/"))
+        return captured.stdout.strip() if captured.exit_code == 0 else None
+
+    # -- files -----------------------------------------------------------------------
+
+    def mkdtemp(self) -> str:
+        """A new private folder on the remote machine, for one run's files."""
+        captured = self._shell('mktemp -d "${TMPDIR:-/tmp}/toolbench.XXXXXX"')
+        path = captured.stdout.strip()
+        if captured.exit_code != 0 or not path.startswith("/"):
+            raise HostError(f"{self.label}: cannot make a temporary folder: {captured.stderr.strip()}")
+        return path
+
+    def remove_tree(self, remote_path: str) -> None:
+        """Removes a folder made by mkdtemp, with everything in it."""
+        if not remote_path.startswith("/") or remote_path.rstrip("/") in ("", "/tmp") or ".." in remote_path:
+            raise HostError(f"{self.label}: refusing to remove {remote_path!r}")
+        self._shell('rm -rf -- "$1"', remote_path)
+
+    def put(self, local_path: Path, remote_path: str) -> None:
+        try:
+            self._sftp_client().put(str(local_path), remote_path)
+        except OSError as exc:
+            raise HostError(f"{self.label}: cannot copy {local_path} to {remote_path}: {_os_why(exc)}") from None
+
+    def get(self, remote_path: str, local_path: Path) -> None:
+        try:
+            self._sftp_client().get(remote_path, str(local_path))
+        except OSError as exc:
+            raise HostError(f"{self.label}: cannot copy {remote_path} to {local_path}: {_os_why(exc)}") from None
+
+    def _sftp_client(self) -> paramiko.SFTPClient:
+        if self._sftp is None:
+            try:
+                self._sftp = self._client.open_sftp()
+            except (paramiko.SSHException, OSError) as exc:
+                raise HostError(f"{self.label}: no SFTP on this host: {_why(exc, CONNECT_TIMEOUT_S)}") from None
+        return self._sftp
+
+
+@dataclass(frozen=True)
+class _Login:
+    """What the login that runs the tools may do about its limits."""
+
+    root: bool
+    limits: dict[str, Limit]
+
+
+def _quiet_paramiko() -> None:
+    """paramiko logs a failed connection with its traceback; with no handler configured,
+    Python would print it. toolbench reports the failure itself, in one line."""
+    logger = logging.getLogger("paramiko")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+
+
+def _why(exc: BaseException, timeout_s: float) -> str:
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return (f"the host key changed: it is {exc.key.get_name()} {fingerprint(exc.key)}, known_hosts "
+                f"says {fingerprint(exc.expected_key)}; if the machine was reinstalled, remove its old line")
+    if isinstance(exc, paramiko.PasswordRequiredException):
+        return "the key file is protected by a passphrase; load it into ssh-agent and leave `key` out"
+    if isinstance(exc, paramiko.AuthenticationException):
+        return "authentication failed (no key the server accepts)"
+    if isinstance(exc, NoValidConnectionsError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return "cannot resolve the address"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return f"no answer within {timeout_s:g}s"
+    if isinstance(exc, OSError):
+        return _os_why(exc)
+    if "protocol banner" in str(exc):
+        return "no SSH server answers on that port (no SSH banner)"
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _os_why(exc: OSError) -> str:
+    if exc.strerror:
+        return exc.strerror
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _field(text: str, name: str, sep: str) -> str | None:
+    for line in text.splitlines():
+        if line.startswith(name) and sep in line:
+            key, value = line.split(sep, 1)
+            if key.strip() == name:
+                return value.strip()
+    return None
+
+
+def _meminfo_bytes(text: str) -> int | None:
+    value = _field(text, "MemTotal", ":")
+    if value is None or not value.split() or not value.split()[0].isdigit():
+        return None
+    return int(value.split()[0]) * 1024  # /proc/meminfo's kB are KiB
