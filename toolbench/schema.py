@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from dataclasses import dataclass, field
@@ -54,6 +55,12 @@ class Identity:
     model: LoadModel = LoadModel.CLOSED
     rate_rps: float | None = None
     params: dict[str, str] = field(default_factory=dict)
+    variant: str | None = None  # a named tool configuration, e.g. `locust-2p` for Locust on 2 processes
+
+    @property
+    def label(self) -> str:
+        """How results are told apart in tables and charts: the variant, else the tool."""
+        return self.variant or self.tool
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,10 @@ class SecondSample:
 
 @dataclass(frozen=True)
 class GeneratorCost:
+    """What running the tool cost the generator, from toolbench's monitor. CPU % is of one
+    core (a tool on several cores can exceed 100). Peaks are over the monitor's samples;
+    `host_*` and `time_wait_peak` count the whole host, the rest the tool's process tree."""
+
     cpu_user_s: float | None = None
     cpu_system_s: float | None = None
     cpu_mean_pct: float | None = None
@@ -159,20 +170,48 @@ class GeneratorCost:
     cpu_us_per_request: float | None = None
     rss_peak_bytes: int | None = None
     threads_peak: int | None = None
-    open_files_peak: int | None = None
-    sockets_peak: int | None = None
-    time_wait_peak: int | None = None
+    processes_peak: int | None = None
+    open_files_peak: int | None = None  # open descriptors: files, sockets, pipes
+    sockets_peak: int | None = None  # socket descriptors held by the tool's processes
+    connections_peak: int | None = None  # the tool's established connections to the target
+    time_wait_peak: int | None = None  # host-wide
+    host_established_peak: int | None = None
     load_avg_1m_peak: float | None = None
-    tcp_cwnd_mean: float | None = None
+    host_cpu_peak_pct: float | None = None  # the busiest core
+    host_memory_used_peak_bytes: int | None = None
+    tcp_cwnd_mean: float | None = None  # segments, the tool's connections to the target
+    tcp_rcv_space_mean: float | None = None  # bytes
     tcp_rtt_mean_ms: float | None = None
+    samples: int = 0
+    interval_s: float | None = None
+    monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class ProbeSummary:
+    """Independent requests timed by toolbench, each on a fresh connection: `baseline_ms`
+    before the load, `samples_ms` during it (at `sample_offsets_s` after the tool started).
+    `tool_ms` is the tool's own figure compared with the probe's median (`tool_metric`
+    names it); the flags and `findings` say what the comparison shows."""
+
     baseline_ms: list[float] = field(default_factory=list)
     samples_ms: list[float] = field(default_factory=list)
     failures: int = 0
     findings: list[str] = field(default_factory=list)
+    sample_offsets_s: list[float] = field(default_factory=list)
+    baseline_failures: int = 0
+    errors: list[str] = field(default_factory=list)  # distinct failure messages, a few
+    interval_s: float | None = None
+    baseline_p50_ms: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    max_ms: float | None = None
+    slowdown: float | None = None  # p50_ms / baseline_p50_ms
+    tool_ms: float | None = None
+    tool_metric: str | None = None  # "p50_ms" or "mean_ms"
+    server_bound: bool | None = None  # the probe slowed down far beyond its baseline
+    tool_disagrees: bool | None = None  # the tool's figure and the probe's differ beyond tolerance
 
 
 @dataclass(frozen=True)
@@ -279,6 +318,12 @@ def _encode(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=None)
+def _type_hints(tp: type) -> dict[str, Any]:
+    """Resolving hints is the dearest step of loading a run; the classes never change."""
+    return typing.get_type_hints(tp)
+
+
 def _decode(tp: Any, data: Any, path: str) -> Any:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -289,7 +334,7 @@ def _decode(tp: Any, data: Any, path: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, Mapping):
             raise SchemaError(f"{path}: expected an object, got {type(data).__name__}")
-        hints = typing.get_type_hints(tp)
+        hints = _type_hints(tp)
         names = {f.name for f in dataclasses.fields(tp)}
         unknown = set(data) - names
         if unknown:

@@ -10,7 +10,7 @@ def number(value: float | int | None, resolution: float | None = None) -> str:
         return ABSENT
     if resolution and 0 <= value < resolution:
         return f"<{resolution:g}"
-    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 100:
+    if isinstance(value, int) or float(value).is_integer():
         return f"{int(value):,}"
     if abs(value) >= 100:
         return f"{value:,.0f}"
@@ -27,3 +27,35 @@ def size(value: int | float | None) -> str:
             return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
         value /= 1024
     return ABSENT
+
+
+def below_resolution(value: float | None, resolution: float | None) -> bool:
+    """A value the tool could only round to zero: it says "less than one step", not 0."""
+    return value is not None and bool(resolution) and 0 <= value < (resolution or 0)
+
+
+def percent(value: float | None, digits: int = 1) -> str:
+    return ABSENT if value is None else f"{value:.{digits}f} %"
+
+
+def change(new: float | None, old: float | None) -> str:
+    """The relative change from old to new, signed, or absent when it cannot be computed."""
+    if new is None or old is None or old == 0:
+        return ABSENT
+    delta = (new - old) / old * 100.0
+    return "±0 %" if abs(delta) < 0.05 else f"{delta:+.1f} %"
+
+
+def when(iso: str | None) -> str:
+    """An ISO 8601 UTC time as a reader wants it: date and minute."""
+    if not iso or len(iso) < 16:
+        return iso or ABSENT
+    return f"{iso[:10]} {iso[11:16]} UTC"
+
+
+def yes_no(value: bool | None, yes: str = "on", no: str = "off") -> str:
+    return ABSENT if value is None else (yes if value else no)
+
+
+def resolution_flag(value: float | None, resolution: float | None) -> str:
+    return "below the tool's resolution" if below_resolution(value, resolution) else ""

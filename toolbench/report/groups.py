@@ -2,18 +2,21 @@
 setting (and run, when several are compared), a point per concurrency holding every
 repetition, and each series' peak.
 
-Repetitions are summarised by their median. The peak computation belongs with the
-repetition statistics (toolbench.stats) once that module exists; it lives here until then."""
+Repetitions are summarised by their median; peaks and their spread come from the
+repetition statistics (toolbench.stats), applied to each series."""
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from toolbench import stats
 from toolbench.schema import Fidelity, RunResult, Status
 
 ERROR_STATUSES = (Status.FAILED, Status.TIMED_OUT, Status.INTERRUPTED)
+NOT_RUN = (Status.UNSUPPORTED, Status.TOOL_MISSING)
 
 
 @dataclass(frozen=True, order=True)
@@ -64,6 +67,12 @@ class Point:
         return any(r.fidelity_of(metric) is Fidelity.DERIVED for r in self.ok)
 
     @property
+    def resolution_ms(self) -> float | None:
+        """The coarsest rounding step of the repetitions: below it a value means "less than a step"."""
+        values = [r.latency.resolution_ms for r in self.ok if r.latency.resolution_ms]
+        return max(values) if values else None
+
+    @property
     def rps(self) -> float | None:
         return self.median(rps_of)
 
@@ -81,7 +90,10 @@ class Peak:
     errors_from: int | None  # the lowest concurrency at which requests or cells failed
     cells_ok: int
     cells: int
+    cells_run: int  # cells not skipped as unsupported or for a missing tool
     point: Point | None  # the point of the peak
+    why_not_run: str = ""  # when no cell ran: the reason recorded
+    spread: stats.Spread | None = None  # the peak's rate over its repetitions
 
 
 def rps_of(r: RunResult) -> float | None:
@@ -127,14 +139,30 @@ def series(all_points: list[Point]) -> dict[SeriesKey, list[Point]]:
 def peaks(all_points: list[Point]) -> list[Peak]:
     out = []
     for key, pts in series(all_points).items():
-        rated = [p for p in pts if p.rps is not None]
-        best = max(rated, key=lambda p: p.rps or 0.0) if rated else None
-        failing = [p.concurrency for p in pts if p.has_errors and p.concurrency is not None]
+        # Peaks need no latency histogram: without them stats does not merge any, which on a
+        # large run would cost seconds for nothing shown here.
+        bare = [dataclasses.replace(r, histogram=None) for p in pts for r in p.results]
+        found = stats.peaks(bare)  # one line: the series is one tool and keep-alive setting
+        line = found[0] if len(found) == 1 else None
+        best = next((p for p in pts if line and line.best_rps is not None and p.concurrency == line.best_concurrency),
+                    None)
         out.append(Peak(
-            key=key, rps=best.rps if best else None, rps_derived=best.rps_derived if best else False,
-            concurrency=best.concurrency if best else None, errors_from=min(failing) if failing else None,
-            cells_ok=sum(len(p.ok) for p in pts), cells=sum(len(p.results) for p in pts), point=best))
+            key=key, rps=line.best_rps if line else None, rps_derived=best.rps_derived if best else False,
+            concurrency=line.best_concurrency if line else None,
+            errors_from=line.errors_from_concurrency if line else None,
+            cells_ok=sum(len(p.ok) for p in pts), cells=sum(len(p.results) for p in pts),
+            cells_run=sum(1 for p in pts for r in p.results if r.outcome.status not in NOT_RUN), point=best,
+            why_not_run=next((r.outcome.error or r.outcome.status.value for p in pts for r in p.results
+                              if r.outcome.status in NOT_RUN), ""),
+            spread=_rate_spread(best)))
     return out
+
+
+def _rate_spread(point: Point | None) -> stats.Spread | None:
+    if point is None:
+        return None
+    rated = [(rate, r.identity.repetition) for r in point.ok if (rate := rps_of(r)) is not None]
+    return stats.spread([v for v, _ in rated], [rep for _, rep in rated])
 
 
 def leader(all_peaks: list[Peak]) -> Peak | None:

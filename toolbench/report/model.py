@@ -1,150 +1,117 @@
 """The data the report templates receive, built from stored runs only.
 
 Templates get plain, already formatted values: absent metrics arrive as the
-absent mark, never as 0, and every link is a relative path."""
+absent mark, never as 0, and every link is a relative path. `snapshot()` turns
+that data into plain JSON, which the tests compare against recorded snapshots."""
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
+import dataclasses
+import re
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
-from toolbench import store
-from toolbench.report import charts, fmt
-from toolbench.schema import RunResult, Status
+from toolbench.report import compare, cost, environment, errors, latency, perf, results, truth, verdict
+from toolbench.report.context import Context, RunView
+from toolbench.report.view import Column, Figure, Link, Row, Section, Value
 
 
 @dataclass(frozen=True)
-class RunView:
+class RunLink:
+    label: str
     name: str
-    href: str  # the run folder, relative to the report
-    manifest: dict[str, Any]
-    results: list[RunResult]
-
-    @classmethod
-    def load(cls, run: store.RunDir, href: str) -> "RunView":
-        return cls(name=run.path.name, href=href, manifest=run.manifest(), results=run.results())
-
-
-@dataclass(frozen=True)
-class Link:
-    role: str
     href: str
 
 
 @dataclass(frozen=True)
-class Row:
-    run: str
-    cell: str
-    tool: str
-    version: str
-    concurrency: str
-    keepalive: str
-    repetition: int
+class StatusCount:
     status: str
-    ok: bool
-    error: str
-    requests: str
-    failed: str
-    rps: str
-    rps_sort: float
-    mean_ms: str
-    p50_ms: str
-    p99_ms: str
-    max_ms: str
-    links: list[Link] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class EnvironmentView:
-    run: str
-    scenario: str
-    started_at: str
-    status: str
-    facts: list[tuple[str, str]]
-    tools: list[tuple[str, str]]
+    cells: int
 
 
 @dataclass(frozen=True)
 class ReportData:
     title: str
-    runs: list[str]
-    environments: list[EnvironmentView]
-    rows: list[Row]
-    throughput_svg: str | None
-    counts: dict[str, int]
+    subtitle: str
+    runs: tuple[RunLink, ...]
+    statuses: tuple[StatusCount, ...]  # most frequent first
+    verdicts: tuple[verdict.RunVerdict, ...]
+    sections: tuple[Section, ...]
+    links: tuple[Link, ...]  # the data behind the report: manifests and results, by relative path
 
 
 def build(runs: list[RunView]) -> ReportData:
-    rows = [_row(run, r) for run in runs for r in run.results]
-    statuses: dict[str, int] = defaultdict(int)
-    for run in runs:
-        for r in run.results:
-            statuses[r.outcome.status.value] += 1
-    names = sorted({run.manifest.get("scenario", {}).get("name", run.name) for run in runs})
+    ctx = Context.of(runs)
+    names = list(dict.fromkeys(run.scenario for run in runs))
+    statuses = Counter(r.outcome.status.value.replace("_", " ") for _, r in ctx.results)
+    sections = [
+        environment.environment_section(ctx),
+        perf.peaks_section(ctx),
+        perf.throughput_section(ctx),
+        latency.percentiles_section(ctx),
+        truth.truth_section(ctx),
+        cost.cost_section(ctx),
+        errors.errors_section(ctx),
+        perf.series_section(ctx),
+        results.results_section(ctx),
+    ]
+    if ctx.several:
+        sections.insert(0, compare.compare_section(ctx))
+    links = tuple(Link(f"{run.label + ': ' if run.label else ''}{name}", run.link(name))
+                  for run in runs for name in ("manifest.json", "results.jsonl")
+                  if name == "manifest.json" or run.results)  # a run with no result has no results file
     return ReportData(
-        title=" vs ".join(names),
-        runs=[run.name for run in runs],
-        environments=[_environment(run) for run in runs],
-        rows=rows,
-        throughput_svg=_throughput_chart(runs),
-        counts=dict(statuses),
+        title=" vs ".join(names) if names else "toolbench report",
+        subtitle=_subtitle(runs),
+        runs=tuple(RunLink(run.label, run.name, run.link("")) for run in runs),
+        statuses=tuple(StatusCount(status, n)
+                       for status, n in sorted(statuses.items(), key=lambda kv: (-kv[1], kv[0]))),
+        verdicts=tuple(verdict.verdicts(ctx)),
+        sections=tuple(sections),
+        links=links,
     )
 
 
-def _row(run: RunView, r: RunResult) -> Row:
-    res = r.latency.resolution_ms
-    rps = r.rates.rps if r.rates.rps is not None else r.rates.rps_derived
-    base = run.href.rstrip("/")
-    return Row(
-        run=run.name, cell=r.identity.cell_id, tool=r.identity.tool, version=r.identity.tool_version or fmt.ABSENT,
-        concurrency=fmt.number(r.identity.concurrency), keepalive=_yes_no(r.identity.keepalive),
-        repetition=r.identity.repetition, status=r.outcome.status.value, ok=r.outcome.status is Status.OK,
-        error=r.outcome.error or "", requests=fmt.number(r.counts.requests_total),
-        failed=fmt.number(r.counts.requests_failed), rps=fmt.number(rps), rps_sort=rps or 0.0,
-        mean_ms=fmt.number(r.latency.mean_ms, res), p50_ms=fmt.number(r.latency.percentiles.p50_ms, res),
-        p99_ms=fmt.number(r.latency.percentiles.p99_ms, res), max_ms=fmt.number(r.latency.max_ms, res),
-        links=[Link(a.role, f"{base}/{a.path}") for a in r.outcome.artifacts],
-        notes=list(r.notes),
-    )
+def _subtitle(runs: list[RunView]) -> str:
+    described = [_description(run) for run in runs]
+    return "; ".join(d for d in dict.fromkeys(described) if d)
 
 
-def _yes_no(value: bool | None) -> str:
-    return fmt.ABSENT if value is None else ("on" if value else "off")
+def _description(run: RunView) -> str:
+    """The scenario's `description:` line, read from the stored scenario text."""
+    source = run.section("scenario").get("text")
+    if not isinstance(source, str):
+        return ""
+    match = re.search(r"^description:\s*(.+?)\s*$", source, re.MULTILINE)
+    return match.group(1).strip("'\"") if match else ""
 
 
-def _environment(run: RunView) -> EnvironmentView:
-    m = run.manifest
-    env = m.get("environment", {})
-    facts = [("host", env.get("hostname")), ("CPU", f"{env.get('cpu_count')} × {env.get('cpu_model')}"),
-             ("memory", fmt.size(env.get("memory_bytes"))), ("kernel", env.get("kernel")), ("OS", env.get("os")),
-             ("Python", env.get("python"))]
-    target = m.get("target") or {}
-    if target:
-        facts.append(("target", f"{target.get('label')} {target.get('version') or ''} at {target.get('url')}"))
-    tools = [(name, version or "not found") for name, version in sorted((m.get("tools") or {}).items())]
-    return EnvironmentView(run=run.name, scenario=m.get("scenario", {}).get("name", ""),
-                           started_at=m.get("started_at", ""), status=m.get("status", ""),
-                           facts=[(k, str(v) if v is not None else fmt.ABSENT) for k, v in facts], tools=tools)
+def snapshot(data: ReportData) -> dict[str, Any]:
+    """The report's data as compact JSON: a table row as its cells' texts, each with its marks
+    (†: derived; [flag]; -> link), and each chart as its caption and description."""
+    return _plain(data)
 
 
-def _throughput_chart(runs: list[RunView]) -> str | None:
-    """One line per tool (and run, when several): keep-alive on solid, off dashed.
-    Repetitions of a point are shown by their median."""
-    points: dict[tuple[str, bool], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run in runs:
-        for r in run.results:
-            rps = r.rates.rps if r.rates.rps is not None else r.rates.rps_derived
-            if r.outcome.status is not Status.OK or rps is None or r.identity.concurrency is None:
-                continue
-            label = r.identity.tool if len(runs) == 1 else f"{r.identity.tool} ({run.name})"
-            points[(label, bool(r.identity.keepalive))][r.identity.concurrency].append(rps)
-    if not points:
-        return None
-    lines = []
-    for (label, keepalive), by_c in sorted(points.items()):
-        xs = sorted(by_c)
-        ys = [sorted(by_c[x])[len(by_c[x]) // 2] for x in xs]
-        lines.append(charts.Line(f"{label}, keep-alive {'on' if keepalive else 'off'}", xs, ys, dashed=not keepalive))
-    return charts.line_chart(lines, "concurrency", "requests/s", "Throughput vs concurrency",
-                             log_x=max(max(line.xs) for line in lines) >= 100)
+def _plain(value: Any) -> Any:
+    if isinstance(value, Value):
+        marks = ("†" if value.derived else "") + (f" [{value.flag}]" if value.flag else "")
+        links = "".join(f" ->{link.text}:{link.href}" for link in value.links)
+        return f"{value.text}{marks}{links}"
+    if isinstance(value, Row) and not (value.bad or value.note or value.error):
+        return [_plain(v) for v in value.values]
+    if isinstance(value, Column):
+        return value.label + ("#" if value.numeric else "")
+    if isinstance(value, Figure):
+        return {"caption": value.caption, "alt": value.alt, "svg": value.svg.startswith("<svg")}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not _default_empty(value, f)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _default_empty(obj: Any, f: dataclasses.Field[Any]) -> bool:
+    """Leaves out fields at an empty default, so snapshots stay readable."""
+    value = getattr(obj, f.name)
+    return value in ("", (), None, False) and f.default == value

@@ -4,18 +4,24 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
 from toolbench import store
 from toolbench.errors import ToolbenchError
-from toolbench.report import model
+from toolbench.report import compare, model
+from toolbench.report.context import RunView
+
+# Marks shown beside a flagged value, so that no flag is told by colour alone.
+FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!"}
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("toolbench.report", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["flag_marks"] = FLAG_MARKS
     return env
 
 
@@ -24,16 +30,41 @@ def render_run(run_dir: Path, output: Path | None = None) -> Path:
 
 
 def render_runs(run_dirs: list[Path], output: Path | None = None) -> Path:
+    output, _ = render_with_data(run_dirs, output)
+    return output
+
+
+def render_with_data(run_dirs: list[Path], output: Path | None = None) -> tuple[Path, model.ReportData]:
     if not run_dirs:
         raise ToolbenchError("no run to render")
     runs = [store.RunDir.open(Path(p)) for p in run_dirs]
-    output = output or runs[0].path / "report.html"
-    base = output.parent
-    data = model.build([model.RunView.load(run, os.path.relpath(run.path, base)) for run in runs])
-    html = _environment().get_template("report.html.j2").render(
-        report=data, generated_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    output = Path(output) if output else runs[0].path / "report.html"
+    data = model.build(load_views(runs, output.parent))
+    write(output, page("report.html.j2", report=data))
+    return output.resolve(), data
+
+
+def load_views(runs: list[store.RunDir], base: Path) -> list[RunView]:
+    """Each run with its link relative to the report's folder, and a short label when there are several."""
+    manifests = [run.manifest() for run in runs]
+    labels = compare.labels([(run.path.name, m) for run, m in zip(runs, manifests)]) if len(runs) > 1 else [""]
+    return [RunView(name=run.path.name, label=label, href=_relative(run.path, base), manifest=manifest,
+                    results=run.results())
+            for run, manifest, label in zip(runs, manifests, labels)]
+
+
+def _relative(path: Path, base: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+
+
+def page(template: str, **values: Any) -> str:
+    generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return environment().get_template(template).render(generated_at=generated, **values)
+
+
+def write(output: Path, html: str) -> None:
+    """Written whole or not at all: a reader never sees half a report."""
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_suffix(".tmp")
+    tmp = output.with_name(output.name + ".tmp")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(output)
-    return output.resolve()

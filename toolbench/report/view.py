@@ -5,7 +5,7 @@ Templates never format numbers or decide what is absent: a value arrives as the
 text to show and, for sorting, the number behind it (None when absent)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,6 @@ class Value:
     derived: bool = False  # computed by toolbench rather than reported by the tool
     flag: str = ""  # why the value deserves attention, shown as text next to it (never colour alone)
     links: tuple[Link, ...] = ()
-    detail: str = ""  # a second, smaller line: an error message, a note
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,7 @@ class Row:
     values: tuple[Value, ...]
     bad: bool = False  # the row reports a failure
     note: str = ""  # a full-width line under the row
+    error: str = ""  # a full-width line under the row, saying what went wrong
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,11 @@ class Table:
     rows: tuple[Row, ...]
     caption: str = ""
     sortable: bool = True
+    css: str = ""  # a class for tables that need their own layout
 
     @property
     def has_notes(self) -> bool:
-        return any(row.note for row in self.rows)
+        return any(row.note or row.error for row in self.rows)
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,6 @@ class Figure:
     svg: str
     caption: str
     alt: str  # what the chart shows, in words, for readers who cannot see it
-
-
-@dataclass(frozen=True)
-class Fact:
-    key: str
-    value: str
 
 
 @dataclass(frozen=True)
@@ -75,6 +70,9 @@ class Section:
     figures: tuple[Figure, ...] = ()
     points: tuple[str, ...] = ()
     absent: str = ""
+    side_by_side: bool = False  # small tables next to each other, where the page is wide enough
+    details: tuple[str, ...] = ()  # long lists a reader opens on demand (no script needed)
+    details_title: str = ""
 
 
 def text(value: str | None, absent: str = "—") -> Value:
@@ -85,13 +83,13 @@ def num(shown: str, sort: float | int | None, *, derived: bool = False, flag: st
     return Value(text=shown, sort=None if sort is None else float(sort), numeric=True, derived=derived, flag=flag)
 
 
-def columns(*labels: str | tuple[str, str], numeric_from: int = 99) -> tuple[Column, ...]:
-    """Columns from labels; those at index >= numeric_from are right-aligned numbers.
-    A (label, title) pair adds an explanation."""
+def columns(*labels: str | tuple[str, str], numeric_from: int = 99, text: tuple[str, ...] = ()) -> tuple[Column, ...]:
+    """Columns from labels; those at index >= numeric_from, except the ones named in `text`,
+    are right-aligned numbers. A (label, title) pair adds an explanation."""
     out = []
     for i, label in enumerate(labels):
         name, title = label if isinstance(label, tuple) else (label, "")
-        out.append(Column(name, numeric=i >= numeric_from, title=title))
+        out.append(Column(name, numeric=i >= numeric_from and name not in text, title=title))
     return tuple(out)
 
 
@@ -107,4 +105,3 @@ class IndexEntry:
     cells: str
     headline: str
     sort_date: str = ""
-    notes: tuple[str, ...] = field(default_factory=tuple)

@@ -1,0 +1,86 @@
+"""The report in a real browser: headless Chromium, no network, no sandbox (CI runs as root).
+
+Opens a rendered report and a published index, and checks that nothing failed to load,
+nothing was logged as an error, nothing reached for the network, the page reads with
+JavaScript off, sorting works with it on, and the screenshot shows a page, not a blank."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+import report_cdp
+import report_data
+from toolbench.report import render, site
+
+CHROMIUM = report_cdp.find_chromium()
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/install.sh installs it)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with report_cdp.Browser(CHROMIUM) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render.render_run(report_data.full_run(tmp_path_factory.mktemp("runs")))
+
+
+def assert_clean(page: report_cdp.Page) -> None:
+    assert page.problems == [], page.problems
+    assert page.requests and all(url.startswith("file://") for url in page.requests), page.requests
+
+
+def test_report_renders_with_no_failed_load_no_console_error_and_a_real_screenshot(
+        browser: report_cdp.Browser, report: Path, tmp_path: Path) -> None:
+    page = browser.open(report.as_uri(), width=1280)
+    assert_clean(page)
+    assert browser.evaluate(page, "document.querySelectorAll('main section').length") == 10
+    assert browser.evaluate(page, "document.querySelectorAll('figure svg').length") == 5
+    # Every chart drew with a size: inline SVG scaled by the stylesheet.
+    sizes = browser.evaluate(page, "[...document.querySelectorAll('figure svg')].map(s => "
+                                   "[s.getBoundingClientRect().width, s.getBoundingClientRect().height])")
+    assert all(w > 400 and h > 150 for w, h in sizes), sizes
+    shot = browser.screenshot(page, tmp_path / "report.png")
+    with Image.open(shot) as image:
+        assert image.format == "PNG" and image.width >= 1200 and image.height > 3000
+        colours = image.convert("RGB").resize((320, image.height // 4)).getcolors(1 << 16)
+    assert colours is not None and len(colours) > 50, "a blank or near-blank page"
+    white = max(count for count, rgb in colours if rgb == (255, 255, 255)) if colours else 0
+    assert white < 0.97 * sum(count for count, _ in colours)
+
+
+def test_tables_sort_when_a_heading_is_clicked(browser: report_cdp.Browser, report: Path) -> None:
+    page = browser.open(report.as_uri())
+    assert_clean(page)
+    first_cells = """[...document.querySelectorAll('#results table tbody')].map(b => b.rows[0].cells[0].textContent)"""
+    before = browser.evaluate(page, first_cells)
+    browser.evaluate(page, """[...document.querySelectorAll('#results thead th')]
+                                .find(th => th.textContent.trim() === 'req/s').querySelector('button').click()""")
+    after = browser.evaluate(page, first_cells)
+    assert sorted(after) == sorted(before) and after != before
+    assert after[0] == "ab-c500-close-rep1"  # the lowest rate first
+    rates = browser.evaluate(page, """[...document.querySelectorAll('#results table tbody')]
+                                        .map(b => b.rows[0].cells[8].getAttribute('data-sort'))""")
+    numbers = [float(r) for r in rates if r]
+    assert numbers == sorted(numbers) and rates[-1] == ""  # absent rates last, never as 0
+    header = browser.evaluate(page, "document.querySelector('#results th[aria-sort=ascending]').textContent")
+    assert header.strip().startswith("req/s")
+
+
+def test_the_report_reads_with_javascript_off(browser: report_cdp.Browser, report: Path) -> None:
+    page = browser.open(report.as_uri(), scripts=False)
+    assert_clean(page)
+    text = browser.evaluate(page, "document.body.innerText")
+    assert "ab generated the most load" in text and "All results" in text
+    assert browser.evaluate(page, "document.querySelectorAll('th button').length") == 0  # the script did not run
+
+
+def test_the_published_index_opens_cleanly(browser: report_cdp.Browser, report: Path, tmp_path: Path) -> None:
+    published = site.publish(report.parent.parent, tmp_path / "site")
+    page = browser.open(published.index.as_uri())
+    assert_clean(page)
+    assert browser.evaluate(page, "document.querySelectorAll('tbody tr a').length") == 1

@@ -1,0 +1,71 @@
+"""What every section of a report is built from: the stored runs and their grouping."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from toolbench.report import charts, groups
+from toolbench.schema import RunResult
+
+
+@dataclass(frozen=True)
+class RunView:
+    name: str  # the run folder's name
+    label: str  # how charts and tables name the run when several are compared; "" for one run
+    href: str  # the run folder, relative to the report file
+    manifest: dict[str, Any]
+    results: list[RunResult]
+
+    def link(self, path: str) -> str:
+        """A link to a file of the run, relative to the report: the folder publishes as it is."""
+        base = self.href.rstrip("/")
+        joined = path if base in ("", ".") else f"{base}/{path}"
+        return quote(joined or "./")
+
+    # The manifest is JSON written by the runner; read it defensively, it may be older or newer.
+    def section(self, key: str) -> dict[str, Any]:
+        value = self.manifest.get(key)
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def scenario(self) -> str:
+        name = self.section("scenario").get("name")
+        return str(name) if name else self.name
+
+    @property
+    def started_at(self) -> str | None:
+        value = self.manifest.get("started_at")
+        return str(value) if value else None
+
+
+@dataclass(frozen=True)
+class Context:
+    runs: list[RunView]
+    points: list[groups.Point]
+    peaks: list[groups.Peak]
+    tools: list[str] = field(default_factory=list)  # every tool in the report, in a fixed order
+
+    @classmethod
+    def of(cls, runs: list[RunView]) -> "Context":
+        pts = groups.points((run.label, run.results) for run in runs)
+        tools = sorted({r.identity.tool for run in runs for r in run.results})
+        return cls(runs=runs, points=pts, peaks=groups.peaks(pts), tools=tools)
+
+    @property
+    def several(self) -> bool:
+        return len(self.runs) > 1
+
+    @property
+    def results(self) -> list[tuple[RunView, RunResult]]:
+        return [(run, r) for run in self.runs for r in run.results]
+
+    def style(self, key: groups.SeriesKey, *, probe: bool = False) -> charts.Style:
+        """One colour and marker per tool (and run), a line style per keep-alive setting."""
+        tool = self.tools.index(key.tool) if key.tool in self.tools else 0
+        run = next((i for i, r in enumerate(self.runs) if r.label == key.run), 0)
+        index = tool + run * max(1, len(self.tools))
+        if probe:
+            return charts.Style(index, ":", hollow=True)
+        style = charts.keepalive_style(index, key.keepalive)
+        return charts.Style(style.index, style.linestyle, hollow=run % 2 == 1)

@@ -1,0 +1,94 @@
+"""Failed requests by class and HTTP status code, and cells that did not finish."""
+from __future__ import annotations
+
+from collections import Counter
+
+from toolbench.report import fmt, groups
+from toolbench.report.context import Context, RunView
+from toolbench.report.view import Row, Section, Table, columns, num, text
+from toolbench.schema import RunResult, Status
+
+CLASSES = (("connect", "could not connect"), ("timeout", "no answer in time"), ("read", "read failed or reset"),
+           ("http_4xx", "HTTP 4xx"), ("http_5xx", "HTTP 5xx"), ("http", "HTTP errors the tool does not class"),
+           ("other", "anything else, e.g. a wrong length"))
+NOT_RUN = groups.NOT_RUN
+
+
+def status_codes(codes: dict[int, int]) -> str:
+    return ", ".join(f"{code} × {n:,}" for code, n in sorted(codes.items())) if codes else fmt.ABSENT
+
+
+def _has_errors(r: RunResult) -> bool:
+    """A cell that ran and failed, or had failed requests; a cell not run is no error."""
+    if r.outcome.status in NOT_RUN:
+        return False
+    return r.outcome.status is not Status.OK or bool(r.counts.requests_failed) or \
+        any(code >= 400 for code in r.counts.status_codes)
+
+
+def errors_section(ctx: Context) -> Section:
+    if not ctx.results:
+        return Section("errors", "Errors", absent="No results.")
+    cells = [(run, r) for run, r in ctx.results if _has_errors(r)]
+    ran = [r for _, r in ctx.results if r.outcome.status not in NOT_RUN]
+    silent = [r for r in ran if r.outcome.status is Status.OK and r.counts.requests_failed is None]
+    points = []
+    if not cells:
+        points.append(f"No request failed in the {len(ran)} cells that ran.")
+    if silent:
+        tools = ", ".join(sorted({r.identity.tool for r in silent}))
+        points.append(f"{len(silent)} cells ({tools}) do not report failed requests: their errors are unknown, "
+                      "not zero.")
+    tables = []
+    totals = _totals(ctx)
+    if totals.rows:
+        tables.append(totals)
+    if cells:
+        tables.append(_cells_table(ctx, cells))
+    return Section("errors", "Errors", tables=tuple(tables), points=tuple(points),
+                   intro="Failed requests as each tool classed them; a dash means the tool does not tell that class.")
+
+
+def _totals(ctx: Context) -> Table:
+    """Per tool, the failed requests of every cell that ran, added up by class."""
+    by_tool: dict[str, list[RunResult]] = {}
+    for _, r in ctx.results:
+        if r.outcome.status is Status.OK and r.counts.requests_failed:
+            by_tool.setdefault(r.identity.tool, []).append(r)
+    rows = []
+    for tool, results in sorted(by_tool.items()):
+        requests = sum(r.counts.requests_total or 0 for r in results)
+        failed = sum(r.counts.requests_failed or 0 for r in results)
+        values = [text(tool), num(fmt.number(requests), requests), num(fmt.number(failed), failed)]
+        for name, _ in CLASSES:
+            found = [getattr(r.counts.failures, name) for r in results]
+            total = sum(v for v in found if v is not None) if any(v is not None for v in found) else None
+            values.append(num(fmt.number(total), total))
+        codes: Counter[int] = Counter()
+        for r in results:
+            codes.update({c: n for c, n in r.counts.status_codes.items() if c >= 400})
+        values.append(text(status_codes(dict(codes))))
+        rows.append(Row(tuple(values)))
+    labels = ["tool", "requests", "failed"] + [(name.replace("_", " "), title) for name, title in CLASSES] + \
+             [("error codes", "HTTP status codes of 400 and above, with counts")]
+    return Table(columns(*labels, numeric_from=1, text=("error codes",)), tuple(rows),
+                 caption="Failed requests by class, per tool, over the cells that finished")
+
+
+def _cells_table(ctx: Context, cells: list[tuple[RunView, RunResult]]) -> Table:
+    rows = []
+    for run, r in cells:
+        c = r.counts
+        values = ([text(run.label)] if ctx.several else []) + [
+            text(r.identity.cell_id), text(r.outcome.status.value.replace("_", " ")),
+            num(fmt.number(c.requests_total), c.requests_total), num(fmt.number(c.requests_failed), c.requests_failed)]
+        for name, _ in CLASSES:
+            v = getattr(c.failures, name)
+            values.append(num(fmt.number(v), v))
+        values.append(text(status_codes(c.status_codes)))
+        rows.append(Row(tuple(values), bad=r.outcome.status is not Status.OK, error=r.outcome.error or ""))
+    labels = (["run"] if ctx.several else []) + ["cell", "status", "requests", "failed"] + \
+        [(name.replace("_", " "), title) for name, title in CLASSES] + [("status codes", "every HTTP status seen")]
+    cols = columns(*labels, numeric_from=3 if ctx.several else 2, text=("status codes",))
+    return Table(cols, tuple(rows), caption="Cells with failed requests or that did not finish")
+

@@ -1,0 +1,90 @@
+"""The latency percentiles each tool reported, where it reported them."""
+from __future__ import annotations
+
+import math
+
+from toolbench.report import charts, fmt, groups
+from toolbench.report.context import Context
+from toolbench.report.view import Figure, Row, Section, Table, Value, columns, num, text
+
+SHOWN = (("p50", "p50_ms", 50.0), ("p75", "p75_ms", 75.0), ("p90", "p90_ms", 90.0), ("p95", "p95_ms", 95.0),
+         ("p99", "p99_ms", 99.0), ("p99.9", "p999_ms", 99.9))
+MAX_PANELS = 8
+
+
+def _pct(point: groups.Point, field: str) -> float | None:
+    return point.median(lambda r: getattr(r.latency.percentiles, field))
+
+
+def _has_percentiles(point: groups.Point) -> bool:
+    return any(_pct(point, field) is not None for _, field, _ in SHOWN)
+
+
+def percentiles_section(ctx: Context) -> Section:
+    shown = [p for p in ctx.points if _has_percentiles(p)]
+    silent = sorted({p.key.name for p in ctx.points if p.ok} - {p.key.name for p in shown})
+    points = tuple(f"{name} reports no latency percentiles." for name in silent)
+    if not shown:
+        return Section("latency", "Latency percentiles", points=points,
+                       absent="No tool reported latency percentiles in this run.")
+    rows = [Row(tuple(_row(ctx, p))) for p in shown]
+    labels = (["run"] if ctx.several else []) + ["tool", "keep-alive", "concurrency"] + \
+             [(f"{name} ms", f"{q:g}th percentile, as the tool reported it") for name, _, q in SHOWN] + \
+             [("max ms", "the slowest request"), ("resolution ms", "the tool's rounding step")]
+    table = Table(columns(*labels, numeric_from=3 if ctx.several else 2), tuple(rows))
+    intro = ("Response time percentiles as each tool reported them, median over repetitions. "
+             "† marks a value toolbench derived from the tool's per-request data.")
+    figure = _figure(ctx, shown)
+    return Section("latency", "Latency percentiles", intro=intro, tables=(table,),
+                   figures=(figure,) if figure else (), points=points)
+
+
+def _row(ctx: Context, p: groups.Point) -> list[Value]:
+    res = p.resolution_ms
+    values = ([text(p.key.run)] if ctx.several else []) + [
+        text(p.key.name), text(p.key.keepalive_text), num(fmt.number(p.concurrency), p.concurrency)]
+    for _, field, _ in SHOWN:
+        v = _pct(p, field)
+        values.append(num(fmt.number(v, res), v, derived=p.derived(f"latency.percentiles.{field}"),
+                          flag=fmt.resolution_flag(v, res)))
+    top = p.median(lambda r: r.latency.max_ms)
+    values.append(num(fmt.number(top, res), top, flag=fmt.resolution_flag(top, res)))
+    values.append(num(fmt.number(res), res))
+    return values
+
+
+def _nines(q: float) -> float:
+    return -math.log10(1.0 - q / 100.0)
+
+
+def _figure(ctx: Context, shown: list[groups.Point]) -> Figure | None:
+    by_c: dict[int, list[groups.Point]] = {}
+    for p in shown:
+        by_c.setdefault(p.concurrency or 0, []).append(p)
+    chosen = sorted(by_c)
+    if len(chosen) > MAX_PANELS:  # keep the ends and spread the rest evenly
+        step = (len(chosen) - 1) / (MAX_PANELS - 1)
+        chosen = sorted({chosen[round(i * step)] for i in range(MAX_PANELS)})
+    panels, ys = [], []
+    for c in chosen:
+        lines = []
+        for p in by_c[c]:
+            pairs = [(_nines(q), v) for _, field, q in SHOWN
+                     if (v := _pct(p, field)) is not None and not fmt.below_resolution(v, p.resolution_ms)]
+            if pairs:
+                lines.append(charts.Line(p.key.label, [x for x, _ in pairs], [y for _, y in pairs], ctx.style(p.key)))
+                ys += [y for _, y in pairs]
+        if lines:
+            panels.append(charts.Panel(f"concurrency {c}", lines))
+    if not panels:
+        return None
+    ticks = tuple(charts.Tick(_nines(q), name.removeprefix("p")) for name, _, q in SHOWN
+                  if name in ("p50", "p90", "p99", "p99.9"))
+    axes = charts.Axes("percentile", "ms", log_y=charts.wants_log(ys), x_ticks=ticks)
+    svg = charts.panels_chart("percentiles", panels, axes, columns=2 if len(panels) > 1 else 1,
+                              alt="Latency percentile curves per tool, one panel per concurrency.")
+    caption = ("Latency by percentile, one panel per concurrency"
+               + (f" ({len(panels)} of {len(by_c)} shown)" if len(panels) < len(by_c) else "")
+               + ". The x axis spreads the tail: 90, 99 and 99.9 are evenly spaced. Keep-alive on: solid; "
+               "off: dashed. Values below the tool's resolution are left out (the table shows them as <N).")
+    return Figure(svg, caption, "latency percentiles")

@@ -1,0 +1,83 @@
+"""The full results table: one row per cell, with links to its raw artifacts."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from toolbench.report import fmt, groups
+from toolbench.report.context import Context, RunView
+from toolbench.report.cost import cpu_us_per_request
+from toolbench.report.view import Column, Link, Row, Section, Table, Value, num, text
+from toolbench.schema import RunResult, Status
+
+NOT_BAD = (Status.OK, Status.UNSUPPORTED, Status.TOOL_MISSING)  # a cell not run is no failure
+
+
+def shared_notes(ctx: Context) -> dict[str, list[str]]:
+    """Notes every result of a tool carries (how the tool rounds, where data come from):
+    said once per tool rather than under every row."""
+    by_tool: dict[str, list[RunResult]] = defaultdict(list)
+    for _, r in ctx.results:
+        if r.outcome.status is Status.OK:  # cells that did not finish carry no parser notes
+            by_tool[r.identity.tool].append(r)
+    out = {}
+    for tool, results in by_tool.items():
+        common = [n for n in results[0].notes if all(n in r.notes for r in results[1:])]
+        if common and len(results) > 1:
+            out[tool] = common
+    return out
+
+
+def results_section(ctx: Context) -> Section:
+    if not ctx.results:
+        return Section("results", "All results", absent="This run has no results yet.")
+    with_cost = any(r.cost is not None for _, r in ctx.results)
+    with_probe = any(r.probe is not None for _, r in ctx.results)
+    shared = shared_notes(ctx)
+    rows = tuple(_row(ctx, run, r, with_cost, with_probe, shared.get(r.identity.tool, [])) for run, r in ctx.results)
+    cols = ([Column("run")] if ctx.several else []) + [
+        Column("cell"), Column("tool"), Column("concurrency", True), Column("keep-alive"),
+        Column("rep", True, "repetition"), Column("status"), Column("requests", True), Column("failed", True),
+        Column("req/s", True), Column("mean ms", True), Column("p50 ms", True), Column("p99 ms", True),
+        Column("max ms", True)]
+    if with_cost:
+        cols.append(Column("CPU µs/req", True, "generator CPU time per request"))
+    if with_probe:
+        cols.append(Column("probe ms", True, "the probe's median during the load"))
+    cols.append(Column("raw", title="the tool's own output, by relative path"))
+    left_out = [name for name, present in (("generator cost", with_cost), ("probe", with_probe)) if not present]
+    intro = ("Every cell as stored. The raw links open the tool's own output, kept beside the results, "
+             "by relative path." + (f" No {' or '.join(left_out)} data were recorded, so those columns are left out."
+                                    if left_out else ""))
+    points = tuple(f"{tool}: {note}." for tool, notes in sorted(shared.items()) for note in notes)
+    return Section("results", "All results", intro=intro, points=points,
+                   tables=(Table(tuple(cols), rows, css="results"),))
+
+
+def _row(ctx: Context, run: RunView, r: RunResult, with_cost: bool, with_probe: bool, shared: list[str]) -> Row:
+    res = r.latency.resolution_ms
+    rps = groups.rps_of(r)
+    lat = r.latency
+    links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts)
+    version = f" {r.identity.tool_version}" if r.identity.tool_version else ""
+    values = ([text(run.label)] if ctx.several else []) + [
+        text(r.identity.cell_id), text(r.identity.tool + version),
+        num(fmt.number(r.identity.concurrency), r.identity.concurrency), text(fmt.yes_no(r.identity.keepalive)),
+        num(str(r.identity.repetition), r.identity.repetition), text(r.outcome.status.value.replace("_", " ")),
+        num(fmt.number(r.counts.requests_total), r.counts.requests_total),
+        num(fmt.number(r.counts.requests_failed), r.counts.requests_failed),
+        num(fmt.number(rps), rps, derived=r.rates.rps is None and rps is not None),
+        _ms(lat.mean_ms, res), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
+        _ms(lat.max_ms, res)]
+    if with_cost:
+        cpu, derived = cpu_us_per_request(r)
+        values.append(num(fmt.number(cpu), cpu, derived=derived))
+    if with_probe:
+        probe = groups.median(r.probe.samples_ms) if r.probe else None
+        values.append(num(fmt.number(probe), probe))
+    values.append(Value("" if links else fmt.ABSENT, links=links))
+    return Row(tuple(values), bad=r.outcome.status not in NOT_BAD, error=r.outcome.error or "",
+               note="; ".join(n for n in r.notes if n not in shared))
+
+
+def _ms(value: float | None, resolution: float | None) -> Value:
+    return num(fmt.number(value, resolution), value, flag=fmt.resolution_flag(value, resolution))
