@@ -66,7 +66,8 @@ class Adapter(Protocol):
         """Reads the tool's output. Pure; raises only toolbench.errors.ParseError."""
 
     def classify(self, path: Path, text: str) -> str:
-        """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`."""
+        """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`;
+        `text` is the head of the file (its first 64 KiB), as a result file may be huge."""
 
 
 def option(cell: "Cell", key: str, default: Any) -> Any:

@@ -12,6 +12,8 @@ from toolbench.adapter import Adapter, RawOutput, group_of
 from toolbench.errors import Interrupted, ToolbenchError
 from toolbench.schema import Identity, Outcome, RunResult, result_from_measurement
 
+CLASSIFY_CHARS = 64 * 1024
+
 
 def run(args: argparse.Namespace) -> int:
     from toolbench import runner, scenario
@@ -76,10 +78,13 @@ def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
     streams = {"stdout": "", "stderr": ""}
     files: dict[str, Path] = {}
     for path in paths:
-        text = path.read_text(errors="replace")
-        role = "stderr" if path.name.endswith(".stderr.txt") else adapter.classify(path, text)
+        # A result file may be gigabytes: its head is enough to tell what it is, and
+        # the adapter streams it; only the tool's streams are read whole.
+        with open(path, errors="replace") as fh:
+            head = fh.read(CLASSIFY_CHARS)
+        role = "stderr" if path.name.endswith(".stderr.txt") else adapter.classify(path, head)
         if role in streams:
-            streams[role] += text
+            streams[role] += path.read_text(errors="replace")
         else:
             files[role] = path
     raw = RawOutput(stdout=streams["stdout"], stderr=streams["stderr"], files=files, source=name)

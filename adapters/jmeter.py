@@ -1,0 +1,286 @@
+"""Apache JMeter: finds it, writes a test plan (JMX) for the cell, runs it in non-GUI
+mode and reads its JTL (CSV or XML) and its console summariser.
+
+What JMeter is, and what follows for its results:
+- it exits 0 even when every sample failed, and also when it could not run the plan at
+  all (Debian 12's JMeter 2.13 prints `Error in NonGUIDriver ...ForbiddenClassException`
+  and writes no JTL): a run without samples is an error here, never an empty result;
+- its times are whole milliseconds (resolution 1 ms): 0 means "under a millisecond";
+- a sample's `bytes` on a connection failure is the size of the Java stack trace
+  JMeter stores as the response: only samples with an HTTP status count as received;
+- a stop after N requests is a loop count per thread: ceil(N / threads) loops, so a
+  count that is not a multiple of the threads is rounded up (the plan says so)."""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import jinja2
+
+from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
+from toolbench.adapters import jmeter_jtl
+from toolbench.adapters.jmeter_agg import Jtl, JtlError
+from toolbench.errors import HostError, ParseError
+from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
+
+if TYPE_CHECKING:
+    from toolbench.hosts import Host
+    from toolbench.plan import Cell
+
+PLAN, JTL, LOG = "plan.jmx", "results.jtl", "jmeter.log"
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+DEBIAN_213 = ("Debian's JMeter 2.13 cannot run test plans on Debian 12 (xstream ForbiddenClassException); "
+              "run scripts/install_jmeter.sh")
+# Every column the parser reads, saved whatever a user's jmeter.properties says.
+SAVE = ("time", "timestamp_format=ms", "label", "response_code", "response_message", "successful",
+        "thread_name", "data_type", "assertion_results_failure_message", "bytes", "sent_bytes",
+        "thread_counts", "url", "latency", "idle_time", "connect_time")
+_BANNER_VERSION = re.compile(r"\\_\\\s+(\d+(?:\.\d+)+)")  # the last line of the ASCII banner
+_LINE_VERSION = re.compile(r"^Version (\d+\.\d+(?:\.\d{1,3})?)\b", re.MULTILINE)  # 2.x: "Version 2.13.19691222"
+_SUMMARY = re.compile(r"^summary ([+=])\s+(\d+) in (\d+):(\d\d):(\d\d) =\s+([\d.]+)/s Avg:\s+(\d+) Min:\s+(\d+) "
+                      r"Max:\s+(\d+) Err:\s+(\d+) \(([\d.]+)%\)", re.MULTILINE)
+_HEAP = re.compile(r"^\d+[kmgKMG]$")
+
+
+class JMeterAdapter:
+    name = "jmeter"
+    # heap: the JVM heap (-Xms and -Xmx), e.g. "1g"; timeout_s: connect and response timeouts.
+    option_types = {"heap": str, "timeout_s": int}
+
+    def detect(self, host: "Host") -> str | None:
+        """The version of the JMeter that build() runs. A JMeter that is there but cannot
+        run (no Java, Debian's 2.13) raises HostError with the reason."""
+        path = locate(host)
+        if path is None:
+            return None
+        java_home = os.environ.get("JAVA_HOME")
+        if host.which("java") is None and not (java_home and Path(java_home, "bin", "java").exists()):
+            raise HostError(f"JMeter at {path} needs Java: no `java` on PATH and no JAVA_HOME "
+                            "(install a JRE, e.g. apt-get install default-jre-headless)")
+        captured = host.capture([path, "--version", "-j", "/dev/null"], timeout_s=60)
+        version = parse_version(captured.stdout + captured.stderr)
+        if version is None:
+            last = (captured.stderr.strip() or captured.stdout.strip()).splitlines()[-1:] or ["no output"]
+            raise HostError(f"{path} --version exited {captured.exit_code} without a version: {last[0][:200]}")
+        if int(version.split(".")[0]) < 3:
+            raise HostError(f"{path} is JMeter {version}: {DEBIAN_213}")
+        return version
+
+    def supports(self, cell: "Cell") -> Support:
+        if cell.rate_rps is not None:
+            return Support(False, "JMeter runs a closed model here (threads without timers); "
+                                  "it has no fixed-rate (open model) plan")
+        duration = cell.stop.duration_s
+        if duration is not None and (duration != int(duration) or duration < 1):
+            return Support(False, f"JMeter's scheduler takes whole seconds, not {duration:g}s")
+        req = cell.request
+        if req.method not in METHODS:
+            return Support(False, f"the HTTP sampler here sends {', '.join(METHODS)}, not {req.method}")
+        if req.body is not None and req.method not in ("POST", "PUT", "PATCH", "DELETE"):
+            return Support(False, f"JMeter sends a body with POST, PUT, PATCH or DELETE, not {req.method}")
+        texts = [req.path, req.body or "", *req.headers.keys(), *req.headers.values()]
+        if any("${" in text for text in texts):
+            return Support(False, "JMeter would evaluate '${...}' in the request as a variable or function")
+        if not _HEAP.match(str(option(cell, "heap", "1g"))):
+            return Support(False, f"tools.jmeter.heap must be a size like 512m or 2g, "
+                                  f"not {option(cell, 'heap', '1g')!r}")
+        return SUPPORTED
+
+    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+        assert cell.url is not None, "the runner resolves the URL before building"
+        heap = option(cell, "heap", "1g")
+        jvm_heap = f"-Xms{heap} -Xmx{heap} -XX:MaxMetaspaceSize=256m"
+        argv = [locate_local() or "jmeter", "-n", "-t", PLAN, "-l", JTL, "-j", LOG,
+                "-Jjmeter.save.saveservice.output_format=csv",
+                "-Jjmeter.save.saveservice.print_field_names=true",
+                "-Jjmeter.save.saveservice.default_delimiter=,",
+                *(f"-Jjmeter.save.saveservice.{key}" if "=" in key else f"-Jjmeter.save.saveservice.{key}=true"
+                  for key in SAVE),
+                "-Jsummariser.interval=5",
+                # No UDP port for shutdown messages: runs side by side must not compete for one.
+                "-Jjmeterengine.nongui.port=0"]
+        return Invocation(argv=argv, files={PLAN: test_plan(cell)}, outputs={"jtl": JTL, "log": LOG},
+                          # The wrapper of scripts/install_jmeter.sh reads JMETER_HEAP, JMeter's own script HEAP.
+                          env={"JMETER_HEAP": jvm_heap, "HEAP": jvm_heap})
+
+    def classify(self, path: Path, text: str) -> str:
+        head = text.lstrip("\ufeff")[:300]
+        if "<jmeterTestPlan" in head or path.suffix == ".jmx":
+            return "plan"
+        if "<testResults" in head or head.startswith("timeStamp") or re.match(r"\d{9,},", head):
+            return "jtl"
+        if path.suffix == ".log":
+            return "log"
+        return "stdout"
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        return parse(raw)
+
+
+def parse_version(text: str) -> str | None:
+    match = _BANNER_VERSION.search(text) or _LINE_VERSION.search(text)
+    return match.group(1) if match else None
+
+
+def test_plan(cell: "Cell") -> str:
+    assert cell.url is not None
+    url = urlsplit(cell.url)
+    req = cell.request
+    headers = dict(req.headers)
+    if req.body is not None and req.content_type and not any(k.lower() == "content-type" for k in headers):
+        headers["Content-Type"] = req.content_type
+    loops = rounded = None
+    if cell.stop.requests is not None:
+        loops = math.ceil(cell.stop.requests / cell.concurrency)
+        rounded = loops * cell.concurrency != cell.stop.requests
+    template = resources.files("toolbench.adapters").joinpath("templates/jmeter.jmx.j2").read_text()
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=True)
+    return env.from_string(template).render(
+        cell_id=cell.id.replace("--", "- -"), threads=cell.concurrency, loops=loops, rounded=rounded,
+        requests=cell.stop.requests, duration_s=int(cell.stop.duration_s) if loops is None else None,
+        host=url.hostname, port=url.port or (443 if url.scheme == "https" else 80), protocol=url.scheme,
+        path=(url.path or "/") + (f"?{url.query}" if url.query else ""), method=req.method,
+        body=req.body, headers=sorted(headers.items()), keepalive=cell.keepalive,
+        timeout_ms=int(option(cell, "timeout_s", 30)) * 1000)
+
+
+# ---- where JMeter is ----
+
+def _repo_tools() -> Path | None:
+    """TOOLBENCH_TOOLS, else the .tools folder of the source tree this package runs from
+    (the folder with pyproject.toml and scripts/install_jmeter.sh), as the install script has it."""
+    if os.environ.get("TOOLBENCH_TOOLS"):
+        return Path(os.environ["TOOLBENCH_TOOLS"])
+    for folder in Path(__file__).resolve().parents:
+        if (folder / "pyproject.toml").is_file() and (folder / "scripts" / "install_jmeter.sh").is_file():
+            return folder / ".tools"
+    return None
+
+
+def candidates() -> list[str]:
+    """Where JMeter is looked for, in order: $TOOLBENCH_JMETER_HOME, the newest complete
+    <tools>/jmeter-*/ (scripts/install_jmeter.sh), then `jmeter` on PATH."""
+    found = []
+    if os.environ.get("TOOLBENCH_JMETER_HOME"):
+        found.append(str(Path(os.environ["TOOLBENCH_JMETER_HOME"], "bin", "jmeter")))
+    tools = _repo_tools()
+    if tools is not None and tools.is_dir():
+        homes = [h for h in tools.glob("jmeter-*") if (h / "bin" / "ApacheJMeter.jar").is_file()]
+        homes.sort(key=lambda h: [int(p) if p.isdigit() else 0 for p in h.name[len("jmeter-"):].split(".")],
+                   reverse=True)
+        found += [str(h / "bin" / "jmeter") for h in homes]
+    found.append("jmeter")
+    return found
+
+
+def locate(host: "Host") -> str | None:
+    for candidate in candidates():
+        path = host.which(candidate)
+        if path is not None:
+            return path
+    return None
+
+
+def locate_local() -> str | None:
+    """locate() on this machine, for build(), which has no host."""
+    return next((p for c in candidates() if (p := shutil.which(c)) is not None), None)
+
+
+# ---- reading a run ----
+
+def parse(raw: RawOutput) -> Measurement:
+    _refuse_failed_start(raw)
+    summary = _summary(raw.stdout)
+    path = raw.files.get("jtl")
+    if path is not None:
+        try:
+            jtl = jmeter_jtl.read(path)
+        except JtlError as exc:
+            raise ParseError("jmeter", str(exc), str(path)) from None
+        except OSError as exc:
+            raise ParseError("jmeter", f"cannot read the JTL: {exc.strerror}", str(path)) from None
+        return _from_jtl(jtl, summary)
+    if summary is not None:
+        return _from_summary(summary)
+    raise ParseError("jmeter", "no JTL and no `summary =` line: JMeter ran no sample" + _last_words(raw),
+                     raw.source)
+
+
+def _refuse_failed_start(raw: RawOutput) -> None:
+    """JMeter exits 0 when it cannot load the plan; these runs have no result to read."""
+    for line in raw.stdout.splitlines() + raw.stderr.splitlines():
+        if "Error in NonGUIDriver" in line:
+            why = f"; {DEBIAN_213}" if "ForbiddenClassException" in line else ""
+            raise ParseError("jmeter", f"JMeter could not run the test plan: {line.strip()[:300]}{why}", raw.source)
+        if line.startswith("An error occurred:"):
+            raise ParseError("jmeter", f"JMeter could not start: {line.strip()[:300]}", raw.source)
+
+
+def _last_words(raw: RawOutput) -> str:
+    lines = [line for line in (raw.stderr + "\n" + raw.stdout).splitlines()
+             if line.strip() and not line.startswith("WARN StatusConsoleListener")]
+    return f" (last output: {lines[-1].strip()[:200]})" if lines else ""
+
+
+def _summary(stdout: str) -> dict[str, float] | None:
+    """The summariser's running total: the last `summary =` line, else the one `summary +`
+    line (JMeter prints `=` only from the second report on)."""
+    matches = list(_SUMMARY.finditer(stdout))
+    totals = [m for m in matches if m.group(1) == "="]
+    chosen = totals[-1] if totals else (matches[0] if len(matches) == 1 else None)
+    if chosen is None:
+        return None
+    _, n, h, mi, s, rate, avg, low, high, err, _pct = chosen.groups()
+    return {"count": int(n), "seconds": int(h) * 3600 + int(mi) * 60 + int(s), "rate": float(rate),
+            "avg": float(avg), "min": float(low), "max": float(high), "errors": int(err)}
+
+
+def _from_summary(s: dict[str, float]) -> Measurement:
+    total, errors = int(s["count"]), int(s["errors"])
+    duration = total / s["rate"] if s["rate"] > 0 else None
+    return Measurement(
+        tool="jmeter",
+        timing=Timing(duration_s=duration),
+        counts=Counts(requests_total=total, requests_ok=total - errors, requests_failed=errors),
+        rates=Rates(rps=s["rate"]),
+        latency=Latency(min_ms=s["min"], mean_ms=s["avg"], max_ms=s["max"], resolution_ms=1.0),
+        fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED},
+        notes=["figures from JMeter's console summariser alone (no JTL): whole milliseconds, no "
+               "percentiles, no failure classes; duration is count / rate"])
+
+
+def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
+    agg = jtl.aggregate
+    notes = [f"figures from the JTL ({jtl.kind}, {agg.rows} samples); times are whole milliseconds", *jtl.notes]
+    derived = ["timing.duration_s", "histogram", "series", "transfer.received_bytes", "transfer.sent_bytes",
+               "latency.min_ms", "latency.max_ms", "latency.mean_ms", "latency.stdev_ms",
+               "latency.ttfb_mean_ms", "latency.connect_mean_ms"]
+    derived += [f"counts.failures.{name}" for name in agg.classes]
+    if summary is not None and summary["count"] != agg.rows:
+        notes.append(f"the summariser counted {summary['count']} samples, the JTL has {agg.rows}")
+    stats = agg.elapsed_stats() or {}
+    return Measurement(
+        tool="jmeter",
+        timing=Timing(duration_s=agg.duration_s()),
+        counts=Counts(requests_total=agg.rows, requests_ok=agg.ok, requests_failed=agg.rows - agg.ok,
+                      failures=agg.failures(), status_codes=agg.status_codes()),
+        rates=Rates(rps=summary["rate"] if summary else None),
+        transfer=Transfer(received_bytes=agg.received, sent_bytes=agg.sent),
+        latency=Latency(**stats, ttfb_mean_ms=agg.latency_mean_ms(), connect_mean_ms=agg.connect_mean_ms(),
+                        resolution_ms=1.0),
+        histogram=agg.histogram(),
+        series=agg.series(),
+        fidelity={name: Fidelity.DERIVED for name in derived},
+        notes=notes,
+        url=jtl.url,
+        concurrency=agg.threads_max,
+    )
+
+
+ADAPTER = JMeterAdapter()

@@ -1,0 +1,295 @@
+"""JMeter samples summed as they stream in: counts by outcome and failure class, an
+exact tally of the whole-millisecond elapsed times (turned into an HDR histogram at
+the end), per-second series, bytes, and time-to-first-byte and connect means.
+
+Samples arrive in `Batch`es of numpy arrays, so a JTL of millions of rows is summed
+without a Python object per row. Everything is summed in integers: the figures do
+not depend on how the file was cut into batches."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from toolbench import histogram
+from toolbench.schema import Failures, SecondSample
+
+# A failed sample whose responseCode is not a number carries the Java exception's class
+# (`Non HTTP response code: org.apache.http.conn.HttpHostConnectException`). Checked in
+# this order: a ConnectTimeoutException is a timeout, not a connect failure.
+_EXCEPTION_CLASSES = (
+    ("timeout", ("SocketTimeoutException", "ConnectTimeoutException", "TimeoutException")),
+    ("connect", ("ConnectException", "NoRouteToHostException", "UnknownHostException",
+                 "PortUnreachableException", "BindException")),
+    ("read", ("NoHttpResponseException", "SocketException", "EOFException", "ConnectionClosedException",
+              "TruncatedChunkException", "MalformedChunkCodingException", "SSLException")),
+)
+MAX_STATUS = 1000
+MAX_ELAPSED_MS = 3_600_000  # the histogram's ceiling; a longer sample is tallied at it
+MAX_SPAN_S = 31 * 86400  # a per-second series longer than this means broken timestamps
+
+
+def failure_class(code_text: str) -> str:
+    for name, markers in _EXCEPTION_CLASSES:
+        if any(marker in code_text for marker in markers):
+            return name
+    return "other"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Samples as read from a JTL. `code` is the HTTP status, -1 where responseCode is not a
+    number; `nonhttp` counts the failed samples with such a code by its text. A column the
+    JTL does not have is None."""
+
+    ts_ms: np.ndarray  # int64, the sample's start, epoch ms
+    elapsed_ms: np.ndarray  # int64
+    ok: np.ndarray  # bool
+    code: np.ndarray | None = None
+    nonhttp: dict[str, int] = field(default_factory=dict)
+    received: np.ndarray | None = None
+    sent: np.ndarray | None = None
+    latency_ms: np.ndarray | None = None
+    connect_ms: np.ndarray | None = None
+    threads: np.ndarray | None = None
+
+    @classmethod
+    def of_lists(cls, columns: dict[str, list[int]], nonhttp: dict[str, int]) -> "Batch":
+        """From per-row Python lists (the slow paths); a missing key is a missing column."""
+        arrays = {name: np.asarray(values, dtype=bool if name == "ok" else np.int64)
+                  for name, values in columns.items()}
+        return cls(nonhttp=nonhttp, **arrays)
+
+
+class Aggregate:
+    """The running sums of one JTL. `add` takes a batch; the figures come out at the end."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.ok = 0
+        self.classes = {"connect": 0, "timeout": 0, "read": 0, "http_4xx": 0, "http_5xx": 0, "other": 0}
+        self.has_codes = True
+        self.status = np.zeros(MAX_STATUS, np.int64)
+        self.elapsed = np.zeros(0, np.int64)  # index: elapsed ms, value: samples
+        self.ts_min: int | None = None
+        self.end_max: int | None = None
+        self.sec_base = 0  # epoch second of index 0 of the per-second arrays
+        self.sec_requests = np.zeros(0, np.int64)
+        self.sec_errors = np.zeros(0, np.int64)
+        self.sec_elapsed = np.zeros(0, np.int64)
+        self.sec_max = np.zeros(0, np.int64)
+        self.received: int | None = None
+        self.sent: int | None = None
+        self.latency = [0, 0]  # sum, samples with a response
+        self.connect = [0, 0]
+        self.has_latency = self.has_connect = False
+        self.threads_max: int | None = None
+
+    def add(self, b: Batch) -> None:
+        n = len(b.ts_ms)
+        if n == 0:
+            return
+        self.rows += n
+        failed = ~b.ok
+        self.ok += n - int(np.count_nonzero(failed))
+        answered = self._codes(b, failed)
+        tally = np.bincount(np.minimum(b.elapsed_ms, MAX_ELAPSED_MS))
+        if len(tally) > len(self.elapsed):
+            tally[: len(self.elapsed)] += self.elapsed
+            self.elapsed = tally
+        else:
+            self.elapsed[: len(tally)] += tally
+        lo, hi = int(b.ts_ms.min()), int((b.ts_ms + b.elapsed_ms).max())
+        self.ts_min = lo if self.ts_min is None else min(self.ts_min, lo)
+        self.end_max = hi if self.end_max is None else max(self.end_max, hi)
+        self._seconds(b, failed)
+        self.received = _add(self.received, b.received, answered)
+        self.sent = _add(self.sent, b.sent, None)
+        self.has_latency |= _mean_into(self.latency, b.latency_ms, answered)
+        self.has_connect |= _mean_into(self.connect, b.connect_ms, answered)
+        if b.threads is not None:
+            top = int(b.threads.max())
+            self.threads_max = top if self.threads_max is None else max(self.threads_max, top)
+
+    def _codes(self, b: Batch, failed: np.ndarray) -> np.ndarray | None:
+        """Counts status codes and failure classes; returns the mask of samples that got
+        an HTTP response (None when the JTL has no responseCode column)."""
+        if b.code is None:
+            self.has_codes = False
+            return None
+        answered = (b.code >= 100) & (b.code < MAX_STATUS)
+        self.status += np.bincount(b.code[answered], minlength=MAX_STATUS)
+        failed_codes = b.code[failed & answered]
+        c4 = int(np.count_nonzero((failed_codes >= 400) & (failed_codes < 500)))
+        c5 = int(np.count_nonzero((failed_codes >= 500) & (failed_codes < 600)))
+        self.classes["http_4xx"] += c4
+        self.classes["http_5xx"] += c5
+        # A 2xx or 3xx that failed an assertion, or a number outside HTTP's range.
+        self.classes["other"] += len(failed_codes) - c4 - c5
+        self.classes["other"] += int(np.count_nonzero(failed & (b.code >= 0) & ~answered))
+        for text, count in b.nonhttp.items():
+            self.classes[failure_class(text)] += count
+        return answered
+
+    def _seconds(self, b: Batch, failed: np.ndarray) -> None:
+        sec = b.ts_ms // 1000
+        lo, hi = int(sec.min()), int(sec.max())
+        first = lo if len(self.sec_requests) == 0 else min(lo, self.sec_base)
+        if max(hi, self.sec_base + len(self.sec_requests) - 1) - first > MAX_SPAN_S:
+            raise ValueError("the samples' timeStamps span more than 31 days: not epoch milliseconds?")
+        if len(self.sec_requests) == 0:
+            self.sec_base = lo
+        if lo < self.sec_base:
+            self._grow_seconds(front=self.sec_base - lo)
+        if hi - self.sec_base + 1 > len(self.sec_requests):
+            self._grow_seconds(back=hi - self.sec_base + 1 - len(self.sec_requests))
+        idx = sec - self.sec_base
+        size = len(self.sec_requests)
+        self.sec_requests += np.bincount(idx, minlength=size)
+        self.sec_errors += np.bincount(idx[failed], minlength=size)
+        self.sec_elapsed += np.bincount(idx, weights=b.elapsed_ms, minlength=size).astype(np.int64)
+        np.maximum.at(self.sec_max, idx, b.elapsed_ms)
+
+    def _grow_seconds(self, front: int = 0, back: int = 0) -> None:
+        for name in ("sec_requests", "sec_errors", "sec_elapsed", "sec_max"):
+            setattr(self, name, np.pad(getattr(self, name), (front, back)))
+        self.sec_base -= front
+
+    def merge(self, other: "Aggregate") -> None:
+        """Adds the sums of another part of the same file."""
+        self.rows += other.rows
+        self.ok += other.ok
+        for name, count in other.classes.items():
+            self.classes[name] += count
+        self.has_codes &= other.has_codes
+        self.status += other.status
+        self.elapsed = _sum_arrays(self.elapsed, other.elapsed)
+        if other.ts_min is None:
+            return
+        self.ts_min = other.ts_min if self.ts_min is None else min(self.ts_min, other.ts_min)
+        self.end_max = other.end_max if self.end_max is None else max(self.end_max, other.end_max)
+        if len(self.sec_requests) == 0:
+            self.sec_base = other.sec_base
+        lo = min(self.sec_base, other.sec_base)
+        hi = max(self.sec_base + len(self.sec_requests), other.sec_base + len(other.sec_requests))
+        if hi - lo > MAX_SPAN_S:
+            raise ValueError("the samples' timeStamps span more than 31 days: not epoch milliseconds?")
+        self._grow_seconds(front=self.sec_base - lo, back=hi - self.sec_base - len(self.sec_requests))
+        at = other.sec_base - self.sec_base
+        for name in ("sec_requests", "sec_errors", "sec_elapsed"):
+            getattr(self, name)[at:at + len(other.sec_requests)] += getattr(other, name)
+        window = self.sec_max[at:at + len(other.sec_requests)]
+        np.maximum(window, other.sec_max, out=window)
+        for name in ("received", "sent"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(self, name, theirs if mine is None else mine if theirs is None else mine + theirs)
+        self.latency = [a + b for a, b in zip(self.latency, other.latency)]
+        self.connect = [a + b for a, b in zip(self.connect, other.connect)]
+        self.has_latency |= other.has_latency
+        self.has_connect |= other.has_connect
+        if other.threads_max is not None:
+            self.threads_max = max(self.threads_max or 0, other.threads_max)
+
+    # ---- the figures ----
+
+    def failures(self) -> Failures:
+        if not self.has_codes:
+            return Failures()
+        return Failures(**self.classes)
+
+    def status_codes(self) -> dict[int, int]:
+        return {int(code): int(self.status[code]) for code in np.flatnonzero(self.status)}
+
+    def duration_s(self) -> float | None:
+        if self.ts_min is None or self.end_max is None:
+            return None
+        return (self.end_max - self.ts_min) / 1000.0
+
+    def elapsed_stats(self) -> dict[str, float] | None:
+        """Exact min, max, mean and (population) stdev of the elapsed times, in ms."""
+        if self.rows == 0:
+            return None
+        values = np.flatnonzero(self.elapsed)
+        counts = self.elapsed[values]
+        mean = float(np.dot(values, counts)) / self.rows
+        var = float(np.dot((values - mean) ** 2, counts)) / self.rows
+        return {"min_ms": float(values[0]), "max_ms": float(values[-1]), "mean_ms": mean, "stdev_ms": var ** 0.5}
+
+    def histogram(self) -> str | None:
+        if self.rows == 0:
+            return None
+        hist = histogram.new()
+        for value in np.flatnonzero(self.elapsed):
+            histogram.record_ms(hist, float(value), int(self.elapsed[value]))
+        return histogram.encode(hist)
+
+    def series(self) -> list[SecondSample]:
+        """One sample per whole epoch second from the first sample's to the last's: second 0
+        is the second the first sample started in (JMeter stamps a sample with its start)."""
+        out = []
+        for i, n in enumerate(self.sec_requests.tolist()):
+            out.append(SecondSample(
+                second=i, requests=n, errors=int(self.sec_errors[i]),
+                latency_mean_ms=self.sec_elapsed[i] / n if n else None,
+                latency_max_ms=float(self.sec_max[i]) if n else None))
+        return out
+
+    def latency_mean_ms(self) -> float | None:
+        return self.latency[0] / self.latency[1] if self.has_latency and self.latency[1] else None
+
+    def connect_mean_ms(self) -> float | None:
+        return self.connect[0] / self.connect[1] if self.has_connect and self.connect[1] else None
+
+
+def _add(total: int | None, values: np.ndarray | None, mask: np.ndarray | None) -> int | None:
+    if values is None:
+        return total
+    part = int(values[mask].sum()) if mask is not None else int(values.sum())
+    return part if total is None else total + part
+
+
+def _mean_into(acc: list[int], values: np.ndarray | None, mask: np.ndarray | None) -> bool:
+    """Adds the sum and count of `values` where `mask` (all rows when None) into acc."""
+    if values is None:
+        return False
+    chosen = values[mask] if mask is not None else values
+    acc[0] += int(chosen.sum())
+    acc[1] += len(chosen)
+    return True
+
+
+class JtlError(Exception):
+    """A JTL that cannot be read; the adapter turns it into a ParseError. `line` is the
+    line of the file it is about, where known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+        self.message = message
+        self.line = line
+
+    def __reduce__(self):  # across processes with its line number apart
+        return type(self), (self.message, self.line)
+
+
+@dataclass(frozen=True)
+class Jtl:
+    aggregate: Aggregate
+    kind: str  # "csv", "csv without header", "xml"
+    url: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def add(agg: Aggregate, batch: Batch, line: int | None) -> None:
+    """Adds a batch whose first sample is on `line`."""
+    try:
+        agg.add(batch)
+    except ValueError as exc:
+        raise JtlError(str(exc), line) from None
+
+
+def _sum_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if len(b) > len(a):
+        a, b = b, a
+    out = a.copy()
+    out[: len(b)] += b
+    return out

@@ -1,0 +1,294 @@
+"""Reads JMeter's JTL result files as a stream: CSV with a header (2.x, 3.x and 5.x
+column sets, or any set with timeStamp, elapsed and success), header-less CSV in the
+default 5.x (17 columns) or 3.x (16 columns) order, and XML.
+
+CSV is read in blocks of a few MiB and split with numpy: the separators of a whole block
+are found at once and, as every record has the same number of them, each column is a
+column of that array; numbers are parsed for all rows together (jmeter_digits). Records
+with a double quote (a message with a delimiter or a line break in it) go through the csv
+module instead. Memory stays bounded by the block size; a large file is read in several
+processes at once (jmeter_parallel)."""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from toolbench.adapters import jmeter_parallel
+from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl, JtlError, add
+from toolbench.adapters.jmeter_digits import Block
+from toolbench.adapters.jmeter_xml import read_xml
+
+BLOCK = 4 << 20
+SLOW_SHARE = 8  # a block with more than 1 quoted record in 8 is read by the csv module alone
+V5 = ("timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType",
+      "success", "failureMessage", "bytes", "sentBytes", "grpThreads", "allThreads", "URL", "Latency",
+      "IdleTime", "Connect")
+V3 = tuple(name for name in V5 if name != "URL")
+REQUIRED = ("timeStamp", "elapsed", "success")
+# JTL column -> Batch field, for the optional numeric columns.
+OPTIONAL = {"bytes": "received", "sentBytes": "sent", "Latency": "latency_ms", "Connect": "connect_ms",
+            "allThreads": "threads"}
+_QUOTE, _NL, _CR = 34, 10, 13
+
+
+@dataclass(frozen=True)
+class Layout:
+    names: tuple[str, ...]
+    delimiter: int  # the byte
+    header: bool
+
+    def col(self, name: str) -> int | None:
+        return self.names.index(name) if name in self.names else None
+
+
+def read(path: Path) -> Jtl:
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    if not head.strip():
+        raise JtlError("the JTL is empty: JMeter wrote no sample")
+    if head.lstrip().startswith(b"<"):
+        return read_xml(path)
+    layout = _layout(head)
+    part = jmeter_parallel.read(path, layout) if jmeter_parallel.worth_it(path) else None
+    if part is None:
+        with open(path, "rb") as fh:
+            first = fh.readline() if layout.header else b""
+        part = read_range(path, layout, len(first), None, 1 if layout.header else 0)
+    if part.aggregate.rows == 0:
+        raise JtlError("the JTL has a header but no sample: JMeter ran no request")
+    notes = []
+    if part.cut_off_line is not None:
+        notes.append(f"the last line ({part.cut_off_line}) is cut off: no line break ends the file, as when "
+                     f"JMeter is killed while writing; it was left out")
+    return Jtl(part.aggregate, "csv" if layout.header else "csv without header", part.url, notes)
+
+
+def _layout(head: bytes) -> Layout:
+    first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
+    delimiter = "\t" if "\t" in first and "," not in first else ","
+    fields = next(csv.reader([first], delimiter=delimiter))
+    if fields and fields[0].isdigit():
+        known = {len(V5): V5, len(V3): V3}
+        if len(fields) not in known:
+            raise JtlError(f"a CSV JTL without a header and with {len(fields)} columns: the column order is "
+                           f"unknown (known: 17 for JMeter 5.x, 16 for 3.x); save it with print_field_names=true")
+        return Layout(known[len(fields)], ord(delimiter), header=False)
+    missing = [name for name in REQUIRED if name not in fields]
+    if missing:
+        raise JtlError(f"unknown JTL column set {fields}: it lacks {', '.join(missing)} "
+                       f"(a JMeter CSV JTL has at least timeStamp, elapsed and success)")
+    return Layout(tuple(fields), ord(delimiter), header=True)
+
+
+@dataclass
+class Part:
+    """What one range of a CSV JTL holds: its sums, the first URL, the lines read and the
+    double quotes seen (an odd count means the range ends inside a quoted field)."""
+
+    aggregate: Aggregate
+    url: str | None
+    lines: int
+    quotes: int
+    cut_off_line: int | None = None  # a last line without its line break, left out
+
+
+def read_range(path: Path, layout: Layout, start: int, end: int | None, line_base: int) -> Part:
+    """Records from byte `start` (a record's start) to `end` (one's end; None: the end of the
+    file). `line_base` is the number of lines before `start`, for messages."""
+    agg, url, quotes, cut_off = Aggregate(), None, 0, None
+    first_line = line_base
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        left = None if end is None else end - start
+        rest = b""
+        while True:
+            block = fh.read(BLOCK if left is None else min(BLOCK, left))
+            left = None if left is None else left - len(block)
+            data = rest + block if rest else block
+            if not block:
+                cut_off = line_base + 1 if data.strip() else None
+                break
+            cut = _last_record_end(data)
+            if cut == 0:  # one record longer than a block: read on
+                rest = data
+                continue
+            if data.find(b'"', 0, cut) != -1:
+                quotes += data.count(b'"', 0, cut)
+            for batch, first_url, count in _block_batches(data, cut, layout, line_base):
+                add(agg, batch, line_base + 1)
+                url = url or first_url
+                line_base += count
+            rest = data[cut:]
+    return Part(agg, url, line_base - first_line, quotes, cut_off)
+
+
+def _last_record_end(data: bytes) -> int:
+    """The offset just past the last complete record: past a line break outside quotes."""
+    if data.find(b'"') == -1:
+        return data.rfind(b"\n") + 1
+    buf = np.frombuffer(data, np.uint8)
+    ends = _record_ends(buf)
+    return int(ends[-1]) + 1 if len(ends) else 0
+
+
+def _record_ends(buf: np.ndarray) -> np.ndarray:
+    """Line breaks that end a record: those with an even number of quotes before them
+    (a quoted field may hold line breaks; an escaped quote is two quotes)."""
+    nl = np.flatnonzero(buf == _NL)
+    quotes = np.flatnonzero(buf == _QUOTE)
+    return nl[(np.searchsorted(quotes, nl) & 1) == 0]
+
+
+def _block_batches(data: bytes, cut: int, layout: Layout, line_base: int):
+    """(batch, first URL, lines) for one block of whole records: runs of records without a
+    quote go the fast way, each quoted record through the csv module."""
+    if data.find(b'"', 0, cut) == -1:
+        yield _fast(data, 0, cut, layout, line_base)
+        return
+    buf = np.frombuffer(data, np.uint8, cut)
+    ends = _record_ends(buf)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    quoted = np.unique(np.searchsorted(ends, np.flatnonzero(buf == _QUOTE)))
+    if len(quoted) * SLOW_SHARE > len(ends):  # mostly quoted: one slow pass
+        yield _slow(data, 0, cut, layout, line_base)
+        return
+    at = 0
+    for rec in quoted.tolist():
+        a, b = int(starts[rec]), int(ends[rec]) + 1
+        if a > at:
+            yield _fast(data, at, a, layout, line_base + data.count(b"\n", 0, at))
+        yield _slow(data, a, b, layout, line_base + data.count(b"\n", 0, a))
+        at = b
+    if at < cut:
+        yield _fast(data, at, cut, layout, line_base + data.count(b"\n", 0, at))
+
+
+def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[Batch, str | None, int]:
+    """Records [a, b) of `data`, none with a quote, each ending with a line break. Returns
+    the batch, the first record's URL and the number of records."""
+    block = Block(data, a, b)
+    seg, k = block.seg, len(layout.names)
+    newline = seg == _NL
+    rows = int(np.count_nonzero(newline))
+    seps = np.flatnonzero(newline | (seg == layout.delimiter))
+    if len(seps) != rows * k:
+        raise _bad_line(data, a, b, layout, line_base)
+    seps = seps.reshape(rows, k)
+    if not newline[seps[:, -1]].all():
+        raise _bad_line(data, a, b, layout, line_base)
+    starts = np.empty(rows, np.int64)
+    starts[0] = 0
+    starts[1:] = seps[:-1, -1] + 1
+    last_end = seps[:, -1]
+    if data.find(b"\r", a, b) != -1:
+        last_end = last_end - (seg[np.maximum(last_end - 1, 0)] == _CR)
+
+    def bounds(name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        j = layout.col(name)
+        if j is None:
+            return None
+        return (starts if j == 0 else seps[:, j - 1] + 1), (seps[:, j] if j < k - 1 else last_end)
+
+    def check(name: str, bad: np.ndarray, span: tuple[np.ndarray, np.ndarray]) -> None:
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            line = line_base + data.count(b"\n", a, a + int(starts[row])) + 1
+            text = block.text(int(span[0][row]), int(span[1][row]))
+            raise JtlError(_not_number(name, text), line)
+
+    def number(name: str) -> np.ndarray | None:
+        span = bounds(name)
+        if span is None:
+            return None
+        values, bad = block.numbers(*span)
+        check(name, bad, span)
+        return values
+
+    span = bounds("success")
+    ok, bad = block.success(*span)
+    check("success", bad, span)
+    code, nonhttp = None, {}
+    span = bounds("responseCode")
+    if span is not None:
+        values, bad = block.numbers(*span)
+        code = np.where(bad, -1, values)
+        failed = np.flatnonzero(bad & ~ok)
+        nonhttp = block.texts(span[0][failed], span[1][failed])
+    columns = {field_: number(name) for name, field_ in OPTIONAL.items()}
+    batch = Batch(ts_ms=number("timeStamp"), elapsed_ms=number("elapsed"), ok=ok, code=code,
+                  nonhttp=nonhttp, **columns)
+    span = bounds("URL")
+    url = block.text(int(span[0][0]), int(span[1][0])) if span is not None and rows else None
+    return batch, url, rows
+
+
+def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[Batch, str | None, int]:
+    """Records [a, b) through the csv module: quoted fields, delimiters and line breaks in them."""
+    text = data[a:b].decode("utf-8", "replace")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=chr(layout.delimiter))
+    index = {name: layout.col(name) for name in (*REQUIRED, "responseCode", "URL", *OPTIONAL)}
+    columns: dict[str, list] = {"ts_ms": [], "elapsed_ms": [], "ok": []}
+    for name, field_ in OPTIONAL.items():
+        if index[name] is not None:
+            columns[field_] = []
+    codes: list[int] | None = [] if index["responseCode"] is not None else None
+    nonhttp: dict[str, int] = {}
+    url = None
+    line = line_base + 1
+    for row in reader:
+        if len(row) != len(layout.names):
+            raise JtlError(f"{len(row)} fields where the header has {len(layout.names)}", line)
+        ok = _bool(row[index["success"]], line)
+        columns["ok"].append(ok)
+        for name, field_ in (("timeStamp", "ts_ms"), ("elapsed", "elapsed_ms"), *OPTIONAL.items()):
+            if field_ in columns:
+                columns[field_].append(_int(row[index[name]], name, line))
+        if codes is not None:
+            text = row[index["responseCode"]]
+            codes.append(int(text) if text.isdigit() and len(text) <= 18 else -1)
+            if codes[-1] < 0 and not ok:
+                nonhttp[text] = nonhttp.get(text, 0) + 1
+        if url is None and index["URL"] is not None:
+            url = row[index["URL"]]
+        line = line_base + reader.line_num + 1
+    if codes is not None:
+        columns["code"] = codes
+    return Batch.of_lists(columns, nonhttp), url, reader.line_num
+
+
+def _int(text: str, name: str, line: int) -> int:
+    if not text.isdigit() or len(text) > 18:
+        raise JtlError(_not_number(name, text), line)
+    return int(text)
+
+
+def _not_number(name: str, text: str) -> str:
+    if name == "success":
+        return f"success is neither true nor false: {text!r}"
+    hint = " (JMeter saves epoch milliseconds only with timestamp_format=ms)" if name == "timeStamp" else ""
+    return f"{name} is not a whole number: {text!r}{hint}"
+
+
+def _bool(text: str, line: int) -> bool:
+    if text not in ("true", "false"):
+        raise JtlError(f"success is neither true nor false: {text!r}", line)
+    return text == "true"
+
+
+def _bad_line(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> JtlError:
+    """Finds the first record of [a, b) whose field count is wrong, for the message."""
+    want = len(layout.names)
+    for number, line in enumerate(data[a:b].split(b"\n")[:-1], line_base + 1):
+        got = line.count(bytes([layout.delimiter])) + 1
+        if got != want:
+            shown = line[:120].decode("utf-8", "replace")
+            where = "the header has" if layout.header else "JMeter writes"
+            return JtlError(f"{got} fields where {where} {want}: {shown!r}", number)
+    last = line_base + data.count(b"\n", a, b)
+    return JtlError(f"malformed records up to line {last}", line_base + 1)
