@@ -58,7 +58,7 @@ class EngineAdapter:
         files: dict[str, str] = {}
         req = cell.request
         if req.method != "GET":
-            argv += ["-m", req.method]
+            argv += ["--method", req.method]
         for key, value in req.headers.items():
             argv += ["-H", f"{key}: {value}"]
         if req.content_type and "content-type" not in {k.lower() for k in req.headers}:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from engine_servers import OK, delayed, responder, serve, stalling
 
-from engine_servers import delayed, responder, serve, stalling, OK
 from toolbench import histogram
 from toolbench.engine import coordinator
 from toolbench.engine.options import EngineOptions
@@ -29,7 +29,7 @@ def test_p50_is_the_server_delay_within_1ms() -> None:
     # Every request is timed: the histogram holds every response.
     total = histogram.decode(result.histogram).get_total_count()
     assert total == result.counts.requests_ok == result.counts.requests_total
-    assert 4 * 1.5 * 1000 / delay_ms * 0.8 <= total <= 4 * 1.5 * 1000 / delay_ms * 1.05
+    assert 4 * 1.5 * 1000 / delay_ms * 0.6 <= total <= 4 * 1.5 * 1000 / delay_ms * 1.05
     assert result.latency.min_ms >= delay_ms
     assert result.latency.ttfb_mean_ms == pytest.approx(result.latency.mean_ms, abs=0.5)
 
@@ -97,4 +97,4 @@ def test_warmup_is_excluded() -> None:
     served = len(stats.requests)
     assert result.counts.requests_total < served * 0.8  # the warm-up's ~100 requests are not counted
     assert result.timing.duration_s == pytest.approx(1.0, abs=0.05)
-    assert result.counts.requests_total == pytest.approx(200, rel=0.15)
+    assert result.counts.requests_total == pytest.approx(200, rel=0.25)

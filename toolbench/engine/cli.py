@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from toolbench.engine import coordinator
-from toolbench.engine.options import (EngineError, EngineOptions, parse_duration, parse_header)
+from toolbench.engine.options import EngineError, EngineOptions, parse_duration, parse_header
 from toolbench.engine.result import run_result
 from toolbench.engine.summary import render
 from toolbench.schema import Status
@@ -116,7 +116,8 @@ class ProgressLine:
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError, version as dist_version
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
 
     try:
         return dist_version("toolbench-meta")

@@ -13,8 +13,7 @@ from typing import Any, Callable
 
 from toolbench.engine import worker
 from toolbench.engine.client import clock
-from toolbench.engine.options import (EngineError, EngineOptions, Target, parse_url, request_bytes,
-                                      split, validate)
+from toolbench.engine.options import EngineError, EngineOptions, Target, parse_url, request_bytes, split, validate
 from toolbench.engine.stats import WorkerResult
 
 STARTUP_TIMEOUT_S = 30.0  # imports and connection set-up in every worker
@@ -123,6 +122,7 @@ def _collect(pool: "_Pool", out: Collected, deadline: float | None, progress: Pr
             elif kind == "result":
                 if message[1] is not None:
                     out.results.append(message[1])
+                    out.error = out.error or message[1].note
             elif kind == "error":
                 out.error = out.error or message[1]
 
@@ -133,7 +133,7 @@ class _Pool:
 
     def __init__(self, plans: list[worker.WorkerPlan]) -> None:
         method = "fork" if threading.active_count() == 1 and hasattr(os, "fork") else "spawn"
-        ctx = multiprocessing.get_context(method)
+        ctx: Any = multiprocessing.get_context(method)
         self.procs: list[Any] = []
         self.pipes: list[Connection] = []
         self.pending: set[int] = set()
@@ -174,11 +174,12 @@ class _Pool:
     def receive(self, timeout: float) -> list[tuple[int, tuple[Any, ...]]]:
         """Messages that arrived within `timeout`; a worker whose pipe closed is done."""
         ready = wait([self.pipes[i] for i in self.pending], timeout)
-        messages = []
+        messages: list[tuple[int, tuple[Any, ...]]] = []
         for pipe in ready:
-            index = self.pipes.index(pipe)  # type: ignore[arg-type]
+            assert isinstance(pipe, Connection)
+            index = self.pipes.index(pipe)
             try:
-                message = pipe.recv()  # type: ignore[union-attr]
+                message = pipe.recv()
             except (EOFError, OSError):
                 self.pending.discard(index)
                 code = self.procs[index].exitcode

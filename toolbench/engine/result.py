@@ -12,9 +12,26 @@ from hdrh.histogram import HdrHistogram
 from toolbench import histogram
 from toolbench.engine.coordinator import Collected
 from toolbench.engine.stats import Moments, WorkerResult
-from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, GeneratorCost, Identity,
-                              Latency, LoadModel, Measurement, Outcome, Rates, RunResult, SecondSample,
-                              Status, Timing, Transfer, result_from_measurement)
+from toolbench.schema import (
+    PERCENTILES,
+    Counts,
+    Failures,
+    Fidelity,
+    GeneratorCost,
+    Identity,
+    Latency,
+    LoadModel,
+    Measurement,
+    Outcome,
+    Rates,
+    RunResult,
+    SecondSample,
+    Status,
+    Timing,
+    Transfer,
+    replace,
+    result_from_measurement,
+)
 
 TOOL = "engine"
 # The schema has no field for the latency measured from the actual send in the open
@@ -52,6 +69,8 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     notes = [_failure_note(results), f"connections_opened: {connects}"]
     if opts.open_model:
         notes.append(uncorrected_note(results))
+        notes.append("open model: sends are timed by the event loop's 1 ms timers, so the latency "
+                     "from the intended send time includes up to about 1 ms of the engine's own lag")
     if out.error:
         notes.append(out.error)
     started = out.started_at
@@ -187,7 +206,7 @@ def _with_fidelity(m: Measurement) -> Measurement:
     for name in ("histogram", "series"):
         if getattr(m, name):
             fidelity[name] = Fidelity.REPORTED
-    return Measurement(**{**m.__dict__, "fidelity": fidelity})
+    return replace(m, fidelity=fidelity)
 
 
 def _walk(obj: Any, prefix: str, out: dict[str, Fidelity]) -> None:

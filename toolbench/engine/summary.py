@@ -12,7 +12,7 @@ def render(result: RunResult, workers: int | None = None) -> str:
     ident, lat, counts = result.identity, result.latency, result.counts
     duration = result.timing.duration_s
     lines = [f"Running {_secs(duration)} test @ {ident.url}"]
-    model = ("open model at %g requests/s" % ident.rate_rps if ident.model is LoadModel.OPEN
+    model = (f"open model at {ident.rate_rps or 0:g} requests/s" if ident.model is LoadModel.OPEN
              else "closed model")
     workers = workers or int(ident.params.get("workers", "1"))
     lines.append(f"  {workers} worker{'s' if workers != 1 else ''} and {ident.concurrency} connections, "

@@ -7,6 +7,7 @@ or ("error", text) at the end. ("stop",) or the pipe closing ends it early."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from toolbench import histogram
-from toolbench.engine.client import Load, clock
+from toolbench.engine.client import clock
+from toolbench.engine.load import Load
 from toolbench.engine.options import EngineOptions, Target
 from toolbench.engine.stats import Recorder, WorkerResult
 
@@ -42,6 +44,9 @@ def main(plan: WorkerPlan, pipe: Connection, inherited: tuple[Connection, ...] =
         end.close()
     import uvloop
 
+    # The hot path allocates no cycles: collect rarely, and never scan what set-up made.
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
     message: tuple[Any, ...]
@@ -60,6 +65,7 @@ async def _run(plan: WorkerPlan, pipe: Connection) -> WorkerResult | None:
     opts = plan.options
     rec = Recorder(opts.open_model)
     load = Load(loop, opts, plan.target, plan.request, rec, plan.slots, plan.first_slot, plan.total_slots)
+    loop.set_exception_handler(lambda _, context: load.crash(_describe(context)))
     opened, error = await load.prepare()
     pipe.send(("ready", opened, error))
     message = await _receive(loop, pipe)
@@ -71,7 +77,10 @@ async def _run(plan: WorkerPlan, pipe: Connection) -> WorkerResult | None:
     loop.add_reader(pipe.fileno(), _on_pipe, pipe, load)
     timers = _Timers(loop, plan, load, pipe, window)
     if opts.warmup_s > 0:
-        timers.at(window, lambda: (load.window_starts(plan.budget), timers.start_ticks()))
+        def warmed_up() -> None:
+            load.window_starts(plan.budget)
+            timers.start_ticks()
+        timers.at(window, warmed_up)
     else:
         load.window_starts(plan.budget)
         timers.start_ticks()
@@ -81,7 +90,8 @@ async def _run(plan: WorkerPlan, pipe: Connection) -> WorkerResult | None:
         timers.at(window + int(opts.duration_s * 1e9), load.stop)
         timers.at(window + int((opts.duration_s + opts.timeout_s + SELF_STOP_GRACE_S) * 1e9), load.stop)
     await load.finished
-    end = clock() if opts.duration_s is not None else max(load.last_done_ns, window)
+    # A timed run ends at its stop; a counted one with its last answer.
+    end = load.stopped_at if opts.duration_s is not None else max(load.last_done_ns, window)
     timers.cancel()
     loop.remove_reader(pipe.fileno())
     await asyncio.sleep(0)  # lets the aborted connections report their last counts
@@ -161,23 +171,31 @@ async def _receive(loop: asyncio.AbstractEventLoop, pipe: Connection) -> tuple[A
 
 
 def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) -> WorkerResult:
-    rx, ttfb, responses = load.totals()
+    rx, gap = load.totals()
     return WorkerResult(
         index=plan.index,
         hist=histogram.encode(rec.hist),
         uhist=histogram.encode(rec.uhist) if rec.uhist is not None else None,
         moments=rec.moments,
         umoments=rec.umoments,
-        codes={code: n for code, n in enumerate(rec.codes) if n},
+        codes=rec.codes_by_status(),
         failures=dict(rec.failures),
         received_bytes=rec.received_bytes + rx,
         sent_bytes=load.issued() * len(plan.request),
         connects=rec.connects,
         connect_sum_ns=rec.connect_sum_ns,
         connect_max_ns=rec.connect_max_ns,
-        ttfb_sum_ns=rec.ttfb_sum_ns + ttfb,
-        ttfb_count=rec.ttfb_count + responses,
+        ttfb_sum_ns=rec.moments.sum_us * 1000 - rec.gap_ns - gap,
+        ttfb_count=rec.moments.count,  # every response has a first byte
         window_start_ns=window,
         window_end_ns=max(end, window),
         series=list(rec.series),
+        note=f"worker {plan.index}: {load.crashed}" if load.crashed else None,
     )
+
+
+def _describe(context: dict[str, Any]) -> str:
+    exc = context.get("exception")
+    if exc is not None:
+        return f"{type(exc).__name__}: {exc}"
+    return str(context.get("message", "unknown error in the event loop"))
