@@ -2,19 +2,27 @@
 this machine. (A remote implementation over SSH fits the same interface.)"""
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import resource
+import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Iterator, Mapping, Protocol
 
 import psutil
 
 from toolbench.errors import HostError
+
+# The limits a scenario may ask for, by the name `ulimit` and /proc/<pid>/limits give them.
+RLIMITS = {"nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC}
+_PROC_LIMIT_ROWS = {"Max open files": "nofile", "Max processes": "nproc"}
 
 
 @dataclass(frozen=True)
@@ -23,6 +31,11 @@ class Completed:
     timed_out: bool
     wall_s: float
     interrupted: bool = False
+    # The kernel's account of the tool at exit: its own CPU and that of the children it
+    # waited for. None where the host cannot tell. (Its peak RSS is not taken from the same
+    # account: ru_maxrss keeps the high-water mark of the forking Python process.)
+    cpu_user_s: float | None = None
+    cpu_system_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,23 @@ class Facts:
     os: str
 
 
+@dataclass(frozen=True)
+class Limit:
+    """A resource limit as a process sees it; None is unlimited."""
+
+    soft: int | None
+    hard: int | None
+
+
+class Running(Protocol):
+    """A started tool: its process id, and a wait that enforces the hard timeout."""
+
+    pid: int
+    started: float  # time.monotonic() at spawn
+
+    def wait(self, timeout_s: float) -> Completed: ...
+
+
 class Host(Protocol):
     label: str
 
@@ -49,47 +79,77 @@ class Host(Protocol):
 
     def capture(self, argv: list[str], timeout_s: float = 10.0) -> Captured: ...
 
+    def start(self, argv: list[str], cwd: Path, stdout: Path, stderr: Path,
+              env: dict[str, str] | None = None) -> Running: ...
+
     def run(self, argv: list[str], cwd: Path, stdout: Path, stderr: Path, timeout_s: float,
             env: dict[str, str] | None = None) -> Completed: ...
+
+    def with_limits(self, wanted: Mapping[str, int]) -> "Host": ...
+
+    def process_limits(self, raised: bool = True) -> dict[str, Limit]: ...
 
     def facts(self) -> Facts: ...
 
 
 class LocalHost:
-    label = "local"
+    """This machine. `prefix` is put before every command (e.g. `ip netns exec NS`, to run
+    inside a network namespace); `limits` are the ulimits raised for every process started."""
+
+    def __init__(self, prefix: tuple[str, ...] = (), limits: Mapping[str, int] | None = None) -> None:
+        self.prefix = tuple(prefix)
+        self.limits = dict(limits or {})
+        self.label = "local" if not prefix else f"local ({' '.join(prefix)})"
 
     def which(self, program: str) -> str | None:
         return shutil.which(program)
 
     def capture(self, argv: list[str], timeout_s: float = 10.0) -> Captured:
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
-                                  errors="replace", stdin=subprocess.DEVNULL)
+            with inherited_limits(self.limits):
+                proc = subprocess.Popen([*self.prefix, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        stdin=subprocess.DEVNULL, text=True, errors="replace")
         except FileNotFoundError:
-            raise HostError(f"local: {argv[0]}: not found") from None
+            raise HostError(f"{self.label}: {argv[0]}: not found") from None
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            raise HostError(f"local: {' '.join(argv)}: no answer within {timeout_s:g}s") from None
-        return Captured(proc.returncode, proc.stdout, proc.stderr)
+            proc.kill()
+            proc.communicate()
+            raise HostError(f"{self.label}: {' '.join(argv)}: no answer within {timeout_s:g}s") from None
+        return Captured(proc.returncode, out, err)
+
+    def start(self, argv: list[str], cwd: Path, stdout: Path, stderr: Path,
+              env: dict[str, str] | None = None) -> "LocalProcess":
+        full_env = dict(os.environ, **(env or {}))
+        out = open(stdout, "wb")
+        err = open(stderr, "wb")
+        try:
+            with inherited_limits(self.limits):
+                proc = _spawn([*self.prefix, *argv], cwd, out, err, full_env)
+        except BaseException:
+            out.close()
+            err.close()
+            raise
+        return LocalProcess(proc, out, err)
 
     def run(self, argv: list[str], cwd: Path, stdout: Path, stderr: Path, timeout_s: float,
             env: dict[str, str] | None = None) -> Completed:
         """Runs to completion or to the hard timeout, then kills the whole process tree.
         Ctrl-C kills the tool too and reports the run as interrupted."""
-        full_env = dict(os.environ, **(env or {}))
-        with open(stdout, "wb") as out, open(stderr, "wb") as err:
-            started = time.monotonic()
-            proc = _spawn(argv, cwd, out, err, full_env)
-            try:
-                code = proc.wait(timeout=timeout_s)
-                return Completed(code, False, time.monotonic() - started)
-            except subprocess.TimeoutExpired:
-                kill_tree(proc.pid)
-                proc.wait()
-                return Completed(None, True, time.monotonic() - started)
-            except KeyboardInterrupt:
-                kill_tree(proc.pid)
-                proc.wait()
-                return Completed(None, False, time.monotonic() - started, interrupted=True)
+        return self.start(argv, cwd, stdout, stderr, env).wait(timeout_s)
+
+    def with_limits(self, wanted: Mapping[str, int]) -> "LocalHost":
+        return LocalHost(self.prefix, {**self.limits, **wanted})
+
+    def process_limits(self, raised: bool = True) -> dict[str, Limit]:
+        """The limits of a process started exactly as a tool is (same prefix, same raise);
+        with `raised=False`, as this login gives them, before toolbench raises anything."""
+        host = self if raised else LocalHost(self.prefix)
+        captured = host.capture(["cat", "/proc/self/limits"])
+        if captured.exit_code != 0:
+            raise HostError(f"{self.label}: cannot read /proc/self/limits: {captured.stderr.strip()}")
+        return parse_proc_limits(captured.stdout)
 
     def facts(self) -> Facts:
         return Facts(
@@ -102,6 +162,119 @@ class LocalHost:
         )
 
 
+class LocalProcess:
+    """A tool started by LocalHost. Waiting reaps it with wait4, so the kernel's CPU and
+    memory account of the whole run comes with the exit code."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], out: IO[bytes], err: IO[bytes]) -> None:
+        self._proc = proc
+        self._files = (out, err)
+        self.pid = proc.pid
+        self.started = time.monotonic()
+
+    def wait(self, timeout_s: float) -> Completed:
+        try:
+            exited = self._wait_exit(self.started + timeout_s)
+            if not exited:
+                kill_tree(self.pid)
+            return self._reap(timed_out=not exited, interrupted=False)
+        except KeyboardInterrupt:
+            kill_tree(self.pid)
+            return self._reap(timed_out=False, interrupted=True)
+        finally:
+            for fh in self._files:
+                fh.close()
+
+    def _wait_exit(self, deadline: float) -> bool:
+        """True when the process exited before the deadline. Leaves it unreaped."""
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            fd = None
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if fd is not None:
+                    poller = select.poll()
+                    poller.register(fd, select.POLLIN)
+                    if poller.poll(max(0, int(left * 1000))):
+                        return True
+                elif os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return True
+                else:
+                    time.sleep(min(0.02, max(0.0, left)))
+                if time.monotonic() >= deadline:
+                    return False
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _reap(self, timed_out: bool, interrupted: bool) -> Completed:
+        # Whatever the tool left behind in its session must not load the next cell. Done
+        # before reaping: while the leader is a zombie its pid (the group id) cannot be reused.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        _, status, usage = os.wait4(self.pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        self._proc.returncode = code  # reaped here: Popen must not wait for it again
+        wall = time.monotonic() - self.started
+        return Completed(None if (timed_out or interrupted) else code, timed_out, wall, interrupted,
+                         cpu_user_s=usage.ru_utime, cpu_system_s=usage.ru_stime)
+
+
+_LIMITS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def inherited_limits(wanted: Mapping[str, int]) -> Iterator[None]:
+    """Raises this process's limits while a child is spawned, so the child inherits them,
+    then puts them back. The soft limit goes up to what is wanted, within the hard limit;
+    as root the hard limit goes up too. Limits are never lowered."""
+    if not wanted:
+        yield
+        return
+    with _LIMITS_LOCK:
+        saved = {name: resource.getrlimit(RLIMITS[name]) for name in wanted}
+        try:
+            for name, value in wanted.items():
+                _raise(RLIMITS[name], value)
+            yield
+        finally:
+            for name, limits in saved.items():
+                with contextlib.suppress(ValueError, OSError):
+                    resource.setrlimit(RLIMITS[name], limits)
+
+
+def _raise(res: int, want: int) -> None:
+    soft, hard = resource.getrlimit(res)
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return
+    if hard != resource.RLIM_INFINITY and hard < want:
+        try:
+            resource.setrlimit(res, (want, want))  # allowed as root (CAP_SYS_RESOURCE), up to fs.nr_open
+            return
+        except (ValueError, OSError):
+            want = hard
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(res, (want, hard))
+
+
+def parse_proc_limits(text: str) -> dict[str, Limit]:
+    """Reads /proc/<pid>/limits: `Max open files  1024  524288  files`."""
+    found = {}
+    for line in text.splitlines():
+        for row, name in _PROC_LIMIT_ROWS.items():
+            if line.startswith(row):
+                fields = line[len(row):].split()
+                if len(fields) >= 2:
+                    found[name] = Limit(_limit_value(fields[0]), _limit_value(fields[1]))
+    return found
+
+
+def _limit_value(text: str) -> int | None:
+    return None if text == "unlimited" else int(text)
+
+
 def _spawn(argv: list[str], cwd: Path, out: IO[bytes], err: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
     try:
         # A session of its own, so the whole tree can be killed and Ctrl-C in the
@@ -110,6 +283,8 @@ def _spawn(argv: list[str], cwd: Path, out: IO[bytes], err: IO[bytes], env: dict
                                 env=env, start_new_session=True)
     except FileNotFoundError:
         raise HostError(f"local: {argv[0]}: not found") from None
+    except PermissionError:
+        raise HostError(f"local: {argv[0]}: permission denied") from None
 
 
 def kill_tree(pid: int) -> None:
@@ -127,8 +302,6 @@ def kill_tree(pid: int) -> None:
             child.kill()
         except psutil.NoSuchProcess:
             pass
-
-
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from toolbench import derive, plan, registry, store, targets
+from toolbench import derive, monitor, plan, prereq, probe, registry, store, targets
 from toolbench.adapter import Adapter, RawOutput
 from toolbench.errors import HostError, Interrupted, ParseError, ScenarioError
-from toolbench.hosts import Completed, Host, LocalHost
+from toolbench.hosts import Completed, Host, LocalHost, Running
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
-from toolbench.schema import (Artifact, Identity, LoadModel, Measurement, Outcome, RunResult, Status, Timing,
-                              result_from_measurement)
+from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
+                              RunResult, Status, Timing, result_from_measurement)
 
 
 class Observer(Protocol):
@@ -50,18 +50,28 @@ class RunSummary:
 
 
 def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
-        observer: Observer | None = None, host: Host | None = None) -> RunSummary:
+        observer: Observer | None = None, host: Host | None = None, go_on: bool = False) -> RunSummary:
+    """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
+    unmet, unless `go_on`; the findings go into the manifest either way."""
     observer = observer or QuietObserver()
-    host = host or LocalHost()
+    # The tools get the scenario's ulimits: the limits are checked and applied in one place.
+    host = (host or LocalHost()).with_limits(scenario.prerequisites.ulimit)
     if not scenario.generator.is_local or not scenario.target_host.is_local:
         raise ScenarioError(f"{scenario.source}: hosts: remote hosts are not supported yet; "
                             "run with the generator and target on this machine")
     cells = plan.expand(scenario)
+    findings = prereq.check(host, scenario.prerequisites, max(scenario.matrix.concurrency))
+    if prereq.blocking(findings) and not go_on:
+        raise prereq.refusal(findings, scenario.source)
     run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)
     done = run_dir.finished_cells() if resume else set()
     versions = _detect_versions(host, {c.cell.tool for c in cells})
+    checked = {"checked_at": store.utc_now(), "host": host.label, "went_on": bool(prereq.blocking(findings)),
+               "findings": [f.to_dict() for f in findings]}
     if not resume:
-        run_dir.write_manifest(_manifest(scenario, host, versions))
+        run_dir.write_manifest(_manifest(scenario, host, versions, checked))
+    else:
+        run_dir.update_manifest(prerequisites=checked)
     todo = [c for c in cells if c.cell.id not in done]
     observer.planned(len(cells), len(cells) - len(todo))
     interrupted = False
@@ -103,7 +113,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
         scenario=scenario.name, cell_id=cell.id, tool=cell.tool, tool_version=version,
         target_label=target_label, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
         repetition=cell.repetition, model=LoadModel.OPEN if cell.rate_rps else LoadModel.CLOSED,
-        rate_rps=cell.rate_rps)
+        rate_rps=cell.rate_rps, variant=cell.variant)
     if not planned.support.ok:
         return RunResult(identity, Outcome(Status.UNSUPPORTED, error=planned.support.reason))
     if version is None:
@@ -112,7 +122,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     workdir = run_dir.cell_dir(cell.id)
     started_at = store.utc_now()
     try:
-        completed, raw = _execute(adapter, cell, workdir, host)
+        completed, raw, watched = _execute(adapter, cell, workdir, host, scenario)
     except HostError as exc:
         return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
                          timing=Timing(started_at=started_at, ended_at=store.utc_now()))
@@ -120,6 +130,8 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     artifacts = [Artifact(role="stdout", path=run_dir.relative(workdir / "stdout.txt")),
                  Artifact(role="stderr", path=run_dir.relative(workdir / "stderr.txt"))]
     artifacts += [Artifact(role=role, path=run_dir.relative(path)) for role, path in raw.files.items()]
+    if watched.series is not None and watched.series.exists():
+        artifacts.append(Artifact(role="monitor", path=run_dir.relative(watched.series)))
     measurement, parse_error = _parse(adapter, raw)
     status, error = derive.judge(measurement, completed.exit_code, timed_out=completed.timed_out,
                                  interrupted=completed.interrupted, timeout_s=cell.timeout_s,
@@ -131,11 +143,13 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     outcome = Outcome(status, exit_code=completed.exit_code, error=error, artifacts=artifacts)
     timing = Timing(started_at=started_at, ended_at=ended_at, wall_s=completed.wall_s,
                     duration_s=measurement.timing.duration_s if measurement else None)
+    cost, probed = _observations(scenario, cell, completed, watched, measurement)
     if measurement is None:
-        return RunResult(identity, outcome, timing=timing)
+        return RunResult(identity, outcome, timing=timing, cost=cost, probe=probed)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
     notes = measurement.notes + _short_run_note(cell, completed.wall_s)
-    return result_from_measurement(identity, outcome, dataclasses.replace(measurement, timing=timing, notes=notes))
+    return result_from_measurement(identity, outcome, dataclasses.replace(measurement, timing=timing, notes=notes),
+                                   cost=cost, probe=probed)
 
 
 def _short_run_note(cell: Cell, wall_s: float) -> list[str]:
@@ -147,18 +161,71 @@ def _short_run_note(cell: Cell, wall_s: float) -> list[str]:
     return [f"the tool ran {wall_s:.2f}s of the {asked:g}s asked"]
 
 
-def _execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host) -> tuple[Completed, RawOutput]:
+@dataclass(frozen=True)
+class Watched:
+    """What toolbench observed around one run of a tool."""
+
+    monitor: monitor.MonitorReport | None
+    baseline: probe.Samples | None
+    during: probe.Samples | None
+    series: Path | None
+
+
+def _execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host,
+             scenario: Scenario) -> tuple[Completed, RawOutput, Watched]:
     invocation = adapter.build(cell, workdir)
     for name, content in invocation.files.items():
         (workdir / name).write_text(content)
     (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n")
-    completed = host.run(invocation.argv, cwd=workdir, stdout=workdir / "stdout.txt",
-                         stderr=workdir / "stderr.txt", timeout_s=cell.timeout_s, env=invocation.env)
+    assert cell.url is not None
+    spec = scenario.probe
+    # A probe request never waits longer than the whole cell may last.
+    probe_timeout = min(spec.timeout_s, cell.timeout_s)
+    target = probe.ProbeTarget.of(cell.url, cell.request)
+    base = probe.baseline(target, spec.baseline_requests, probe_timeout) if spec.enabled else None
+    series = workdir / "monitor.jsonl" if scenario.monitor.enabled else None
+    mon = monitor.Monitor(scenario.monitor.interval_s, monitor.port_of(cell.url), series) if series else None
+    prb = probe.Probe(target, spec.interval_s, probe_timeout) if spec.enabled else None
+    running = host.start(invocation.argv, cwd=workdir, stdout=workdir / "stdout.txt",
+                         stderr=workdir / "stderr.txt", env=invocation.env)
+    completed = _watch(running, cell.timeout_s, mon, prb)
+    report = mon.stop() if mon else None
+    during = prb.stop() if prb else None
     files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
     raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
                     stderr=(workdir / "stderr.txt").read_text(errors="replace"),
                     exit_code=completed.exit_code, files=files, source=str(workdir))
-    return completed, raw
+    return completed, raw, Watched(report, base, during, series)
+
+
+def _watch(running: Running, timeout_s: float, mon: monitor.Monitor | None, prb: probe.Probe | None) -> Completed:
+    """Starts the watchers on the running tool and waits for it; whatever happens in between,
+    the tool does not outlive this call (a zero wait kills and reaps it)."""
+    try:
+        if mon:
+            mon.start(running.pid, running.started)
+        if prb:
+            prb.start(running.started)
+    except BaseException:
+        running.wait(0)
+        if mon:
+            mon.stop()
+        if prb:
+            prb.stop()
+        raise
+    return running.wait(timeout_s)
+
+
+def _observations(scenario: Scenario, cell: Cell, completed: Completed, watched: Watched,
+                  measurement: Measurement | None) -> tuple[GeneratorCost, ProbeSummary | None]:
+    requests = measurement.counts.requests_total if measurement else None
+    cost = monitor.summarize(watched.monitor, wall_s=completed.wall_s, cpu_user_s=completed.cpu_user_s,
+                             cpu_system_s=completed.cpu_system_s, requests_total=requests, tool=cell.tool)
+    probed = None
+    if watched.baseline is not None and watched.during is not None:
+        probed = probe.summarize(watched.baseline, watched.during, measurement.latency if measurement else None,
+                                 scenario.probe, tool=cell.tool)
+    return cost, probed
 
 
 def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | None]:
@@ -178,7 +245,8 @@ def _detect_versions(host: Host, tools: set[str]) -> dict[str, str | None]:
     return versions
 
 
-def _manifest(scenario: Scenario, host: Host, versions: dict[str, str | None]) -> dict[str, object]:
+def _manifest(scenario: Scenario, host: Host, versions: dict[str, str | None],
+              prerequisites: dict[str, object]) -> dict[str, object]:
     facts = host.facts()
     return {
         "toolbench_manifest": 1,
@@ -188,4 +256,6 @@ def _manifest(scenario: Scenario, host: Host, versions: dict[str, str | None]) -
         "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
                         "argv": sys.argv},
         "tools": versions,
+        "prerequisites": prerequisites,
+        "observation": {"monitor": dataclasses.asdict(scenario.monitor), "probe": dataclasses.asdict(scenario.probe)},
     }

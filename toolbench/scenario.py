@@ -32,6 +32,27 @@ class HostSpec:
 class Prerequisites:
     ulimit: dict[str, int] = field(default_factory=dict)
     sysctl: dict[str, str] = field(default_factory=dict)
+    required: bool = True  # when unmet, `toolbench run` refuses to start unless told to go on
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """The independent requests toolbench times itself (see toolbench.probe)."""
+
+    enabled: bool = True
+    interval_s: float = 1.0
+    baseline_requests: int = 20
+    timeout_s: float = 5.0
+    slowdown_factor: float = 3.0  # probe median over its baseline that means "the server slowed down"
+    slowdown_floor_ms: float = 1.0  # ... and by at least this much
+    tolerance: float = 3.0  # tool vs probe: the larger over the smaller
+    tolerance_ms: float = 1.0  # ... and at least this far apart
+
+
+@dataclass(frozen=True)
+class MonitorSpec:
+    enabled: bool = True
+    interval_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +98,7 @@ class Matrix:
 class ToolOptions:
     values: dict[str, Any]
     locations: dict[str, str]  # option key -> "file:line", for errors found later
+    use: str | None = None  # set for a variant: the tool it configures (`locust-2p: {use: locust, ...}`)
 
 
 @dataclass(frozen=True)
@@ -94,8 +116,10 @@ class Scenario:
     timeout_s: float | None = None  # hard limit per cell; derived from `stop` when absent
     repeat: int = 1
     cooldown_s: float = 0.0
-    probe_interval_s: float | None = None
+    probe_interval_s: float | None = None  # as given; `probe` holds what runs, defaults included
     monitor_interval_s: float | None = None
+    probe: ProbeSpec = field(default_factory=ProbeSpec)
+    monitor: MonitorSpec = field(default_factory=MonitorSpec)
     tools: dict[str, ToolOptions] = field(default_factory=dict)
     locations: dict[str, str] = field(default_factory=dict)  # key path -> "file:line"
     raw_text: str = ""
@@ -134,6 +158,8 @@ def load(path: str | Path) -> Scenario:
         cooldown_s=top["cooldown"].duration_s() if "cooldown" in top else 0.0,
         probe_interval_s=_interval(top, "probe"),
         monitor_interval_s=_interval(top, "monitor"),
+        probe=_probe(top["probe"]) if "probe" in top else ProbeSpec(),
+        monitor=_monitor(top["monitor"]) if "monitor" in top else MonitorSpec(),
         tools=_tools(top["tools"]) if "tools" in top else {},
         locations=locations,
         raw_text=path.read_text(encoding="utf-8"),
@@ -161,14 +187,15 @@ def _hosts(node: Node) -> dict[str, HostSpec]:
 
 
 def _prerequisites(node: Node) -> Prerequisites:
-    keys = node.items(("ulimit", "sysctl"))
+    keys = node.items(("ulimit", "sysctl", "required"))
     ulimit = {}
     if "ulimit" in keys:
         ulimit = {k: v.positive_int() for k, v in keys["ulimit"].items(("nofile", "nproc")).items()}
     sysctl = {}
     if "sysctl" in keys:
         sysctl = {k: str(v.scalar()) for k, v in keys["sysctl"].items().items()}
-    return Prerequisites(ulimit=ulimit, sysctl=sysctl)
+    required = keys["required"].boolean() if "required" in keys else True
+    return Prerequisites(ulimit=ulimit, sysctl=sysctl, required=required)
 
 
 def _target(node: Node) -> TargetSpec:
@@ -259,22 +286,69 @@ def _stop(node: Node) -> StopSpec:
 def _interval(top: dict[str, Node], key: str) -> float | None:
     if key not in top:
         return None
-    keys = top[key].items(("interval",))
+    keys = top[key].items(PROBE_KEYS if key == "probe" else MONITOR_KEYS)
     if "interval" not in keys:
-        raise top[key].error("missing required key 'interval'")
+        return None
     interval = keys["interval"].duration_s()
     if interval <= 0:
         raise keys["interval"].error("expected a positive interval")
     return interval
 
 
+PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",
+              "enabled")
+MONITOR_KEYS = ("interval", "enabled")
+
+
+def _probe(node: Node) -> ProbeSpec:
+    keys = node.items(PROBE_KEYS)
+    d = ProbeSpec()
+
+    def at_least_one(name: str, default: float) -> float:
+        if name not in keys:
+            return default
+        value = keys[name].number()
+        if value < 1:
+            raise keys[name].error(f"expected a factor of at least 1, got {value:g}")
+        return value
+
+    return ProbeSpec(
+        enabled=keys["enabled"].boolean() if "enabled" in keys else True,
+        interval_s=_positive_duration(keys, "interval", d.interval_s),
+        baseline_requests=keys["baseline"].positive_int() if "baseline" in keys else d.baseline_requests,
+        timeout_s=_positive_duration(keys, "timeout", d.timeout_s),
+        slowdown_factor=at_least_one("slowdown", d.slowdown_factor),
+        slowdown_floor_ms=keys["slowdown_floor"].duration_s() * 1000 if "slowdown_floor" in keys
+        else d.slowdown_floor_ms,
+        tolerance=at_least_one("tolerance", d.tolerance),
+        tolerance_ms=keys["tolerance_floor"].duration_s() * 1000 if "tolerance_floor" in keys else d.tolerance_ms,
+    )
+
+
+def _monitor(node: Node) -> MonitorSpec:
+    keys = node.items(MONITOR_KEYS)
+    return MonitorSpec(enabled=keys["enabled"].boolean() if "enabled" in keys else True,
+                       interval_s=_positive_duration(keys, "interval", MonitorSpec().interval_s))
+
+
+def _positive_duration(keys: dict[str, Node], name: str, default: float) -> float:
+    if name not in keys:
+        return default
+    value = keys[name].duration_s()
+    if value <= 0:
+        raise keys[name].error("expected a positive duration")
+    return value
+
+
 def _tools(node: Node) -> dict[str, ToolOptions]:
     tools = {}
     for tool, child in node.items().items():
         options = child.items()
+        use = options.pop("use").string() if "use" in options else None
         tools[tool] = ToolOptions(
             values={k: v.scalar() for k, v in options.items()},
             locations={k: f"{v.file}:{v.line}" for k, v in options.items()}
             | {"": f"{child.file}:{child.line}"},
+            use=use,
         )
     return tools

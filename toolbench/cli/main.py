@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--reports", type=Path, default=Path("reports"), help="where run folders land (default: reports/)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping the cells it has")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (the default when not on a terminal)")
+    p.add_argument("--go-on", "--ignore-prerequisites", dest="go_on", action="store_true",
+                   help="run even when a required prerequisite is unmet (the manifest says so)")
     p.set_defaults(func=commands.run)
 
     p = sub.add_parser("validate", help="check a scenario and show its plan")
@@ -44,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
     p.set_defaults(func=commands.report)
 
+    p = sub.add_parser("publish", help="render every run in a folder, plus an index page, as a static site")
+    p.add_argument("runs_dir", type=Path, metavar="RUNS_DIR")
+    p.add_argument("-o", "--output", type=Path, metavar="SITE", help="the site's folder (default: RUNS_DIR itself)")
+    p.set_defaults(func=commands.publish)
+
     for extra in _extra_commands():
         extra(sub)
     return parser
@@ -51,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    found = []
+    from toolbench.cli import prereq_cmd
+
+    found = [prereq_cmd.add_parser]
     try:
         from toolbench.engine.cli import add_parser
     except ImportError:
