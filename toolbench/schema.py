@@ -91,6 +91,7 @@ class Counts:
     requests_failed: int | None = None
     failures: Failures = field(default_factory=Failures)
     status_codes: dict[int, int] = field(default_factory=dict)
+    connections_opened: int | None = None
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ METRICS: frozenset[str] = frozenset(
     + [f"transfer.{f.name}" for f in dataclasses.fields(Transfer)]
     + [f"latency.{f.name}" for f in dataclasses.fields(Latency) if f.name != "percentiles"]
     + [f"latency.percentiles.{name}" for name, _ in PERCENTILES]
-    + ["histogram", "series"]
+    + ["counts.connections_opened", "histogram", "latency_uncorrected", "histogram_uncorrected", "series"]
 )
 
 
@@ -254,6 +255,10 @@ class Measurement:
     transfer: Transfer = field(default_factory=Transfer)
     latency: Latency = field(default_factory=Latency)
     histogram: str | None = None  # HdrHistogram, base64 of the compressed V2 encoding, in µs
+    # Open model only: latency from the actual send, beside `latency`, which runs from the
+    # intended send time (coordinated omission corrected, as wrk2 does).
+    latency_uncorrected: Latency | None = None
+    histogram_uncorrected: str | None = None
     series: list[SecondSample] = field(default_factory=list)
     fidelity: dict[str, Fidelity] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -277,6 +282,8 @@ class RunResult:
     transfer: Transfer = field(default_factory=Transfer)
     latency: Latency = field(default_factory=Latency)
     histogram: str | None = None
+    latency_uncorrected: Latency | None = None
+    histogram_uncorrected: str | None = None
     series: list[SecondSample] = field(default_factory=list)
     fidelity: dict[str, Fidelity] = field(default_factory=dict)
     cost: GeneratorCost | None = None
@@ -372,6 +379,8 @@ def result_from_measurement(
         transfer=measurement.transfer,
         latency=measurement.latency,
         histogram=measurement.histogram,
+        latency_uncorrected=measurement.latency_uncorrected,
+        histogram_uncorrected=measurement.histogram_uncorrected,
         series=measurement.series,
         fidelity=measurement.fidelity,
         notes=measurement.notes,
