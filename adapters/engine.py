@@ -92,7 +92,9 @@ def parse(raw: RawOutput) -> Measurement:
         notes.append(f"engine: {result.outcome.error}")
     return Measurement(tool="engine", timing=result.timing, counts=result.counts, rates=result.rates,
                        transfer=result.transfer, latency=result.latency, histogram=result.histogram,
-                       series=result.series, fidelity=result.fidelity, notes=notes, url=result.identity.url,
+                       latency_uncorrected=result.latency_uncorrected,
+                       histogram_uncorrected=result.histogram_uncorrected, series=result.series,
+                       fidelity=result.fidelity, notes=notes, url=result.identity.url,
                        concurrency=result.identity.concurrency, tool_version=result.identity.tool_version)
 
 

@@ -10,7 +10,7 @@ from engine_servers import OK, delayed, responder, serve, stalling
 from toolbench import histogram
 from toolbench.engine import coordinator
 from toolbench.engine.options import EngineOptions
-from toolbench.engine.result import parse_uncorrected, run_result
+from toolbench.engine.result import run_result
 from toolbench.schema import LoadModel, RunResult, Status
 
 
@@ -43,15 +43,15 @@ def test_open_model_corrected_p99_shows_a_stall_that_uncorrected_hides() -> None
     total = result.counts.requests_total
     assert 540 <= total <= 610, total  # the schedule is kept: the backlog is sent after the stall
     corrected = result.latency.percentiles.p99_ms
-    uncorrected = parse_uncorrected(result.notes)
-    assert uncorrected is not None
+    uncorrected = result.latency_uncorrected
+    assert uncorrected is not None and result.histogram_uncorrected is not None
     # About a third of the requests were due during the stall: their corrected latency
     # runs from ~1 s down to 0. Only the 2 requests actually in flight waited that long.
     assert corrected is not None and corrected >= 500.0, corrected
-    assert uncorrected["p99_ms"] < 500.0, uncorrected
-    assert uncorrected["max_ms"] >= 900.0  # the stall is there, just hidden from p99
+    assert uncorrected.percentiles.p99_ms is not None and uncorrected.percentiles.p99_ms < 500.0, uncorrected
+    assert uncorrected.max_ms is not None and uncorrected.max_ms >= 900.0  # the stall is there, hidden from p99
     assert result.latency.percentiles.p90_ms >= 100.0
-    assert histogram.decode(uncorrected["histogram"]).get_total_count() == result.counts.requests_ok
+    assert histogram.decode(result.histogram_uncorrected).get_total_count() == result.counts.requests_ok
 
 
 def test_open_model_keeps_the_rate_when_the_server_is_fast() -> None:
@@ -71,7 +71,7 @@ def test_keepalive_off_opens_one_connection_per_request() -> None:
     assert len(used) == 150 and set(used) == {1}, used  # plus one probe connection, with no request
     assert stats.connections == 151
     assert all(b"connection: close" in raw.lower() for raw in stats.requests)
-    assert "connections_opened: 150" in result.notes
+    assert result.counts.connections_opened == 150
     assert result.latency.connect_mean_ms is not None
 
 

@@ -2,6 +2,7 @@
 engine's own pieces that need no network (options, request bytes, merging, notes)."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,12 +12,14 @@ from toolbench.adapters.engine import ADAPTER
 
 from toolbench import histogram, registry
 from toolbench.engine.options import EngineError, EngineOptions, Target, parse_duration, request_bytes, split, validate
-from toolbench.engine.result import parse_uncorrected
 from toolbench.engine.stats import Recorder
 from toolbench.errors import ParseError
 from toolbench.plan import Cell
+from toolbench.report import fmt
+from toolbench.report.context import Context, RunView
+from toolbench.report.latency import percentiles_section
 from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity
+from toolbench.schema import Fidelity, RunResult
 
 ENGINE_FIXTURES = FIXTURES / "engine"
 
@@ -68,13 +71,31 @@ def test_parse_keepalive_run() -> None:
     assert m.fidelity["latency.percentiles.p50_ms"] is Fidelity.REPORTED
     assert m.fidelity["rates.rps_derived"] is Fidelity.DERIVED
     assert m.series and m.timing.duration_s == pytest.approx(2.0, abs=0.05)
+    assert m.counts.connections_opened == 10  # keep-alive: one per connection
+    assert m.latency_uncorrected is None and m.histogram_uncorrected is None  # closed model
 
 
 def test_parse_open_model_keeps_the_uncorrected_figures() -> None:
     m = ADAPTER.parse(recorded("engine", "0.1.0-open", json="json"))
-    unc = parse_uncorrected(m.notes)
-    assert unc is not None and unc["p99_ms"] <= m.latency.percentiles.p99_ms
-    assert histogram.decode(unc["histogram"]).get_total_count() == m.counts.requests_ok
+    unc = m.latency_uncorrected
+    assert unc is not None and unc.percentiles.p99_ms <= m.latency.percentiles.p99_ms
+    assert unc.mean_ms <= m.latency.mean_ms and unc.resolution_ms == 0.001
+    assert histogram.decode(m.histogram_uncorrected).get_total_count() == m.counts.requests_ok
+    assert m.fidelity["latency_uncorrected"] is Fidelity.REPORTED
+    assert m.counts.connections_opened == 4 and m.fidelity["counts.connections_opened"] is Fidelity.REPORTED
+
+
+def test_the_report_shows_the_uncorrected_latency_beside_the_corrected() -> None:
+    results = [RunResult.from_dict(json.loads((ENGINE_FIXTURES / f"0.1.0-{case}.json").read_text()))
+               for case in ("open", "keepalive")]
+    ctx = Context.of([RunView(name="r", label="", href=".", manifest={}, results=results)])
+    notes = {row.values[0].text + " " + row.values[1].text: row.note
+             for row in percentiles_section(ctx).tables[0].rows}
+    unc = results[0].latency_uncorrected
+    assert unc is not None and unc.percentiles.p99_ms is not None
+    assert notes["engine workers=1 open 500/s on"].startswith("Open model:")
+    assert f"p99 {fmt.number(unc.percentiles.p99_ms, 0.001)} ms" in notes["engine workers=1 open 500/s on"]
+    assert notes["engine workers=2 on"] == ""  # closed model: nothing to add
 
 
 def test_parse_a_refused_run_and_stdout_json() -> None:

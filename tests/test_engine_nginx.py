@@ -23,8 +23,9 @@ def run_engine(url: str, **kw: Any) -> RunResult:
 
 
 def connections_opened(result: RunResult) -> int:
-    note = next(n for n in result.notes if n.startswith("connections_opened: "))
-    return int(note.split(": ")[1])
+    opened = result.counts.connections_opened
+    assert opened is not None
+    return opened
 
 
 def test_keepalive_on(nginx: RunningTarget) -> None:
@@ -36,6 +37,7 @@ def test_keepalive_on(nginx: RunningTarget) -> None:
     assert counts.status_codes == {200: counts.requests_total}
     assert histogram.decode(result.histogram).get_total_count() == counts.requests_total
     assert connections_opened(result) == 10
+    assert not any(n.startswith("engine_failures") for n in result.notes)  # only failures get a note
     assert result.transfer.received_bytes >= counts.requests_total * (13 + 100)
     assert result.latency.percentiles.p50_ms < result.latency.percentiles.p99_ms + 1e-9
     assert result.series and sum(s.requests for s in result.series) == counts.requests_total

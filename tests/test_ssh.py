@@ -221,7 +221,7 @@ def test_unknown_host_key_is_refused_until_trusted_explicitly(sshd: Sshd, tmp_pa
         SSHHost(sshd.spec(), known_hosts=known)
     message = str(refused.value)
     listed = subprocess.run(["ssh-keygen", "-lf", str(sshd.host_key_pub)], capture_output=True, text=True).stdout
-    assert "unknown host key" in message and "trust_new_key" in message and "\n" not in message
+    assert "unknown host key" in message and "--trust-new-host-key" in message and "\n" not in message
     assert listed.split()[1] in message  # the fingerprint, to check before trusting
     assert not known.exists()
     with SSHHost(sshd.spec(), known_hosts=known, trust_new_key=True) as trusted:
@@ -293,3 +293,49 @@ def test_ab_runs_remotely_and_its_output_parses(host: SSHHost, nginx: RunningTar
     assert m.counts.requests_total == 200 and m.counts.requests_failed == 0
     assert m.concurrency == 2 and m.url == nginx.base_url + "/"
     assert m.latency.resolution_ms == 0.001  # the CSV came back and was read
+
+
+@pytest.mark.integration
+def test_a_scenario_runs_its_tools_on_a_remote_generator(sshd: Sshd, tmp_path: Path) -> None:
+    from toolbench import runner, scenario, store
+    from toolbench.schema import Status
+
+    text = f"""\
+name: remote
+hosts:
+  generator: {{address: 127.0.0.1, port: {sshd.port}, user: {sshd.user}, key: "{sshd.client_key}"}}
+target: {{server: nginx-static}}
+matrix: {{tool: [ab, siege], concurrency: [2]}}
+stop: {{requests: 400}}
+probe: {{interval: 100ms, baseline: 5}}
+"""
+    path = tmp_path / "remote.yaml"
+    path.write_text(text)
+    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
+    run = store.RunDir.open(summary.run_dir)
+    results = {r.identity.tool: r for r in run.results()}
+    assert run.manifest()["environment"]["host"] == f"{sshd.user}@127.0.0.1:{sshd.port}"
+    for tool in ("ab", "siege"):
+        assert results[tool].outcome.status is Status.OK, results[tool].outcome.error
+        assert results[tool].counts.requests_ok == 400
+        probed = results[tool].probe
+        assert probed is not None and probed.baseline_ms  # the probe runs from this machine
+    # ab's -e and -g files were written remotely and fetched back beside its streams.
+    roles = {a.role for a in results["ab"].outcome.artifacts}
+    assert {"csv", "tsv"} <= roles
+    assert results["ab"].histogram is not None
+    assert results["ab"].cost is not None and results["ab"].cost.rss_peak_bytes is None  # not monitored remotely
+
+
+def test_an_unknown_generator_key_stops_the_run_before_anything_runs(sshd: Sshd, tmp_path: Path) -> None:
+    from toolbench import runner, scenario
+    from toolbench.errors import HostError
+
+    path = tmp_path / "remote.yaml"
+    path.write_text(f"name: remote\nhosts: {{generator: {{address: 127.0.0.1, port: {sshd.port}, user: {sshd.user}, "
+                    f"key: \"{sshd.client_key}\"}}}}\ntarget: {{server: nginx-static}}\nmatrix: {{tool: [ab]}}\n")
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    with pytest.raises(HostError, match="unknown host key"):
+        runner.run(scenario.load(path), tmp_path / "reports", known_hosts=empty)
+    assert not (tmp_path / "reports").exists()

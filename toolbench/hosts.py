@@ -74,6 +74,7 @@ class Running(Protocol):
 
 class Host(Protocol):
     label: str
+    remote: bool  # True when tools run on another machine: their files travel, psutil cannot see them
 
     def which(self, program: str) -> str | None: ...
 
@@ -91,6 +92,20 @@ class Host(Protocol):
 
     def facts(self) -> Facts: ...
 
+    def close(self) -> None: ...
+
+
+class RemoteHost(Host, Protocol):
+    """A host whose tools run on another machine: their files travel (toolbench.ssh.SSHHost)."""
+
+    def mkdtemp(self) -> str: ...
+
+    def put(self, local_path: Path, remote_path: str) -> None: ...
+
+    def get(self, remote_path: str, local_path: Path) -> None: ...
+
+    def remove_tree(self, remote_path: str) -> None: ...
+
 
 class LocalHost:
     """This machine. `prefix` is put before every command (e.g. `ip netns exec NS`, to run
@@ -100,6 +115,10 @@ class LocalHost:
         self.prefix = tuple(prefix)
         self.limits = dict(limits or {})
         self.label = "local" if not prefix else f"local ({' '.join(prefix)})"
+        self.remote = False
+
+    def close(self) -> None:
+        """Nothing to release: part of the Host interface for remote hosts' sake."""
 
     def which(self, program: str) -> str | None:
         return shutil.which(program)

@@ -2,6 +2,7 @@
 to the run directory as soon as it exists."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import platform
 import shlex
@@ -9,12 +10,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
-from toolbench import derive, monitor, plan, prereq, probe, registry, store, targets
+from toolbench import derive, monitor, plan, prereq, probe, registry, ssh, store, targets
 from toolbench.adapter import Adapter, RawOutput
 from toolbench.errors import HostError, Interrupted, ParseError, ScenarioError
-from toolbench.hosts import Completed, Host, LocalHost, Running
+from toolbench.hosts import Completed, Host, RemoteHost, Running
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
@@ -50,26 +51,44 @@ class RunSummary:
 
 
 def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
-        observer: Observer | None = None, host: Host | None = None, go_on: bool = False) -> RunSummary:
+        observer: Observer | None = None, host: Host | None = None, go_on: bool = False,
+        known_hosts: Path | None = None, trust_new_key: bool = False) -> RunSummary:
     """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
     unmet, unless `go_on`; the findings go into the manifest either way."""
-    observer = observer or QuietObserver()
+    _check_hosts(scenario)
+    if host is not None:
+        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on)
+    with contextlib.closing(ssh.connect(scenario.generator, known_hosts=known_hosts,
+                                        trust_new_key=trust_new_key)) as generator:
+        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), generator, go_on)
+
+
+def _check_hosts(scenario: Scenario) -> None:
+    if not scenario.target_host.is_local:
+        raise ScenarioError(f"{scenario.source}: hosts.target: toolbench does not start targets on other "
+                            "machines yet; start it there and give its `url` as the target")
+    loopback = scenario.generator.address in ("localhost", "::1") or scenario.generator.address.startswith("127.")
+    if not scenario.generator.is_local and scenario.target.server and not loopback:
+        raise ScenarioError(f"{scenario.source}: target.server: the bundled {scenario.target.server} listens on "
+                            f"127.0.0.1, out of reach of a generator at {scenario.generator.address}; give a "
+                            "`url` that machine can reach")
+
+
+def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
+            go_on: bool) -> RunSummary:
     # The tools get the scenario's ulimits: the limits are checked and applied in one place.
-    host = (host or LocalHost()).with_limits(scenario.prerequisites.ulimit)
-    if not scenario.generator.is_local or not scenario.target_host.is_local:
-        raise ScenarioError(f"{scenario.source}: hosts: remote hosts are not supported yet; "
-                            "run with the generator and target on this machine")
+    host = host.with_limits(scenario.prerequisites.ulimit)
     cells = plan.expand(scenario)
     findings = prereq.check(host, scenario.prerequisites, max(scenario.matrix.concurrency))
     if prereq.blocking(findings) and not go_on:
         raise prereq.refusal(findings, scenario.source)
     run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)
     done = run_dir.finished_cells() if resume else set()
-    versions = _detect_versions(host, {c.cell.tool for c in cells})
+    found = _detect_tools(host, {c.cell.tool for c in cells})
     checked = {"checked_at": store.utc_now(), "host": host.label, "went_on": bool(prereq.blocking(findings)),
                "findings": [f.to_dict() for f in findings]}
     if not resume:
-        run_dir.write_manifest(_manifest(scenario, host, versions, checked))
+        run_dir.write_manifest(_manifest(scenario, host, found, checked))
     else:
         run_dir.update_manifest(prerequisites=checked)
     todo = [c for c in cells if c.cell.id not in done]
@@ -79,7 +98,7 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         with targets.started(scenario.target, run_dir.path / "target") as target:
             run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
                                             "version": target.version}, status="running")
-            interrupted = _run_cells(scenario, todo, run_dir, host, versions, target, observer)
+            interrupted = _run_cells(scenario, todo, run_dir, host, found, target, observer)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -89,16 +108,22 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
     return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
 
 
+@dataclass(frozen=True)
+class ToolFound:
+    version: str | None
+    why_not: str = ""  # when version is None: what detection said
+
+
 def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
-               versions: dict[str, str | None], target: targets.RunningTarget, observer: Observer) -> bool:
+               found: dict[str, ToolFound], target: targets.RunningTarget, observer: Observer) -> bool:
     last_ran = False
     for index, planned in enumerate(todo):
         cell = planned.cell.at(target.base_url)
         observer.cell_started(index, cell)
-        runnable = planned.support.ok and versions.get(cell.tool) is not None
+        runnable = planned.support.ok and found[cell.tool].version is not None
         if runnable and last_ran and scenario.cooldown_s:
             time.sleep(scenario.cooldown_s)
-        result = run_cell(scenario, planned, cell, run_dir, host, versions.get(cell.tool), target.label)
+        result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
         last_ran = runnable
         run_dir.append(result)
         observer.cell_finished(index, result)
@@ -108,7 +133,8 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
 
 
 def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
-             version: str | None, target_label: str) -> RunResult:
+             found: ToolFound, target_label: str) -> RunResult:
+    version = found.version
     identity = Identity(
         scenario=scenario.name, cell_id=cell.id, tool=cell.tool, tool_version=version,
         target_label=target_label, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
@@ -117,12 +143,12 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     if not planned.support.ok:
         return RunResult(identity, Outcome(Status.UNSUPPORTED, error=planned.support.reason))
     if version is None:
-        return RunResult(identity, Outcome(Status.TOOL_MISSING, error=f"{cell.tool} is not installed on {host.label}"))
+        return RunResult(identity, Outcome(Status.TOOL_MISSING, error=found.why_not))
     adapter = registry.get(cell.tool)
     workdir = run_dir.cell_dir(cell.id)
     started_at = store.utc_now()
     try:
-        completed, raw, watched = _execute(adapter, cell, workdir, host, scenario)
+        completed, raw, watched, hangs = _execute_with_retries(adapter, cell, workdir, host, scenario, run_dir)
     except HostError as exc:
         return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
                          timing=Timing(started_at=started_at, ended_at=store.utc_now()))
@@ -145,11 +171,35 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
                     duration_s=measurement.timing.duration_s if measurement else None)
     cost, probed = _observations(scenario, cell, completed, watched, measurement)
     if measurement is None:
-        return RunResult(identity, outcome, timing=timing, cost=cost, probe=probed)
+        return RunResult(identity, outcome, timing=timing, cost=cost, probe=probed, notes=hangs)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
-    notes = measurement.notes + _short_run_note(cell, completed.wall_s)
+    notes = measurement.notes + hangs + _short_run_note(cell, completed.wall_s)
     return result_from_measurement(identity, outcome, dataclasses.replace(measurement, timing=timing, notes=notes),
                                    cost=cost, probe=probed)
+
+
+def _execute_with_retries(adapter: Adapter, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
+                          run_dir: store.RunDir) -> tuple[Completed, RawOutput, "Watched", list[str]]:
+    """A tool known to hang now and then at the end of a run (`retries_on_hang`) is run
+    again after a hang; the hung attempt's output is kept beside, and noted."""
+    attempts = 1 + int(getattr(adapter, "retries_on_hang", 0))
+    hangs: list[str] = []
+    for attempt in range(1, attempts + 1):
+        completed, raw, watched = _execute(adapter, cell, workdir, host, scenario)
+        if not completed.timed_out or attempt == attempts:
+            break
+        kept = workdir / f"hung-{attempt}"
+        kept.mkdir(exist_ok=True)
+        for path in list(workdir.iterdir()):
+            if path.is_file() and path.name != "command.txt" and path.name not in _inputs(adapter, cell, workdir):
+                path.rename(kept / path.name)
+        hangs.append(f"{cell.tool} was still running at the hard limit of {cell.timeout_s:g}s and was killed "
+                     f"(attempt {attempt} of {attempts}; its output is in {run_dir.relative(kept)}); it was run again")
+    return completed, raw, watched, hangs
+
+
+def _inputs(adapter: Adapter, cell: Cell, workdir: Path) -> set[str]:
+    return set(adapter.build(cell, workdir).files)
 
 
 def _short_run_note(cell: Cell, wall_s: float) -> list[str]:
@@ -173,9 +223,16 @@ class Watched:
 
 def _execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host,
              scenario: Scenario) -> tuple[Completed, RawOutput, Watched]:
-    invocation = adapter.build(cell, workdir)
+    """On a remote generator the tool runs in a temporary folder there: its input files go
+    over first, its output files come back after; stdout and stderr stream back live."""
+    far = cast(RemoteHost, host) if host.remote else None
+    remote = far.mkdtemp() if far else None
+    tool_dir = Path(remote) if remote else workdir
+    invocation = adapter.build(cell, tool_dir)
     for name, content in invocation.files.items():
         (workdir / name).write_text(content)
+        if far:
+            far.put(workdir / name, f"{remote}/{name}")
     (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n")
     assert cell.url is not None
     spec = scenario.probe
@@ -183,19 +240,34 @@ def _execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host,
     probe_timeout = min(spec.timeout_s, cell.timeout_s)
     target = probe.ProbeTarget.of(cell.url, cell.request)
     base = probe.baseline(target, spec.baseline_requests, probe_timeout) if spec.enabled else None
-    series = workdir / "monitor.jsonl" if scenario.monitor.enabled else None
+    # psutil sees only this machine's processes: a remote tool is not monitored.
+    series = workdir / "monitor.jsonl" if scenario.monitor.enabled and not remote else None
     mon = monitor.Monitor(scenario.monitor.interval_s, monitor.port_of(cell.url), series) if series else None
     prb = probe.Probe(target, spec.interval_s, probe_timeout) if spec.enabled else None
-    running = host.start(invocation.argv, cwd=workdir, stdout=workdir / "stdout.txt",
-                         stderr=workdir / "stderr.txt", env=invocation.env)
-    completed = _watch(running, cell.timeout_s, mon, prb)
-    report = mon.stop() if mon else None
-    during = prb.stop() if prb else None
+    try:
+        running = host.start(invocation.argv, cwd=tool_dir, stdout=workdir / "stdout.txt",
+                             stderr=workdir / "stderr.txt", env=invocation.env)
+        completed = _watch(running, cell.timeout_s, mon, prb)
+        report = mon.stop() if mon else None
+        during = prb.stop() if prb else None
+        if far and remote:
+            _fetch(far, remote, invocation.outputs, workdir)
+    finally:
+        if far and remote:
+            far.remove_tree(remote)
     files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
     raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
                     stderr=(workdir / "stderr.txt").read_text(errors="replace"),
                     exit_code=completed.exit_code, files=files, source=str(workdir))
     return completed, raw, Watched(report, base, during, series)
+
+
+def _fetch(host: RemoteHost, remote: str, outputs: dict[str, str], workdir: Path) -> None:
+    for name in outputs.values():
+        try:
+            host.get(f"{remote}/{name}", workdir / name)
+        except HostError:
+            pass  # the tool did not write it: the parser says what that means
 
 
 def _watch(running: Running, timeout_s: float, mon: monitor.Monitor | None, prb: probe.Probe | None) -> Completed:
@@ -235,17 +307,19 @@ def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | 
         return None, str(exc)
 
 
-def _detect_versions(host: Host, tools: set[str]) -> dict[str, str | None]:
-    versions = {}
+def _detect_tools(host: Host, tools: set[str]) -> dict[str, ToolFound]:
+    found = {}
     for tool in sorted(tools):
         try:
-            versions[tool] = registry.get(tool).detect(host)
-        except HostError:
-            versions[tool] = None
-    return versions
+            version = registry.get(tool).detect(host)
+        except HostError as exc:
+            found[tool] = ToolFound(None, str(exc))
+            continue
+        found[tool] = ToolFound(version, "" if version else f"{tool} is not installed on {host.label}")
+    return found
 
 
-def _manifest(scenario: Scenario, host: Host, versions: dict[str, str | None],
+def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
               prerequisites: dict[str, object]) -> dict[str, object]:
     facts = host.facts()
     return {
@@ -255,7 +329,7 @@ def _manifest(scenario: Scenario, host: Host, versions: dict[str, str | None],
         "status": "starting",
         "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
                         "argv": sys.argv},
-        "tools": versions,
+        "tools": {tool: f.version for tool, f in found.items()},
         "prerequisites": prerequisites,
         "observation": {"monitor": dataclasses.asdict(scenario.monitor), "probe": dataclasses.asdict(scenario.probe)},
     }

@@ -56,7 +56,7 @@ class _KeyPolicy(paramiko.MissingHostKeyPolicy):
             port = f"-p {self.spec.port} " if self.spec.port != 22 else ""
             raise HostError(
                 f"{self.label}: unknown host key {key.get_name()} {fingerprint(key)}; if that is the "
-                f"machine's key, trust it explicitly (trust_new_key) or add it to known_hosts with "
+                f"machine's key, trust it explicitly (toolbench run --trust-new-host-key) or add it with "
                 f"`ssh-keyscan {port}{shlex.quote(self.spec.address)} >> ~/.ssh/known_hosts`")
         try:
             self.record_to.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -77,6 +77,8 @@ class SSHHost:
     """A machine reached over SSH. Paths passed as `cwd` or `remote_path` are on that
     machine; `stdout`/`stderr`/`local_path` are on this one. `limits` are ulimits raised
     for every command started, as LocalHost does (through prlimit, on the remote side)."""
+
+    remote = True
 
     def __init__(self, spec: HostSpec, *, known_hosts: Path | None = None, trust_new_key: bool = False,
                  timeout_s: float = CONNECT_TIMEOUT_S, _client: paramiko.SSHClient | None = None,
@@ -232,9 +234,10 @@ class SSHHost:
             raise HostError(f"{self.label}: cannot read ulimit -n: {captured.stderr.strip()}")
         return Limit(*(None if v == "unlimited" else int(v) for v in values))
 
-    def process_limits(self) -> dict[str, Limit]:
-        """The limits of a process started exactly as a tool is (with the raise)."""
-        captured = self.capture(["cat", "/proc/self/limits"])
+    def process_limits(self, raised: bool = True) -> dict[str, Limit]:
+        """The limits of a process started exactly as a tool is (with the raise), or of
+        the plain login (`raised=False`), so that a check can show both."""
+        captured = self.capture(["cat", "/proc/self/limits"]) if raised else self._shell("cat /proc/self/limits")
         if captured.exit_code != 0:
             raise HostError(f"{self.label}: cannot read /proc/self/limits: {captured.stderr.strip()}")
         return parse_proc_limits(captured.stdout)

@@ -114,7 +114,8 @@ def flatten(result: RunResult) -> dict[str, Any]:
         if isinstance(value, dict) and prefix not in ("counts.status_codes", "fidelity", "identity.params"):
             for key, sub in value.items():
                 walk(f"{prefix}.{key}" if prefix else key, sub)
-        elif prefix in ("histogram", "series", "probe.samples_ms", "probe.baseline_ms"):
+        elif prefix in ("histogram", "histogram_uncorrected", "series", "probe.samples_ms", "probe.baseline_ms",
+                        "probe.sample_offsets_s"):
             return  # bulky per-request data stay in the record, not in the table
         else:
             row[prefix] = value

@@ -24,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
     try:
         with ProgressObserver(enabled=show) as observer:
-            summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer,
-                                 go_on=getattr(args, "go_on", False))
+            summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer, go_on=args.go_on,
+                                 known_hosts=args.known_hosts, trust_new_key=args.trust_new_host_key)
     except Interrupted as exc:
         # What was measured before Ctrl-C is on disk: render it, then report the interruption.
         print(render.render_run(Path(str(exc.run_dir))))

@@ -26,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (the default when not on a terminal)")
     p.add_argument("--go-on", "--ignore-prerequisites", dest="go_on", action="store_true",
                    help="run even when a required prerequisite is unmet (the manifest says so)")
+    p.add_argument("--known-hosts", type=Path, metavar="FILE",
+                   help="SSH known_hosts to check a remote generator's key against, besides ~/.ssh/known_hosts")
+    p.add_argument("--trust-new-host-key", action="store_true",
+                   help="accept a remote generator's key never seen before, and record it")
     p.set_defaults(func=commands.run)
 
     p = sub.add_parser("validate", help="check a scenario and show its plan")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -13,7 +12,6 @@ from toolbench import histogram
 from toolbench.engine.coordinator import Collected
 from toolbench.engine.stats import Moments, WorkerResult
 from toolbench.schema import (
-    PERCENTILES,
     Counts,
     Failures,
     Fidelity,
@@ -34,9 +32,8 @@ from toolbench.schema import (
 )
 
 TOOL = "engine"
-# The schema has no field for the latency measured from the actual send in the open
-# model; it travels as one typed note: "uncorrected_latency: p50_ms=... histogram=...".
-UNCORRECTED = "uncorrected_latency"
+# A note for people: the engine's failure kinds are finer than the schema's classes (refused
+# vs other connect errors, reset vs closed). The classes are in Counts; nothing reads this back.
 FAILURE_DETAIL = "engine_failures"
 # Engine failure kinds -> the schema's failure classes.
 _CLASSES = {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout",
@@ -59,16 +56,16 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     received = sum(r.received_bytes for r in results)
     connects = sum(r.connects for r in results)
     ttfb_count = sum(r.ttfb_count for r in results)
-    latency = Latency(
-        min_ms=_ms(moments.min_us), mean_ms=_ms(moments.sum_us / moments.count) if moments.count else None,
-        max_ms=_ms(moments.max_us), stdev_ms=_stdev_ms(moments),
-        percentiles=histogram.percentiles_ms(hist),
+    latency = replace(
+        _latency(hist, moments),
         connect_mean_ms=(sum(r.connect_sum_ns for r in results) / connects / 1e6) if connects else None,
-        ttfb_mean_ms=(sum(r.ttfb_sum_ns for r in results) / ttfb_count / 1e6) if ttfb_count else None,
-        resolution_ms=0.001)
-    notes = [_failure_note(results), f"connections_opened: {connects}"]
+        ttfb_mean_ms=(sum(r.ttfb_sum_ns for r in results) / ttfb_count / 1e6) if ttfb_count else None)
+    uhist = histogram.merge(r.uhist for r in results if r.uhist) if opts.open_model else None
+    umoments = _moments(r.umoments for r in results if r.umoments is not None)
+    has_uncorrected = uhist is not None and umoments.count > 0
+    detail = _failure_note(results)
+    notes = [detail] if detail else []
     if opts.open_model:
-        notes.append(uncorrected_note(results))
         notes.append("open model: sends are timed by the event loop's 1 ms timers, so the latency "
                      "from the intended send time includes up to about 1 ms of the engine's own lag")
     if out.error:
@@ -78,12 +75,14 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
         tool=TOOL,
         timing=Timing(started_at=_iso(started), ended_at=_iso(started + duration_s) if started else None,
                       duration_s=duration_s, wall_s=out.wall_s),
-        counts=counts,
+        counts=replace(counts, connections_opened=connects),
         rates=Rates(rps=total / duration_s, rps_derived=total / duration_s),
         transfer=Transfer(received_bytes=received, sent_bytes=sum(r.sent_bytes for r in results),
                           received_bytes_per_s=received / duration_s),
         latency=latency,
         histogram=histogram.encode(hist) if hist.get_total_count() else None,
+        latency_uncorrected=_latency(uhist, umoments) if has_uncorrected else None,
+        histogram_uncorrected=histogram.encode(uhist) if uhist is not None and uhist.get_total_count() else None,
         series=_series(results),
         notes=notes, url=opts.url, concurrency=opts.connections, tool_version=version)
     return _with_fidelity(m)
@@ -156,38 +155,21 @@ def _series(results: list[WorkerResult]) -> list[SecondSample]:
             for sec, (resp, failed, errors, total_us, top) in sorted(merged.items())]
 
 
-def uncorrected_note(results: list[WorkerResult]) -> str:
-    hist = histogram.merge(r.uhist for r in results if r.uhist)
-    moments = _moments(r.umoments for r in results if r.umoments is not None)
-    fields = [f"{name}={value:.3f}" for name, value in _summary(hist, moments).items() if value is not None]
-    encoded = histogram.encode(hist) if hist.get_total_count() else ""
-    return f"{UNCORRECTED}: " + " ".join(fields + [f"histogram={encoded}"])
+def _latency(hist: HdrHistogram, moments: Moments) -> Latency:
+    """Whole-request latency from a merged histogram (percentiles) and exact moments."""
+    return Latency(
+        min_ms=_ms(moments.min_us), mean_ms=_ms(moments.sum_us / moments.count) if moments.count else None,
+        max_ms=_ms(moments.max_us), stdev_ms=_stdev_ms(moments),
+        percentiles=histogram.percentiles_ms(hist), resolution_ms=0.001)
 
 
-def parse_uncorrected(notes: list[str]) -> dict[str, Any] | None:
-    """The uncorrected latency of an open-model run, from its notes, or None."""
-    for note in notes:
-        if note.startswith(UNCORRECTED + ": "):
-            pairs = re.findall(r"(\w+)=(\S*)", note[len(UNCORRECTED) + 2:])
-            return {k: (v if k == "histogram" else float(v)) for k, v in pairs}
-    return None
-
-
-def _summary(hist: HdrHistogram, moments: Moments) -> dict[str, float | None]:
-    values: dict[str, float | None] = {
-        "mean_ms": (moments.sum_us / moments.count / 1000.0) if moments.count else None,
-        "max_ms": _ms(moments.max_us)}
-    pct = histogram.percentiles_ms(hist)
-    values.update({name: getattr(pct, name) for name, _ in PERCENTILES})
-    return values
-
-
-def _failure_note(results: list[WorkerResult]) -> str:
+def _failure_note(results: list[WorkerResult]) -> str | None:
     kinds: dict[str, int] = defaultdict(int)
     for r in results:
         for kind, n in r.failures.items():
             kinds[kind] += n
-    return f"{FAILURE_DETAIL}: " + " ".join(f"{k}={v}" for k, v in kinds.items())
+    failed = [f"{k}={v}" for k, v in kinds.items() if v]
+    return f"{FAILURE_DETAIL}: " + " ".join(failed) if failed else None
 
 
 def _why_nothing(m: Measurement) -> str:
@@ -203,7 +185,7 @@ def _with_fidelity(m: Measurement) -> Measurement:
         _walk(getattr(m, section), section, fidelity)
     fidelity["timing.duration_s"] = Fidelity.REPORTED
     fidelity["rates.rps_derived"] = Fidelity.DERIVED
-    for name in ("histogram", "series"):
+    for name in ("histogram", "latency_uncorrected", "histogram_uncorrected", "series"):
         if getattr(m, name):
             fidelity[name] = Fidelity.REPORTED
     return replace(m, fidelity=fidelity)

@@ -1,7 +1,6 @@
 """A human summary of an engine run, laid out like wrk's."""
 from __future__ import annotations
 
-from toolbench.engine.result import FAILURE_DETAIL, parse_uncorrected
 from toolbench.schema import LoadModel, RunResult, Status
 
 _SHOWN = (("50%", "p50_ms"), ("75%", "p75_ms"), ("90%", "p90_ms"), ("99%", "p99_ms"),
@@ -21,7 +20,7 @@ def render(result: RunResult, workers: int | None = None) -> str:
         lines.append(f"  error: {result.outcome.error}")
         return "\n".join(lines) + "\n"
     open_model = ident.model is LoadModel.OPEN
-    uncorrected = parse_uncorrected(result.notes) if open_model else None
+    uncorrected = result.latency_uncorrected if open_model else None
     title = "Latency (from the intended send time)" if open_model else "Latency"
     lines.append(f"  {title:<38}{'mean':>10}{'stdev':>10}{'max':>10}")
     lines.append(f"  {'':<38}{_ms(lat.mean_ms):>10}{_ms(lat.stdev_ms):>10}{_ms(lat.max_ms):>10}")
@@ -30,7 +29,7 @@ def render(result: RunResult, workers: int | None = None) -> str:
     for label, name in _SHOWN:
         row = f"  {label:>8}  {_ms(getattr(lat.percentiles, name)):>10}"
         if uncorrected:
-            row += f"   {_ms(uncorrected.get(name)):>10}"
+            row += f"   {_ms(getattr(uncorrected.percentiles, name)):>10}"
         lines.append(row)
     extra = []
     if lat.ttfb_mean_ms is not None:
@@ -54,11 +53,12 @@ def render(result: RunResult, workers: int | None = None) -> str:
 
 def _failures(result: RunResult) -> list[str]:
     lines = []
-    detail = next((n.split(": ", 1)[1] for n in result.notes if n.startswith(FAILURE_DETAIL + ": ")), "")
-    kinds = {k: int(v) for k, v in (pair.split("=") for pair in detail.split())}
-    failed = {k: v for k, v in kinds.items() if v}
+    f = result.counts.failures
+    # As wrk groups them; the engine's finer kinds stay in its `engine_failures` note.
+    failed = [f"{name} {n}" for name, n in (("connect", f.connect), ("read", f.read), ("timeout", f.timeout),
+                                            ("malformed", f.other)) if n]
     if failed:
-        lines.append("  Socket errors: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in failed.items()))
+        lines.append("  Socket errors: " + ", ".join(failed))
     bad = {code: n for code, n in result.counts.status_codes.items() if not 200 <= code < 400}
     if bad:
         lines.append(f"  Non-2xx or 3xx responses: {sum(bad.values())} ("

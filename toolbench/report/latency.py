@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context
 from toolbench.report.view import Figure, Row, Section, Table, Value, columns, num, text
+from toolbench.schema import Latency
 
 SHOWN = (("p50", "p50_ms", 50.0), ("p75", "p75_ms", 75.0), ("p90", "p90_ms", 90.0), ("p95", "p95_ms", 95.0),
          ("p99", "p99_ms", 99.0), ("p99.9", "p999_ms", 99.9))
@@ -27,7 +29,7 @@ def percentiles_section(ctx: Context) -> Section:
     if not shown:
         return Section("latency", "Latency percentiles", points=points,
                        absent="No tool reported latency percentiles in this run.")
-    rows = [Row(tuple(_row(ctx, p))) for p in shown]
+    rows = [Row(tuple(_row(ctx, p)), note=_uncorrected_note(p)) for p in shown]
     labels = (["run"] if ctx.several else []) + ["tool", "keep-alive", "concurrency"] + \
              [(f"{name} ms", f"{q:g}th percentile, as the tool reported it") for name, _, q in SHOWN] + \
              [("max ms", "the slowest request"), ("resolution ms", "the tool's rounding step")]
@@ -51,6 +53,21 @@ def _row(ctx: Context, p: groups.Point) -> list[Value]:
     values.append(num(fmt.number(top, res), top, flag=fmt.resolution_flag(top, res)))
     values.append(num(fmt.number(res), res))
     return values
+
+
+def _uncorrected_note(p: groups.Point) -> str:
+    """An open-model row times requests from their intended send (coordinated omission
+    corrected); the tool's figures from the actual send go beside it, as it reported both."""
+    def unc(get: Callable[[Latency], float | None]) -> float | None:
+        return p.median(lambda r: get(r.latency_uncorrected) if r.latency_uncorrected else None)
+
+    p50, p99, top = unc(lambda u: u.percentiles.p50_ms), unc(lambda u: u.percentiles.p99_ms), unc(lambda u: u.max_ms)
+    if p50 is None and p99 is None and top is None:
+        return ""
+    res = p.resolution_ms
+    return ("Open model: the percentiles run from the intended send time. From the actual send "
+            f"(uncorrected): p50 {fmt.number(p50, res)} ms, p99 {fmt.number(p99, res)} ms, "
+            f"max {fmt.number(top, res)} ms.")
 
 
 def _nines(q: float) -> float:
