@@ -85,7 +85,7 @@ def throughput_pairs(tool: str, base_url: str, pairs: int, seconds: float, root:
     (planned,) = plan.expand(s)
     cell = planned.cell.at(base_url)
     run_dir = store.RunDir.create(root / "runs", f"bench-{tool}")
-    version = registry.get(tool).detect(LocalHost())
+    found = runner.ToolFound(registry.get(tool).detect(LocalHost()))
     bare, watched = [], []
     for i in range(pairs):
         workdir = root / f"{tool}-bare-{i}"
@@ -93,7 +93,7 @@ def throughput_pairs(tool: str, base_url: str, pairs: int, seconds: float, root:
         # Which goes first alternates, so that neither always follows the other's cooldown.
         for watched_now in ((False, True) if i % 2 == 0 else (True, False)):
             if watched_now:
-                result = runner.run_cell(s, planned, cell, run_dir, LocalHost(), version, "nginx-static")
+                result = runner.run_cell(s, planned, cell, run_dir, LocalHost(), found, "nginx-static")
                 watched.append(result.rates.rps or result.rates.rps_derived)
             else:
                 bare.append(bare_rps(tool, cell, workdir))

@@ -168,3 +168,48 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_measured(tmp_path):
     assert lines[-1]["outcome"]["status"] == "interrupted"
     assert json.loads((results.parent / "manifest.json").read_text())["status"] == "interrupted"
     assert out.strip().endswith("report.html")  # what was measured still renders
+
+
+class HangsOnce:
+    """A tool that hangs on its first run and answers on the next: siege's occasional hang
+    at the end of a timed run, made certain. It runs a real process; only its parse is tiny."""
+
+    name = "hangs-once"
+    option_types: dict = {}
+    retries_on_hang = 2
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def detect(self, host):
+        return "1"
+
+    def supports(self, cell):
+        from toolbench.adapter import SUPPORTED
+        return SUPPORTED
+
+    def build(self, cell, workdir):
+        from toolbench.adapter import Invocation
+        script = f'if [ -e "{self.marker}" ]; then echo done; else touch "{self.marker}"; sleep 30; fi'
+        return Invocation(argv=["sh", "-c", script], files={"input.txt": "kept in place"})
+
+    def classify(self, path, text):
+        return "stdout"
+
+    def parse(self, raw):
+        from toolbench.schema import Counts, Measurement
+        return Measurement(tool=self.name, counts=Counts(requests_total=1, requests_ok=1))
+
+
+def test_a_tool_that_hangs_is_run_again_and_the_hung_attempt_is_kept(tmp_path, monkeypatch):
+    from toolbench import registry
+    adapter = HangsOnce(tmp_path / "ran-once")
+    monkeypatch.setattr(registry, "_load_all", lambda: ({adapter.name: adapter}, {}))
+    text = "name: hang\ntarget: {server: nginx-static}\nmatrix: {tool: [hangs-once]}\nstop: {requests: 1}\ntimeout: 1s\n"
+    summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
+    (result,) = store.RunDir.open(summary.run_dir).results()
+    assert result.outcome.status is Status.OK
+    assert any("killed (attempt 1 of 3" in note for note in result.notes)
+    cell = summary.run_dir / "raw" / "hangs-once-c10-ka-rep1"
+    assert (cell / "hung-1" / "stdout.txt").exists() and (cell / "stdout.txt").read_text() == "done\n"
+    assert (cell / "input.txt").exists()  # inputs stay where the next attempt needs them
