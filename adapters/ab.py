@@ -126,6 +126,7 @@ def parse(raw: RawOutput) -> Measurement:
         ),
         latency=latency,
         histogram=histogram.encode(hist) if hist is not None else None,
+        histogram_resolution_ms=1.0 if hist is not None else None,  # -g times are whole ms
         series=series,
         fidelity=fidelity,
         notes=notes,

@@ -275,6 +275,7 @@ def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
         latency=Latency(**stats, ttfb_mean_ms=agg.latency_mean_ms(), connect_mean_ms=agg.connect_mean_ms(),
                         resolution_ms=1.0),
         histogram=agg.histogram(),
+        histogram_resolution_ms=1.0,  # JMeter times whole milliseconds
         series=agg.series(),
         fidelity={name: Fidelity.DERIVED for name in derived},
         notes=notes,

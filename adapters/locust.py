@@ -187,6 +187,7 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
         transfer=Transfer(received_bytes=sum(e.total_content_length for e in entries)),
         latency=latency,
         histogram=histogram.encode(hist) if hist is not None else None,
+        histogram_resolution_ms=1.0 if hist is not None else None,  # Locust rounds before bucketing
         series=series,
         fidelity=fidelity,
         notes=notes,

@@ -5,10 +5,11 @@ the inputs are missing."""
 from __future__ import annotations
 
 import dataclasses
+import math
+from typing import Callable
 
 from toolbench import histogram
-from toolbench.schema import (PERCENTILES, Counts, Fidelity, Latency, Measurement, Outcome, Rates,
-                              Status, Transfer)
+from toolbench.schema import PERCENTILES, Counts, Fidelity, Latency, Measurement, Status
 
 
 def complete(m: Measurement) -> Measurement:
@@ -29,28 +30,49 @@ def complete(m: Measurement) -> Measurement:
     if transfer.received_bytes is not None and transfer.received_bytes_per_s is None and duration:
         transfer = dataclasses.replace(transfer, received_bytes_per_s=transfer.received_bytes / duration)
         mark("transfer.received_bytes_per_s")
+    notes = list(m.notes)
     if m.histogram is not None:
-        latency = _from_histogram(m.histogram, latency, mark)
+        latency = _from_histogram(m.histogram, m.histogram_resolution_ms, latency, mark, notes)
     return dataclasses.replace(m, counts=counts, rates=rates, transfer=transfer, latency=latency,
-                               fidelity=fidelity)
+                               fidelity=fidelity, notes=notes)
 
 
-def _from_histogram(encoded: str, latency: Latency, mark: "callable") -> Latency:  # type: ignore[valid-type]
+def _from_histogram(encoded: str, step_ms: float | None, latency: Latency,
+                    mark: Callable[..., None], notes: list[str]) -> Latency:
+    """Fills what the tool left out from its per-request data. A histogram built from
+    whole milliseconds cannot tell 0.1 ms from 0.9 ms: a quantile read from it is cut to
+    that step, and one below the step is left absent when the tool's other figures are
+    finer (it would read as a precise sub-millisecond value)."""
     hist = histogram.decode(encoded)
     if hist.get_total_count() == 0:
         return latency
+
+    def settle(name: str, value: float) -> float | None:
+        if step_ms is None:
+            return value
+        stepped = math.floor(value / step_ms + 1e-9) * step_ms
+        if stepped < step_ms and (latency.resolution_ms or 0.0) < step_ms:
+            notes.append(f"{name} is below the {step_ms:g} ms step of the per-request times: left absent")
+            return None
+        return stepped
+
     changes: dict[str, object] = {}
-    for name, value in (("min_ms", hist.get_min_value() / 1000.0), ("max_ms", hist.get_max_value() / 1000.0),
-                        ("mean_ms", hist.get_mean_value() / 1000.0), ("stdev_ms", hist.get_stddev() / 1000.0)):
-        if getattr(latency, name) is None:
+    for name, read, stepped in (("min_ms", hist.get_min_value, True), ("max_ms", hist.get_max_value, True),
+                                ("mean_ms", hist.get_mean_value, False), ("stdev_ms", hist.get_stddev, False)):
+        if getattr(latency, name) is not None:
+            continue
+        value = settle(name[:-3], read() / 1000.0) if stepped else read() / 1000.0
+        if value is not None:
             changes[name] = value
             mark(f"latency.{name}")
     derived = histogram.percentiles_ms(hist)
     pct_changes = {}
     for name, _ in PERCENTILES:
         if getattr(latency.percentiles, name) is None:
-            pct_changes[name] = getattr(derived, name)
-            mark(f"latency.percentiles.{name}")
+            value = settle(name.replace("_ms", ""), getattr(derived, name))
+            if value is not None:
+                pct_changes[name] = value
+                mark(f"latency.percentiles.{name}")
     changes["percentiles"] = dataclasses.replace(latency.percentiles, **pct_changes)
     return dataclasses.replace(latency, **changes)
 
@@ -83,5 +105,3 @@ def _last_line(stderr: str) -> str:
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
     return f": {lines[-1][:300]}" if lines else ""
 
-
-__all__ = ["complete", "judge", "Outcome", "Rates", "Transfer"]

@@ -255,6 +255,9 @@ class Measurement:
     transfer: Transfer = field(default_factory=Transfer)
     latency: Latency = field(default_factory=Latency)
     histogram: str | None = None  # HdrHistogram, base64 of the compressed V2 encoding, in µs
+    # The step of the per-request times the histogram was built from (ab -g, JMeter and
+    # Locust give whole milliseconds); None: as fine as the histogram itself.
+    histogram_resolution_ms: float | None = None
     # Open model only: latency from the actual send, beside `latency`, which runs from the
     # intended send time (coordinated omission corrected, as wrk2 does).
     latency_uncorrected: Latency | None = None
@@ -282,6 +285,7 @@ class RunResult:
     transfer: Transfer = field(default_factory=Transfer)
     latency: Latency = field(default_factory=Latency)
     histogram: str | None = None
+    histogram_resolution_ms: float | None = None
     latency_uncorrected: Latency | None = None
     histogram_uncorrected: str | None = None
     series: list[SecondSample] = field(default_factory=list)
@@ -379,6 +383,7 @@ def result_from_measurement(
         transfer=measurement.transfer,
         latency=measurement.latency,
         histogram=measurement.histogram,
+        histogram_resolution_ms=measurement.histogram_resolution_ms,
         latency_uncorrected=measurement.latency_uncorrected,
         histogram_uncorrected=measurement.histogram_uncorrected,
         series=measurement.series,
