@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolbench import histogram
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
+from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
 from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Percentiles, Rates,
                               SecondSample, Timing, Transfer)
@@ -35,11 +35,7 @@ class AbAdapter:
     option_types = {"gnuplot": bool, "timeout_s": int}
 
     def detect(self, host: "Host") -> str | None:
-        if host.which("ab") is None:
-            return None
-        captured = host.capture(["ab", "-V"])
-        match = _VERSION.search(captured.stdout + captured.stderr)
-        return match.group(1) if match else None
+        return version_from_output(host, ["ab", "-V"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
+from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
 from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing,
                               Transfer)
@@ -71,11 +71,7 @@ class SiegeAdapter:
     retries_on_hang = 2
 
     def detect(self, host: "Host") -> str | None:
-        if host.which("siege") is None:
-            return None
-        captured = host.capture(["siege", "--version"])
-        match = _VERSION.search(captured.stdout + captured.stderr)
-        return match.group(1) if match else None
+        return version_from_output(host, ["siege", "--version"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:

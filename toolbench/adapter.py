@@ -5,6 +5,7 @@ host's job. Core code finds adapters only through the `toolbench.adapters`
 entry-point group (see toolbench.registry), never by name."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
@@ -89,3 +90,13 @@ def group_of(adapter: Adapter, path: Path) -> str:
     with an optional `group_name(path)`; every other adapter gets group_by_suffix."""
     custom = getattr(adapter, "group_name", None)
     return custom(path) if custom is not None else group_by_suffix(path)
+
+
+def version_from_output(host: "Host", argv: list[str], pattern: re.Pattern[str]) -> str | None:
+    """The version a tool prints about itself (on either stream), or None when the
+    program is not on the host's PATH or says nothing that matches."""
+    if host.which(argv[0]) is None:
+        return None
+    captured = host.capture(argv)
+    match = pattern.search(captured.stdout + captured.stderr)
+    return match.group(1) if match else None
