@@ -213,3 +213,42 @@ def test_a_tool_that_hangs_is_run_again_and_the_hung_attempt_is_kept(tmp_path, m
     cell = summary.run_dir / "raw" / "hangs-once-c10-ka-rep1"
     assert (cell / "hung-1" / "stdout.txt").exists() and (cell / "stdout.txt").read_text() == "done\n"
     assert (cell / "input.txt").exists()  # inputs stay where the next attempt needs them
+
+
+def test_a_command_target_is_started_checked_and_stopped(tmp_path):
+    need("ab")
+    from toolbench.targets import free_port
+    port = free_port()
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "index.html").write_text("hi")
+    text = f"""\
+name: cmd
+target:
+  command: "{sys.executable} -m http.server {port} --bind 127.0.0.1 --directory {tmp_path / 'www'}"
+  url: "http://127.0.0.1:{port}"
+  ready: {{path: /index.html, timeout: 10s}}
+request: {{path: /index.html}}
+matrix: {{tool: [ab], concurrency: [2]}}
+stop: {{requests: 50}}
+"""
+    summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
+    (result,) = store.RunDir.open(summary.run_dir).results()
+    assert result.outcome.status is Status.OK and result.counts.requests_ok == 50
+    pid = json.loads((summary.run_dir / "manifest.json").read_text())["target"]
+    assert pid["url"] == f"http://127.0.0.1:{port}"
+    with pytest.raises(OSError):  # stopped with the run: nothing answers any more
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_a_command_target_that_dies_is_one_clear_error(tmp_path):
+    text = f"""\
+name: dies
+target: {{command: "{sys.executable} -c 'import sys; sys.exit(3)'", url: "http://127.0.0.1:9"}}
+matrix: {{tool: [ab]}}
+"""
+    from toolbench.errors import TargetError
+    with pytest.raises(TargetError, match="target: exited with code 3 before it was ready"):
+        runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
+    (manifest,) = (tmp_path / "reports").glob("dies-*/manifest.json")
+    recorded = json.loads(manifest.read_text())
+    assert recorded["status"] == "failed" and "exited with code 3" in recorded["error"]

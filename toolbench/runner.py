@@ -14,7 +14,7 @@ from typing import Protocol, cast
 
 from toolbench import derive, monitor, plan, prereq, probe, registry, ssh, store, targets
 from toolbench.adapter import Adapter, RawOutput
-from toolbench.errors import HostError, Interrupted, ParseError, ScenarioError
+from toolbench.errors import HostError, Interrupted, ParseError, ScenarioError, ToolbenchError
 from toolbench.hosts import Completed, Host, RemoteHost, Running
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
@@ -93,16 +93,20 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
         run_dir.update_manifest(prerequisites=checked)
     todo = [c for c in cells if c.cell.id not in done]
     observer.planned(len(cells), len(cells) - len(todo))
-    interrupted = False
+    interrupted, status, error = False, "failed", None
     try:
         with targets.started(scenario.target, run_dir.path / "target") as target:
             run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
                                             "version": target.version}, status="running")
             interrupted = _run_cells(scenario, todo, run_dir, host, found, target, observer)
+        status = "interrupted" if interrupted else "complete"
     except KeyboardInterrupt:
-        interrupted = True
+        interrupted, status = True, "interrupted"
+    except ToolbenchError as exc:
+        error = str(exc)
+        raise
     finally:
-        run_dir.update_manifest(ended_at=store.utc_now(), status="interrupted" if interrupted else "complete")
+        run_dir.update_manifest(ended_at=store.utc_now(), status=status, error=error)
     if interrupted:
         raise Interrupted(run_dir.path)
     return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
