@@ -133,3 +133,17 @@ def test_t_critical_values():
     assert stats.t_critical_95(120) == pytest.approx(1.980, abs=0.001)
     with pytest.raises(ValueError):
         stats.t_critical_95(0)
+
+
+def test_a_variant_is_its_own_series():
+    from toolbench import stats as st
+    from toolbench.schema import Counts, Identity, Outcome, Rates, RunResult, Status
+
+    def result(variant, rps):
+        ident = Identity(scenario="s", cell_id=f"{variant or 'locust'}-c10", tool="locust", variant=variant,
+                         concurrency=10, keepalive=True)
+        return RunResult(ident, Outcome(Status.OK), counts=Counts(requests_total=100, requests_ok=100),
+                         rates=Rates(rps=rps))
+
+    found = {p.tool: p.best_rps for p in st.peaks([result(None, 5000.0), result("locust-2p", 9000.0)])}
+    assert found == {"locust": 5000.0, "locust-2p": 9000.0}

@@ -37,7 +37,7 @@ _RAN = (Status.OK, Status.FAILED, Status.TIMED_OUT)  # a cell that ran; unsuppor
 class CellKey:
     """One cell of the matrix, whatever its repetition."""
 
-    tool: str
+    tool: str  # the tool, or the scenario's variant of it (`locust-2p`): each is its own series
     concurrency: int | None
     keepalive: bool | None
     rate_rps: float | None = None
@@ -163,7 +163,7 @@ def spread(values: list[float], repetitions: list[int] | None = None) -> Spread 
 
 def key_of(result: RunResult) -> CellKey:
     i = result.identity
-    return CellKey(i.tool, i.concurrency, i.keepalive, i.rate_rps, i.target_label)
+    return CellKey(i.label, i.concurrency, i.keepalive, i.rate_rps, i.target_label)
 
 
 def group(results: Iterable[RunResult]) -> dict[CellKey, list[RunResult]]:

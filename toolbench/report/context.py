@@ -49,7 +49,7 @@ class Context:
     @classmethod
     def of(cls, runs: list[RunView]) -> "Context":
         pts = groups.points((run.label, run.results) for run in runs)
-        tools = sorted({r.identity.tool for run in runs for r in run.results})
+        tools = sorted({r.identity.label for run in runs for r in run.results})
         return cls(runs=runs, points=pts, peaks=groups.peaks(pts), tools=tools)
 
     @property

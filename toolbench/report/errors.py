@@ -36,7 +36,7 @@ def errors_section(ctx: Context) -> Section:
     if not cells:
         points.append(f"No request failed in the {len(ran)} cells that ran.")
     if silent:
-        tools = ", ".join(sorted({r.identity.tool for r in silent}))
+        tools = ", ".join(sorted({r.identity.label for r in silent}))
         points.append(f"{len(silent)} cells ({tools}) do not report failed requests: their errors are unknown, "
                       "not zero.")
     tables = []
@@ -54,7 +54,7 @@ def _totals(ctx: Context) -> Table:
     by_tool: dict[str, list[RunResult]] = {}
     for _, r in ctx.results:
         if r.outcome.status is Status.OK and r.counts.requests_failed:
-            by_tool.setdefault(r.identity.tool, []).append(r)
+            by_tool.setdefault(r.identity.label, []).append(r)
     rows = []
     for tool, results in sorted(by_tool.items()):
         requests = sum(r.counts.requests_total or 0 for r in results)

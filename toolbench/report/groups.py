@@ -118,7 +118,7 @@ def points(runs: Iterable[tuple[str, list[RunResult]]]) -> list[Point]:
     by_point: dict[tuple[SeriesKey, int | None], list[RunResult]] = defaultdict(list)
     for label, results in runs:
         for r in results:
-            key = SeriesKey(label, r.identity.tool, variant_of(r), r.identity.keepalive)
+            key = SeriesKey(label, r.identity.label, variant_of(r), r.identity.keepalive)
             by_point[(key, r.identity.concurrency)].append(r)
     ordered = sorted(by_point.items(), key=lambda item: (_key_order(item[0][0]), item[0][1] is None, item[0][1] or 0))
     return [Point(key, c, tuple(sorted(rs, key=lambda r: r.identity.repetition))) for (key, c), rs in ordered]

@@ -18,7 +18,7 @@ def shared_notes(ctx: Context) -> dict[str, list[str]]:
     by_tool: dict[str, list[RunResult]] = defaultdict(list)
     for _, r in ctx.results:
         if r.outcome.status is Status.OK:  # cells that did not finish carry no parser notes
-            by_tool[r.identity.tool].append(r)
+            by_tool[r.identity.label].append(r)
     out = {}
     for tool, results in by_tool.items():
         common = [n for n in results[0].notes if all(n in r.notes for r in results[1:])]
@@ -33,7 +33,7 @@ def results_section(ctx: Context) -> Section:
     with_cost = any(r.cost is not None for _, r in ctx.results)
     with_probe = any(r.probe is not None for _, r in ctx.results)
     shared = shared_notes(ctx)
-    rows = tuple(_row(ctx, run, r, with_cost, with_probe, shared.get(r.identity.tool, [])) for run, r in ctx.results)
+    rows = tuple(_row(ctx, run, r, with_cost, with_probe, shared.get(r.identity.label, [])) for run, r in ctx.results)
     cols = ([Column("run")] if ctx.several else []) + [
         Column("cell"), Column("tool"), Column("concurrency", True), Column("keep-alive"),
         Column("rep", True, "repetition"), Column("status"), Column("requests", True), Column("failed", True),
@@ -60,7 +60,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, with_cost: bool, with_probe: 
     links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts)
     version = f" {r.identity.tool_version}" if r.identity.tool_version else ""
     values = ([text(run.label)] if ctx.several else []) + [
-        text(r.identity.cell_id), text(r.identity.tool + version),
+        text(r.identity.cell_id), text(r.identity.label + version),
         num(fmt.number(r.identity.concurrency), r.identity.concurrency), text(fmt.yes_no(r.identity.keepalive)),
         num(str(r.identity.repetition), r.identity.repetition), text(r.outcome.status.value.replace("_", " ")),
         num(fmt.number(r.counts.requests_total), r.counts.requests_total),
