@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from toolbench import histogram
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Percentiles, Rates,
-                              SecondSample, Timing, Transfer)
+from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Percentiles,
+                              Rates, SecondSample, Timing, Transfer)
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
@@ -26,8 +26,8 @@ _CONN_ROW = re.compile(r"^(Connect|Processing|Waiting|Total):\s+(\d+)\s+(\d+)\s+
 _PCT_ROW = re.compile(r"^\s*(\d+)%\s+(\d+)")
 _FAILED_BREAKDOWN = re.compile(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)")
 _VERSION = re.compile(r"This is ApacheBench, Version (\S+)")
-_PCT_NAMES = {50: "p50_ms", 66: "p66_ms", 75: "p75_ms", 80: "p80_ms", 90: "p90_ms", 95: "p95_ms",
-              98: "p98_ms", 99: "p99_ms"}
+# ab prints whole percents only: every schema percentile but p99.9.
+_PCT_NAMES = {int(pct): name for name, pct in PERCENTILES if pct.is_integer()}
 
 
 class AbAdapter:

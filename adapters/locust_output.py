@@ -14,7 +14,7 @@ from hdrh.histogram import HdrHistogram
 
 from toolbench import histogram
 from toolbench.errors import ParseError
-from toolbench.schema import Failures, Percentiles, SecondSample
+from toolbench.schema import PERCENTILES, Failures, Percentiles, SecondSample
 
 _VERSION = re.compile(r"\blocust (\d+\.\d+[\w.\-]*)")
 _AGGREGATED = re.compile(r"^\s+Aggregated\s+(\d+)\s+(\d+)\([\d.]+%\)\s+\|\s+[\d\s]+\|\s+([\d.]+)\s+([\d.]+)\s*$")
@@ -23,8 +23,7 @@ _PCT_ROW = re.compile(r"^\s+Aggregated((?:\s+(?:\d+|N/A))+)\s*$")
 _ERROR_ROW = re.compile(r"^\s*(\d+)\s{2,}(\S.*?)\s*$")
 # HttpUser: "HTTPError('404 Client Error: ...')"; FastHttpUser: "LocustBadStatusCode(code=404)".
 _STATUS = re.compile(r"\b([1-5]\d\d) (?:Client|Server) Error\b|\bcode=([1-5]\d\d)\b")
-_PCT_NAMES = {"50%": "p50_ms", "66%": "p66_ms", "75%": "p75_ms", "80%": "p80_ms", "90%": "p90_ms",
-              "95%": "p95_ms", "98%": "p98_ms", "99%": "p99_ms", "99.9%": "p999_ms"}
+_PCT_NAMES = {f"{pct:g}%": name for name, pct in PERCENTILES}  # Locust's column heads: "50%" ... "99.9%"
 # Error texts (exception reprs) to failure classes, first match wins.
 _CLASSES = (
     ("timeout", ("timeout", "timed out")),

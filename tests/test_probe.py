@@ -165,7 +165,7 @@ def test_the_probe_and_monitor_settings_come_from_the_scenario(tmp_path):
     s = scenario.load(path)
     assert s.probe == ProbeSpec(enabled=True, interval_s=0.1, baseline_requests=5, timeout_s=2.0,
                                 slowdown_factor=4.0, slowdown_floor_ms=2.0, tolerance=2.5, tolerance_ms=500.0)
-    assert s.monitor.interval_s == 0.25 and s.monitor.enabled and s.probe_interval_s == 0.1
+    assert s.monitor.interval_s == 0.25 and s.monitor.enabled and s.probe.interval_s == 0.1
     path.write_text(SCENARIO.replace("monitor: {interval: 250ms}", "monitor: {enabled: false}"))
     assert scenario.load(path).monitor.enabled is False
     path.write_text("name: p\ntarget: {server: nginx-static}\nmatrix: {tool: [ab]}\n")

@@ -37,7 +37,7 @@ def test_a_scenario_becomes_typed_objects(tmp_path):
     assert s.request.method == "POST" and s.request.headers == {"X-A": "1"} and s.request.body == '{"a": 1}'
     assert s.matrix.tool == ("ab", "siege") and s.matrix.concurrency == (10, 50)
     assert s.stop.duration_s == 120.0 and s.stop.requests is None
-    assert s.cooldown_s == 0.5 and s.probe_interval_s == 0.25 and s.monitor_interval_s == 1.0
+    assert s.cooldown_s == 0.5 and s.probe.interval_s == 0.25 and s.monitor.interval_s == 1.0
     assert s.repeat == 2
     assert s.tools["ab"].values == {"gnuplot": False}
 

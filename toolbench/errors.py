@@ -20,10 +20,6 @@ class ParseError(ToolbenchError):
         self.source = source
 
 
-class ToolMissingError(ToolbenchError):
-    """A load tool is not installed on the host that should run it."""
-
-
 class TargetError(ToolbenchError):
     """The target could not be started or never became ready."""
 

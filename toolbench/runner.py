@@ -194,16 +194,13 @@ def _execute_with_retries(adapter: Adapter, cell: Cell, workdir: Path, host: Hos
             break
         kept = workdir / f"hung-{attempt}"
         kept.mkdir(exist_ok=True)
+        stay = {"command.txt", *adapter.build(cell, workdir).files}  # what the next attempt needs
         for path in list(workdir.iterdir()):
-            if path.is_file() and path.name != "command.txt" and path.name not in _inputs(adapter, cell, workdir):
+            if path.is_file() and path.name not in stay:
                 path.rename(kept / path.name)
         hangs.append(f"{cell.tool} was still running at the hard limit of {cell.timeout_s:g}s and was killed "
                      f"(attempt {attempt} of {attempts}; its output is in {run_dir.relative(kept)}); it was run again")
     return completed, raw, watched, hangs
-
-
-def _inputs(adapter: Adapter, cell: Cell, workdir: Path) -> set[str]:
-    return set(adapter.build(cell, workdir).files)
 
 
 def _short_run_note(cell: Cell, wall_s: float) -> list[str]:

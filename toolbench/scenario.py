@@ -116,8 +116,6 @@ class Scenario:
     timeout_s: float | None = None  # hard limit per cell; derived from `stop` when absent
     repeat: int = 1
     cooldown_s: float = 0.0
-    probe_interval_s: float | None = None  # as given; `probe` holds what runs, defaults included
-    monitor_interval_s: float | None = None
     probe: ProbeSpec = field(default_factory=ProbeSpec)
     monitor: MonitorSpec = field(default_factory=MonitorSpec)
     tools: dict[str, ToolOptions] = field(default_factory=dict)
@@ -156,8 +154,6 @@ def load(path: str | Path) -> Scenario:
         timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
         repeat=top["repeat"].positive_int() if "repeat" in top else 1,
         cooldown_s=top["cooldown"].duration_s() if "cooldown" in top else 0.0,
-        probe_interval_s=_interval(top, "probe"),
-        monitor_interval_s=_interval(top, "monitor"),
         probe=_probe(top["probe"]) if "probe" in top else ProbeSpec(),
         monitor=_monitor(top["monitor"]) if "monitor" in top else MonitorSpec(),
         tools=_tools(top["tools"]) if "tools" in top else {},
@@ -281,18 +277,6 @@ def _stop(node: Node) -> StopSpec:
             raise keys["duration"].error("expected a positive duration")
         return StopSpec(duration_s=duration)
     return StopSpec(requests=keys["requests"].positive_int())
-
-
-def _interval(top: dict[str, Node], key: str) -> float | None:
-    if key not in top:
-        return None
-    keys = top[key].items(PROBE_KEYS if key == "probe" else MONITOR_KEYS)
-    if "interval" not in keys:
-        return None
-    interval = keys["interval"].duration_s()
-    if interval <= 0:
-        raise keys["interval"].error("expected a positive interval")
-    return interval
 
 
 PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",
