@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-MAX_LENGTH = 64
 PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 RULE = "letters, digits, '_', '.' and '-', starting with a letter or digit, at most 64 characters, no '..'"
 
@@ -16,7 +15,3 @@ def problem(value: object) -> str | None:
     if not isinstance(value, str) or not PATTERN.fullmatch(value) or ".." in value:
         return f"not a valid name: {value!r} (expected {RULE})"
     return None
-
-
-def is_name(value: object) -> bool:
-    return problem(value) is None
