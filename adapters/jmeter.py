@@ -9,7 +9,11 @@ What JMeter is, and what follows for its results:
 - a sample's `bytes` on a connection failure is the size of the Java stack trace
   JMeter stores as the response: only samples with an HTTP status count as received;
 - a stop after N requests is a loop count per thread: ceil(N / threads) loops, so a
-  count that is not a multiple of the threads is rounded up (the plan says so)."""
+  count that is not a multiple of the threads is rounded up (the plan says so);
+- it evaluates `${...}` in every string of a test plan as a variable or a function
+  (`${__groovy(...)}` runs code): every value reaches the plan through one filter,
+  `jmx_value`, which escapes it for XML and makes it literal for JMeter; the body goes
+  in a file JMeter sends as it is."""
 from __future__ import annotations
 
 import math
@@ -18,7 +22,8 @@ import re
 import shutil
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import escape
 from urllib.parse import urlsplit
 
 import jinja2
@@ -26,14 +31,14 @@ import jinja2
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
 from toolbench.adapters import jmeter_jtl
 from toolbench.adapters.jmeter_agg import Jtl, JtlError
-from toolbench.errors import HostError, ParseError
+from toolbench.errors import AdapterError, HostError, ParseError
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
     from toolbench.plan import Cell
 
-PLAN, JTL, LOG = "plan.jmx", "results.jtl", "jmeter.log"
+PLAN, JTL, LOG, BODY = "plan.jmx", "results.jtl", "jmeter.log", "body"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 DEBIAN_213 = ("Debian's JMeter 2.13 cannot run test plans on Debian 12 (xstream ForbiddenClassException); "
               "run scripts/install_jmeter.sh")
@@ -46,6 +51,9 @@ _LINE_VERSION = re.compile(r"^Version (\d+\.\d+(?:\.\d{1,3})?)\b", re.MULTILINE)
 _SUMMARY = re.compile(r"^summary ([+=])\s+(\d+) in (\d+):(\d\d):(\d\d) =\s+([\d.]+)/s Avg:\s+(\d+) Min:\s+(\d+) "
                       r"Max:\s+(\d+) Err:\s+(\d+) \(([\d.]+)%\)", re.MULTILINE)
 _HEAP = re.compile(r"^\d+[kmgKMG]$")
+_XML_ENTITIES = {'"': "&quot;", "'": "&apos;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
+# XML 1.0 has no way to write the other C0 controls, not even as character references.
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 class JMeterAdapter:
@@ -84,9 +92,9 @@ class JMeterAdapter:
             return Support(False, f"the HTTP sampler here sends {', '.join(METHODS)}, not {req.method}")
         if req.body is not None and req.method not in ("POST", "PUT", "PATCH", "DELETE"):
             return Support(False, f"JMeter sends a body with POST, PUT, PATCH or DELETE, not {req.method}")
-        texts = [req.path, req.body or "", *req.headers.keys(), *req.headers.values()]
-        if any("${" in text for text in texts):
-            return Support(False, "JMeter would evaluate '${...}' in the request as a variable or function")
+        texts = [req.path, *req.headers.keys(), *req.headers.values()]
+        if any(_NOT_XML.search(text) for text in texts):
+            return Support(False, "a JMeter test plan (XML) cannot carry control characters in the path or headers")
         if not _HEAP.match(str(option(cell, "heap", "1g"))):
             return Support(False, f"tools.jmeter.heap must be a size like 512m or 2g, "
                                   f"not {option(cell, 'heap', '1g')!r}")
@@ -105,7 +113,10 @@ class JMeterAdapter:
                 "-Jsummariser.interval=5",
                 # No UDP port for shutdown messages: runs side by side must not compete for one.
                 "-Jjmeterengine.nongui.port=0"]
-        return Invocation(argv=argv, files={PLAN: test_plan(cell)}, outputs={"jtl": JTL, "log": LOG},
+        files = {PLAN: test_plan(cell)}
+        if cell.request.body is not None:
+            files[BODY] = cell.request.body
+        return Invocation(argv=argv, files=files, outputs={"jtl": JTL, "log": LOG},
                           # The wrapper of scripts/install_jmeter.sh reads JMETER_HEAP, JMeter's own script HEAP.
                           env={"JMETER_HEAP": jvm_heap, "HEAP": jvm_heap})
 
@@ -132,22 +143,37 @@ def test_plan(cell: "Cell") -> str:
     assert cell.url is not None
     url = urlsplit(cell.url)
     req = cell.request
-    headers = dict(req.headers)
-    if req.body is not None and req.content_type and not any(k.lower() == "content-type" for k in headers):
-        headers["Content-Type"] = req.content_type
     loops = rounded = None
     if cell.stop.requests is not None:
         loops = math.ceil(cell.stop.requests / cell.concurrency)
         rounded = loops * cell.concurrency != cell.stop.requests
     template = resources.files("toolbench.adapters").joinpath("templates/jmeter.jmx.j2").read_text()
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=True)
+    # Every {{ value }} passes through jmx_value, whatever its field: no value is written unescaped.
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
+                             finalize=jmx_value)
     return env.from_string(template).render(
-        cell_id=cell.id.replace("--", "- -"), threads=cell.concurrency, loops=loops, rounded=rounded,
+        cell_id=cell.id, threads=cell.concurrency, loops=loops, rounded=rounded,
         requests=cell.stop.requests, duration_s=int(cell.stop.duration_s) if loops is None else None,
         host=url.hostname, port=url.port or (443 if url.scheme == "https" else 80), protocol=url.scheme,
         path=(url.path or "/") + (f"?{url.query}" if url.query else ""), method=req.method,
-        body=req.body, headers=sorted(headers.items()), keepalive=cell.keepalive,
-        timeout_ms=int(option(cell, "timeout_s", 30)) * 1000)
+        body_file=BODY if req.body is not None else None,
+        body_type=req.content_type or "application/octet-stream", headers=sorted(req.headers.items()),
+        keepalive=cell.keepalive, timeout_ms=int(option(cell, "timeout_s", 30)) * 1000)
+
+
+def jmx_value(value: Any) -> str:
+    """A value as JMeter will read it literally, escaped for XML (element text or attribute).
+
+    JMeter compiles a string with `${` in it as variables and functions; in such a string a
+    backslash escapes `$`, `,` and itself. So a `${` is made harmless by writing every `$` as
+    the function `${__char(36)}` and doubling every backslash. A string without `${` is
+    taken as it is (its backslashes included), so it is left alone."""
+    text = "" if value is None else str(value)
+    if _NOT_XML.search(text):
+        raise AdapterError(f"jmeter: a control character cannot be written into a test plan: {text!r}")
+    if "${" in text:
+        text = text.replace("\\", "\\\\").replace("$", "${__char(36)}")
+    return escape(text, _XML_ENTITIES)
 
 
 # ---- where JMeter is ----

@@ -6,18 +6,21 @@ HttpUser then open one connection per request (checked against a server that
 counts connections), so HttpUser keeps its one session per user rather than
 paying for a new session per request.
 
-Locust has no stop after N requests; the locustfile counts them itself (see the
-template). Across `--processes` workers that count would have to be shared, so
-such cells are planned as unsupported."""
+Locust has no stop after N requests; the locustfile counts them itself (see
+templates/locustfile.py). Across `--processes` workers that count would have to be
+shared, so such cells are planned as unsupported.
+
+The locustfile is the same file for every cell; the cell's request is data in a JSON
+file beside it (PARAMS), so no value from a scenario is ever written into code."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-import jinja2
 
 from toolbench import histogram
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, group_by_suffix, option
@@ -43,6 +46,10 @@ GROUP_SUFFIXES = ("_stats_history.csv", "_stats.csv", "_failures.csv", "_excepti
 # A run stopped by a request budget still gets a run time, so that a budget the
 # target never serves cannot outlive the cell's hard limit without any output.
 BUDGET_MARGIN_S = 10
+# ... and it stops earlier when no request has succeeded for this long, while some failed.
+STALL_S = 5.0
+LOCUSTFILE, PARAMS = "locustfile.py", "locust_params.json"
+NOTE_PREFIX = "toolbench locustfile: "  # a line the locustfile prints for the result's notes
 
 
 class LocustAdapter:
@@ -97,7 +104,7 @@ class LocustAdapter:
         processes = option(cell, "processes", 1)
         if processes != 1:
             args += ["--processes", str(processes)]
-        return Invocation(argv=locust_argv(args), files={"locustfile.py": locustfile(cell, path)},
+        return Invocation(argv=locust_argv(args), files={LOCUSTFILE: locustfile(), PARAMS: parameters(cell, path)},
                           outputs=dict(OUTPUTS))
 
     def classify(self, path: Path, text: str) -> str:
@@ -116,26 +123,33 @@ def locust_argv(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "locust", *args]
 
 
-def locustfile(cell: "Cell", path: str) -> str:
+def locustfile() -> str:
+    return resources.files("toolbench.adapters").joinpath(f"templates/{LOCUSTFILE}").read_text()
+
+
+def parameters(cell: "Cell", path: str) -> str:
+    """The cell's request as JSON, for the locustfile to read."""
     user_class = option(cell, "user_class", "FastHttpUser")
-    assert user_class in USER_CLASSES, "supports() turns other classes away"  # it is written into code
+    assert user_class in USER_CLASSES, "supports() turns other classes away"
     req = cell.request
     headers = dict(req.headers)
     if req.body is not None and req.content_type:
         headers["Content-Type"] = req.content_type
     if not cell.keepalive:
         headers["Connection"] = "close"
-    template = resources.files("toolbench.adapters").joinpath("templates/locustfile.py.j2").read_text()
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    # Every value reaches the file as a Python literal (repr), never as code.
-    return env.from_string(template).render(
-        cell_id=cell.id, user_class=user_class,
-        method=repr(req.method), path=repr(path), headers=repr(headers),
-        body=repr(req.body.encode() if req.body is not None else None),
-        timeout_s=repr(float(option(cell, "timeout_s", 30))), budget=repr(cell.stop.requests))
+    return json.dumps({"cell": cell.id, "user_class": user_class, "method": req.method, "path": path,
+                       "headers": headers, "body": req.body, "timeout_s": float(option(cell, "timeout_s", 30)),
+                       "budget": cell.stop.requests, "stall_s": STALL_S, "note_prefix": NOTE_PREFIX},
+                      indent=2, sort_keys=True) + "\n"
 
 
 def parse(raw: RawOutput) -> Measurement:
+    measurement = _parse(raw)
+    said = [line.strip()[len(NOTE_PREFIX):] for line in raw.stderr.splitlines() if line.startswith(NOTE_PREFIX)]
+    return dataclasses.replace(measurement, notes=measurement.notes + said) if said else measurement
+
+
+def _parse(raw: RawOutput) -> Measurement:
     entries = out.read_json(raw.stdout, raw.source)
     if entries is not None:
         return _from_json(entries, raw)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from toolbench.plan import Cell
 
 MIB = 1024 * 1024
+BODY_FILE = "body"
 
 # Written for every run: Debian's /etc/siege/siegerc turns JSON output on, and a
 # user's ~/.siege/siege.conf could change anything else, so no run depends on either.
@@ -78,6 +79,10 @@ class SiegeAdapter:
             return Support(False, "siege has no fixed-rate (open model) mode")
         if cell.request.body is not None and cell.request.method not in ("POST", "PUT", "PATCH"):
             return Support(False, f"siege sends a body only with POST, PUT or PATCH, not {cell.request.method}")
+        body = cell.request.body
+        if body is not None and (body != body.strip(" \t\n\r\f\v") or "\0" in body):
+            return Support(False, "siege trims leading and trailing whitespace from a body and stops at a NUL "
+                                  "byte: this body would not be sent as given")
         return SUPPORTED
 
     def build(self, cell: "Cell", workdir: Path) -> Invocation:
@@ -95,14 +100,19 @@ class SiegeAdapter:
         req = cell.request
         for key, value in req.headers.items():
             argv += ["-H", f"{key}: {value}"]
+        files = {"siegerc": rc}
         target = cell.url
         if req.body is not None:
+            # Always from a file toolbench wrote (`URL POST <file`): a body given inline
+            # would be read by siege as a file name when it starts with '<', and a large one
+            # would not fit in argv.
+            files[BODY_FILE] = req.body
             argv += ["--content-type", req.content_type or "application/octet-stream"]
-            target = f"{cell.url} {req.method} {req.body}"
+            target = f"{cell.url} {req.method} <{BODY_FILE}"
         elif req.method != "GET":
             target = f"{cell.url} {req.method}"
         argv.append(target)
-        return Invocation(argv=argv, files={"siegerc": rc})
+        return Invocation(argv=argv, files=files)
 
     def classify(self, path: Path, text: str) -> str:
         stripped = text.lstrip()

@@ -292,10 +292,24 @@ def test_plan_carries_method_body_and_headers_escaped():
     root = plan_of(cell(request=req, url="https://example.test/api?a=1&b=<2>"))
     assert prop(root, "HTTPSampler.method") == "POST" and prop(root, "HTTPSampler.protocol") == "https"
     assert prop(root, "HTTPSampler.port") == "443" and prop(root, "HTTPSampler.path") == "/api?a=1&b=<2>"
-    assert prop(root, "HTTPSampler.postBodyRaw") == "true" and prop(root, "Argument.value") == '{"k": "&"}'
+    # The body is a file JMeter sends as it is, typed by its mimetype; it is not in the plan.
+    assert prop(root, "File.path") == "body" and prop(root, "File.paramname") is None
+    assert prop(root, "File.mimetype") == "application/json"
     headers = {h.find("*[@name='Header.name']").text: h.find("*[@name='Header.value']").text
                for h in root.iter("elementProp") if h.get("elementType") == "Header"}
-    assert headers == {"Content-Type": "application/json", "X-Token": 'a"b'}
+    assert headers == {"X-Token": 'a"b'}
+    assert jmeter.ADAPTER.build(cell(request=req), Path(".")).files["body"] == '{"k": "&"}'
+
+
+def test_every_value_in_a_plan_is_literal_for_jmeter():
+    evil = "${__groovy(1)}"
+    req = RequestSpec(method="POST", path="/" + evil, headers={"X-" + "A": evil + "\\,$"}, body=evil)
+    text = jmeter.test_plan(cell(request=req, url="http://127.0.0.1:8080/" + evil))
+    assert "${__groovy" not in text and "__groovy(1)" in text
+    root = ET.fromstring(text.encode())
+    assert prop(root, "Header.value") == "${__char(36)}{__groovy(1)}\\\\,${__char(36)}"
+    assert jmeter.jmx_value("a\\b $x") == "a\\b $x"  # without `${` JMeter reads it as it is
+    assert jmeter.jmx_value('<&"\'\n>') == "&lt;&amp;&quot;&apos;&#10;&gt;"
 
 
 def test_command_line_outputs_and_heap():
@@ -311,7 +325,7 @@ def test_command_line_outputs_and_heap():
 @pytest.mark.parametrize("changes, reason", [
     ({"rate_rps": 100.0}, "closed model"),
     ({"stop": StopSpec(duration_s=2.5)}, "whole seconds"),
-    ({"request": RequestSpec(path="/${__time()}")}, "evaluate"),
+    ({"request": RequestSpec(headers={"X-A": "a\x01"})}, "control characters"),
     ({"request": RequestSpec(method="GET", body="x")}, "body with POST"),
     ({"request": RequestSpec(method="CONNECT")}, "not CONNECT"),
     ({"options": {"heap": "lots"}}, "heap"),

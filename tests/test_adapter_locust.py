@@ -192,10 +192,9 @@ def test_build_headless_run_with_csv_and_json(tmp_path):
     assert args[args.index("--processes") + 1] == "2"
     assert "--json" in args and "--csv-full-history" in args
     assert inv.outputs["stats_csv"] == "stats_stats.csv"
-    text = inv.files["locustfile.py"]
-    assert "class ToolbenchUser(FastHttpUser)" in text
-    assert "PATH = '/a?b=1'" in text and "BUDGET = None" in text
-    compile(text, "locustfile.py", "exec")
+    params = json.loads(inv.files["locust_params.json"])
+    assert params["user_class"] == "FastHttpUser" and params["path"] == "/a?b=1" and params["budget"] is None
+    compile(inv.files["locustfile.py"], "locustfile.py", "exec")
 
 
 def test_build_keepalive_off_httpuser_budget_and_body(tmp_path):
@@ -204,11 +203,12 @@ def test_build_keepalive_off_httpuser_budget_and_body(tmp_path):
     inv = locust.ADAPTER.build(c, tmp_path)
     assert "--processes" not in inv.argv
     assert inv.argv[inv.argv.index("-t") + 1] == "50s"  # a budget still gets a run time under the hard limit
-    text = inv.files["locustfile.py"]
-    assert "class ToolbenchUser(HttpUser)" in text and "BUDGET = 500" in text
-    assert "'Connection': 'close'" in text and "'Content-Type': 'application/json'" in text
-    assert "BODY = b'{\"x\": \"\\'\"}'" in text
-    compile(text, "locustfile.py", "exec")
+    params = json.loads(inv.files["locust_params.json"])
+    assert params["user_class"] == "HttpUser" and params["budget"] == 500
+    assert params["headers"] == {"Connection": "close", "Content-Type": "application/json"}
+    assert params["body"] == '{"x": "\'"}'
+    # The locustfile is one fixed file: nothing of the cell is written into code.
+    assert inv.files["locustfile.py"] == locust.ADAPTER.build(cell(), tmp_path).files["locustfile.py"]
 
 
 @pytest.mark.parametrize("changes, reason", [

@@ -1,6 +1,7 @@
 """The real Locust, single-process and with --processes 2, driven by the runner
 against the bundled nginx on loopback."""
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,8 @@ def test_single_process_keepalive_on_and_off(tmp_path):
     for r in results.values():
         assert_consistent(r)
     close_file = tmp_path / "reports"
-    locustfiles = list(close_file.glob("*/raw/locust-c4-close-rep1/locustfile.py"))
-    assert len(locustfiles) == 1 and "'Connection': 'close'" in locustfiles[0].read_text()
+    params = list(close_file.glob("*/raw/locust-c4-close-rep1/locust_params.json"))
+    assert len(params) == 1 and json.loads(params[0].read_text())["headers"] == {"Connection": "close"}
 
 
 def test_two_worker_processes(tmp_path):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
+from toolbench import names
+from toolbench.errors import AdapterError
 from toolbench.schema import Measurement
 
 if TYPE_CHECKING:
@@ -27,6 +29,13 @@ class Invocation:
     files: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Each file is written or fetched as <cell folder>/<name>: a plain name can
+        # neither leave that folder nor land in a subfolder.
+        for name in [*self.files, *self.outputs.values()]:
+            if why := names.problem(name):
+                raise AdapterError(f"{self.argv[0] if self.argv else 'adapter'}: input or output file {why}")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,10 @@ class ParseError(ToolbenchError):
         self.source = source
 
 
+class AdapterError(ToolbenchError):
+    """An adapter built something toolbench refuses to run (e.g. a file name outside its folder)."""
+
+
 class TargetError(ToolbenchError):
     """The target could not be started or never became ready."""
 

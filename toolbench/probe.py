@@ -31,14 +31,16 @@ class ProbeTarget:
     url: str
     method: str = "GET"
     headers: dict[str, str] = field(default_factory=dict)
-    body: str | None = None
+    body: bytes | None = None
 
     @classmethod
     def of(cls, url: str, request: RequestSpec) -> "ProbeTarget":
         headers = dict(request.headers)
         if request.body is not None and request.content_type:
             headers.setdefault("Content-Type", request.content_type)
-        return cls(url=url, method=request.method, headers=headers, body=request.body)
+        # UTF-8, as every tool sends it (http.client would encode a str as Latin-1).
+        body = request.body.encode("utf-8") if request.body is not None else None
+        return cls(url=url, method=request.method, headers=headers, body=body)
 
 
 @dataclass(frozen=True)

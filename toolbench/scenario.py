@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from toolbench import yamlread
+from toolbench import httpvalues, names, yamlread
 from toolbench.yamlread import Node
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "request", "matrix",
@@ -141,7 +141,7 @@ def load(path: str | Path) -> Scenario:
     locations: dict[str, str] = {}
     hosts = _hosts(top["hosts"]) if "hosts" in top else {}
     return Scenario(
-        name=top["name"].string(),
+        name=top["name"].name(),
         source=str(path),
         description=top["description"].string() if "description" in top else "",
         generator=hosts.get("generator", HostSpec()),
@@ -203,37 +203,57 @@ def _target(node: Node) -> TargetSpec:
         return TargetSpec(server=keys["server"].choice(BUNDLED_SERVERS), label=label)
     if "url" not in keys:
         raise node.error("expected `server`, or `url` (with an optional `command` that serves it)")
-    url = keys["url"].string()
-    if not url.startswith(("http://", "https://")):
-        raise keys["url"].error(f"expected an http:// or https:// URL, got {url!r}")
+    url = _checked(keys["url"], httpvalues.base_url)
     ready_path, ready_timeout = "/", 15.0
     if "ready" in keys:
         ready = keys["ready"].items(("path", "timeout"))
-        ready_path = ready["path"].string() if "path" in ready else "/"
+        ready_path = _checked(ready["path"], httpvalues.request_path) if "path" in ready else "/"
         ready_timeout = ready["timeout"].duration_s() if "timeout" in ready else 15.0
     command = keys["command"].string() if "command" in keys else None
-    return TargetSpec(command=command, url=url.rstrip("/"), ready_path=ready_path,
+    return TargetSpec(command=command, url=url, ready_path=ready_path,
                       ready_timeout_s=ready_timeout, label=label)
 
 
 def _request(node: Node) -> RequestSpec:
     keys = node.items(("method", "path", "headers", "body", "content_type"))
-    path = keys["path"].string() if "path" in keys else "/"
-    if not path.startswith("/"):
-        raise keys["path"].error(f"expected a path starting with '/', got {path!r}")
+    path = _checked(keys["path"], httpvalues.request_path) if "path" in keys else "/"
     headers = {}
     if "headers" in keys:
-        headers = {k: str(v.scalar()) for k, v in keys["headers"].items().items()}
+        for name, child in keys["headers"].items().items():
+            headers[name] = str(child.scalar())
+            _checked(child, lambda value: httpvalues.header(name, value), headers[name])
     body = None
     if "body" in keys and not keys["body"].is_null():
         body = keys["body"].string()
+        if not _utf8(body):
+            raise keys["body"].error("the body is not valid text (it has a lone surrogate)")
+    content_type = None
+    if "content_type" in keys:
+        content_type = keys["content_type"].string()
+        _checked(keys["content_type"], lambda value: httpvalues.header("Content-Type", value), content_type)
     return RequestSpec(
         method=keys["method"].choice(METHODS) if "method" in keys else "GET",
         path=path,
         headers=headers,
         body=body,
-        content_type=keys["content_type"].string() if "content_type" in keys else None,
+        content_type=content_type,
     )
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _checked(node: Node, check: Callable[[str], Any], value: str | None = None) -> Any:
+    """`check` applied to the node's string (or to `value`), its complaint as file:line: key: ..."""
+    try:
+        return check(node.string() if value is None else value)
+    except httpvalues.ValueProblem as exc:
+        raise node.error(str(exc)) from None
 
 
 def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:
@@ -250,7 +270,7 @@ def _matrix(node: Node, locations: dict[str, str]) -> Matrix:
     if "tool" not in keys:
         raise node.error("missing required key 'tool'")
     return Matrix(
-        tool=_axis(keys["tool"], Node.string, locations),
+        tool=_axis(keys["tool"], Node.name, locations),
         concurrency=_axis(keys["concurrency"], Node.positive_int, locations)
         if "concurrency" in keys else (10,),
         keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
@@ -327,8 +347,10 @@ def _positive_duration(keys: dict[str, Node], name: str, default: float) -> floa
 def _tools(node: Node) -> dict[str, ToolOptions]:
     tools = {}
     for tool, child in node.items().items():
+        if why := names.problem(tool):  # a variant's name becomes a folder and a cell id
+            raise child.error(why)
         options = child.items()
-        use = options.pop("use").string() if "use" in options else None
+        use = options.pop("use").name() if "use" in options else None
         tools[tool] = ToolOptions(
             values={k: v.scalar() for k, v in options.items()},
             locations={k: f"{v.file}:{v.line}" for k, v in options.items()}

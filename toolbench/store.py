@@ -20,6 +20,17 @@ RESULTS = "results.jsonl"
 RAW = "raw"
 
 
+def contained(root: Path, *parts: str) -> Path:
+    """root/parts..., refused when it would land outside root: a `..`, an absolute part
+    or a symlink that leads out. Every folder and file toolbench names goes through here."""
+    path = root.joinpath(*parts)
+    real_root = root.resolve()
+    real = path.resolve()
+    if real == real_root or not real.is_relative_to(real_root):
+        raise StoreError(f"{'/'.join(parts)!r}: refusing a path outside {root}")
+    return path
+
+
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -32,11 +43,11 @@ class RunDir:
     def create(cls, root: Path, scenario: str) -> "RunDir":
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         root = root.resolve()
-        path = root / f"{scenario}-{stamp}"
+        path = contained(root, f"{scenario}-{stamp}")
         n = 1
         while path.exists():
             n += 1
-            path = root / f"{scenario}-{stamp}-{n}"
+            path = contained(root, f"{scenario}-{stamp}-{n}")
         (path / RAW).mkdir(parents=True)
         return cls(path)
 
@@ -47,7 +58,7 @@ class RunDir:
         return cls(path)
 
     def cell_dir(self, cell_id: str) -> Path:
-        path = self.path / RAW / cell_id
+        path = contained(self.path / RAW, cell_id)
         path.mkdir(parents=True, exist_ok=True)
         return path
 

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from toolbench import names
 from toolbench.errors import ScenarioError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -28,7 +29,9 @@ class Node:
         return self.node.start_mark.line + 1
 
     def error(self, message: str) -> ScenarioError:
-        return ScenarioError(f"{self.file}:{self.line}: {self.path or '<top>'}: {message}")
+        # A key may hold a newline or an escape: the message stays one line.
+        path = self.path if self.path.isprintable() else repr(self.path)[1:-1]
+        return ScenarioError(f"{self.file}:{self.line}: {path or '<top>'}: {message}")
 
     def _got(self) -> str:
         if isinstance(self.node, yaml.ScalarNode):
@@ -45,6 +48,14 @@ class Node:
         value = self.scalar()
         if not isinstance(value, str) or not value:
             raise self.error(f"expected a non-empty string, got {self._got()}")
+        return value
+
+    def name(self) -> str:
+        """A name that becomes a folder, a file or part of generated code (see toolbench.names)."""
+        value = self.string()
+        why = names.problem(value)
+        if why:
+            raise self.error(why)
         return value
 
     def boolean(self) -> bool:
