@@ -19,7 +19,7 @@ from typing import Sequence, TypeVar
 
 from toolbench.monitor_read import (HostSample, TcpSample, ToolSample, TreeState, host_reader, read_tcp,
                                     read_tool, ss_available)
-from toolbench.schema import GeneratorCost
+from toolbench.schema import GeneratorCost, cpu_us_per_request
 
 # A single-threaded tool above this share of one core is saturating itself.
 SELF_BOUND_PCT = 90.0
@@ -155,7 +155,7 @@ def summarize(report: MonitorReport | None, *, wall_s: float | None, cpu_user_s:
         cpu_user_s=cpu_user_s, cpu_system_s=cpu_system_s,
         cpu_mean_pct=cpu_s / wall_s * 100.0 if cpu_s is not None and wall_s else None,
         cpu_peak_pct=_peak([t.cpu_pct for t in tools]),
-        cpu_us_per_request=cpu_s / requests_total * 1e6 if cpu_s is not None and requests_total else None,
+        cpu_us_per_request=cpu_us_per_request(cpu_user_s, cpu_system_s, requests_total),
         rss_peak_bytes=_peak([t.rss_bytes for t in tools]),
         threads_peak=_peak([t.threads for t in tools]),
         processes_peak=_peak([t.processes for t in tools]),
