@@ -83,8 +83,9 @@ class ServerMonitor:
             user = round(max(0.0, trees[-1].cpu_user_s - self._baseline.cpu_user_s), 3)
             system = round(max(0.0, trees[-1].cpu_system_s - self._baseline.cpu_system_s), 3)
         if self._samples[-1].tree is None and self._baseline is not None:
-            self._notes.append("the server exited before its monitor stopped: its CPU time is counted "
-                               "to its last sample")
+            self._notes.append("the server exited before its monitor stopped: the CPU time it spent after the "
+                               "monitor's last sample of it is not counted" if trees else
+                               "the server exited before the monitor's first sample: its CPU time is absent")
         report = ServerReport(list(self._samples), self.interval_s, round(wall_s, 3), user, system,
                               round(self._cpu_s, 6), list(self._notes))
         if self.series_path is not None:

@@ -109,7 +109,8 @@ def uwsgi_server(socket_path: Path, limit_req: LimitReq | None) -> tuple[str, st
     if limit_req is not None:
         # Study 000's limit, per client address: `rate=50r/s` and `burst=20 nodelay`.
         http_extra = f"    limit_req_zone $binary_remote_addr zone=perclient:10m rate={limit_req.rate};\n"
-        lines.append(f"limit_req zone=perclient burst={limit_req.burst}{' nodelay' if limit_req.nodelay else ''};")
+        burst = f" burst={limit_req.burst}" if limit_req.burst else ""  # nginx refuses burst=0: it is the default
+        lines.append(f"limit_req zone=perclient{burst}{' nodelay' if limit_req.nodelay else ''};")
     lines += ["location / {"]
     lines += [f"    uwsgi_param {param};" for param in UWSGI_PARAMS]
     lines += [f"    uwsgi_pass {quote('unix:' + str(socket_path))};", "    uwsgi_read_timeout 100;", "}"]
