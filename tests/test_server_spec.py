@@ -126,7 +126,7 @@ def test_nginx_connections_are_sized_for_the_highest_concurrency(tmp_path):
     assert f"worker_processes {len(os.sched_getaffinity(0))};" in conf()
     assert "worker_processes 3;" in conf(options=NginxOptions(workers=3))
     assert f'pid "{tmp_path}/nginx.pid";' in conf()
-    with pytest.raises(ValueError):
+    with pytest.raises(TargetError, match="nginx: listens on an IPv4 address, not 'localhost; daemon on'"):
         conf(host="localhost; daemon on")
 
 

@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence, TypeVar
+from typing import Any, Sequence, TypeVar
 
 from toolbench.monitor_read import (HostSample, TcpSample, ToolSample, TreeState, host_reader, read_tcp,
                                     read_tool, ss_available)
@@ -130,13 +130,15 @@ class Monitor:
                 return
 
 
-def write_series(path: Path, samples: list[Sample]) -> None:
-    """One JSON object per line and per sample: the time series kept beside the result."""
+def write_series(path: Path, samples: Sequence[Any]) -> None:
+    """One JSON object per line and per sample (the generator's or the server's): the time
+    series kept beside the result, without the socket inodes a sample keeps for itself."""
     with open(path, "w", encoding="utf-8") as fh:
         for sample in samples:
             row = dataclasses.asdict(sample)
-            if row["tool"] is not None:
-                del row["tool"]["socket_inodes"]
+            for part in row.values():
+                if isinstance(part, dict):
+                    part.pop("socket_inodes", None)
             fh.write(json.dumps(row, sort_keys=True) + "\n")
 
 

@@ -305,8 +305,8 @@ def parse_ss_server(text: str) -> ServerTcpSample:
     queue = backlog = None
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) < 3:
-            continue
+        if len(fields) < 3 or not (fields[1].isdigit() and fields[2].isdigit()):
+            continue  # not a socket line: nothing to count
         if fields[0] == "LISTEN":
             queue = (queue or 0) + int(fields[1])
             backlog = max(backlog or 0, int(fields[2]))

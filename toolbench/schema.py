@@ -193,8 +193,8 @@ class GeneratorCost:
 class ServerCost:
     """What serving a cell cost the target, from toolbench's server monitor over the target's
     whole process tree (every process group toolbench started for it). CPU seconds are those
-    spent from the monitor's start to its stop; CPU % is of one core (several cores exceed
-    100). Peaks are over the samples. Connections are the server side of its port, by `ss`."""
+    spent from the monitor's start to its stop, in the kernel's clock ticks (10 ms); CPU % is of
+    one core. Peaks are over the samples. Connections are the server side of its port, by `ss`."""
 
     cpu_user_s: float | None = None
     cpu_system_s: float | None = None

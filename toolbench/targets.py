@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator
 
 from toolbench.scenario import TargetSpec as ScenarioTarget
-from toolbench.servers.nginx import HELLO, nginx_static
+from toolbench.servers.nginx import HELLO, LEGACY_WORKER_CONNECTIONS, nginx_static
 from toolbench.servers.process import RunningTarget, free_port
 from toolbench.servers.ready import http_get, wait_ready
 from toolbench.servers.spec import NginxOptions, ReadySpec, TargetSpec
@@ -27,7 +27,7 @@ def _from_scenario(spec: ScenarioTarget) -> TargetSpec:
     if spec.server == "nginx-static":
         # One worker and room for 16384 connections: what the single `target:` has always run.
         return TargetSpec(kind="nginx-static", label=spec.label,
-                          nginx=NginxOptions(workers=1, worker_connections=16384))
+                          nginx=NginxOptions(workers=1, worker_connections=LEGACY_WORKER_CONNECTIONS))
     ready = ReadySpec(path=spec.ready_path, timeout_s=spec.ready_timeout_s)
     return TargetSpec(kind="command" if spec.command else "url", label=spec.label, ready=ready,
                       command=spec.command, url=spec.url)

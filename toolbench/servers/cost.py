@@ -5,14 +5,13 @@ between a sample taken at start() and one at stop(), so they cover exactly the c
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence, TypeVar
 
-from toolbench.monitor import TCP_MIN_INTERVAL_S
+from toolbench.monitor import TCP_MIN_INTERVAL_S, write_series
 from toolbench.monitor_read import ServerTcpSample, ToolSample, TreeState, read_server_tcp, read_tool, ss_available
 from toolbench.schema import ServerCost, cpu_us_per_request
 
@@ -127,16 +126,6 @@ class ServerMonitor:
             return None
         return ToolSample(*(round(sum(getattr(s, f.name) for s in present), 3)
                             for f in dataclasses.fields(ToolSample) if f.name != "socket_inodes"))
-
-
-def write_series(path: Path, samples: list[ServerSample]) -> None:
-    """One JSON object per line and per sample, kept beside the result."""
-    with open(path, "w", encoding="utf-8") as fh:
-        for sample in samples:
-            row = dataclasses.asdict(sample)
-            if row["tree"] is not None:
-                del row["tree"]["socket_inodes"]
-            fh.write(json.dumps(row, sort_keys=True) + "\n")
 
 
 def summarize(report: ServerReport | None, requests_total: int | None = None) -> ServerCost:

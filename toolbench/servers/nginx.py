@@ -23,6 +23,7 @@ from toolbench.servers.spec import LimitReq, NginxOptions, ReadySpec
 HELLO = b"Hello, World!"  # the reference study's 13-byte static file
 MIN_WORKER_CONNECTIONS = 1024
 MIN_NOFILE = 65536
+LEGACY_WORKER_CONNECTIONS = 16384
 
 CONF = """\
 worker_processes {workers};
@@ -90,7 +91,10 @@ def render(port: int, *, workdir: Path, host: str, options: NginxOptions, max_co
            http_extra: str = "", per_client: int = 1) -> str:
     """The whole config. `per_client` is how many connections a worker holds per client:
     two in front of uWSGI (the client's and the one to uWSGI)."""
-    ipaddress.ip_address(host)  # a literal address, never a name pasted into `listen`
+    try:
+        ipaddress.IPv4Address(host)  # a literal address, never a name pasted into `listen`
+    except ValueError:
+        raise TargetError(f"nginx: listens on an IPv4 address, not {host!r}") from None
     wanted = max_concurrency * per_client + 64  # readiness checks and the probe beside the load
     worker_connections = options.worker_connections or max(MIN_WORKER_CONNECTIONS, wanted)
     temp_paths = "".join(f"    {kind}_temp_path {quote(str(workdir / 'tmp' / kind))};\n"
@@ -159,7 +163,8 @@ def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1", *, op
                  ready: ReadySpec = ReadySpec()) -> Iterator[RunningTarget]:
     """A real nginx with its own config on a free loopback port: / is "Hello, World!",
     /1k.bin, /100k.bin, and /nope answers 404."""
-    options = options or NginxOptions(workers=workers)
+    # Without options, what nginx_static has always run: `workers` and room for 16384 connections.
+    options = options or NginxOptions(workers=workers, worker_connections=LEGACY_WORKER_CONNECTIONS)
     with static_files() as www:
         conf = functools.partial(render, workdir=workdir.resolve(), host=host, options=options,
                                  max_concurrency=max_concurrency, server=STATIC_SERVER.format(www=quote(str(www))))

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Iterator
 
 from toolbench.servers import nginx, python_stacks
-from toolbench.servers.process import RunningTarget, launched
+from toolbench.errors import TargetError
+from toolbench.servers.process import RunningTarget, launched, log_tail
 from toolbench.servers.ready import wait_until_ready
 from toolbench.servers.spec import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
 
@@ -63,6 +64,9 @@ def _nginx_uwsgi(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Itera
                                      options=spec.nginx or NginxOptions(), max_concurrency=max_concurrency,
                                      server=server, http_extra=http_extra, per_client=2)
             with nginx.run(workdir / "nginx", spec.display, spec.ready, conf, python_stacks.HOST) as (front, _):
+                if back.poll() is not None:  # nginx alone answers too (502): the pair is not ready
+                    raise TargetError(f"{spec.display}: uwsgi exited with code {back.returncode} before it was "
+                                      "ready" + log_tail(workdir / "uwsgi" / "uwsgi.stderr.txt"))
                 version = " + ".join(v for v in (front.version, python_stacks.uwsgi_version()) if v) or None
                 yield dataclasses.replace(front, version=version, pids=(front.pids + (back.pid,)))
     finally:

@@ -29,35 +29,33 @@ def handle_request(conn: Any, sleep: Callable[[float], Any], sleep_s: float) -> 
         conn.close()
 
 
-def serve_threads(host: str, port: int, sleep_s: float, backlog: int) -> None:
-    s = socket.socket()
+def serve(socket_module: Any, spawn: Callable[..., Any], sleep: Callable[[float], Any], host: str, port: int,
+          sleep_s: float, backlog: int) -> None:
+    """The study's accept loop: every connection handed to a thread or a greenlet of its own."""
+    s = socket_module.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((host, port))
     s.listen(backlog)
     while True:
         conn, _ = s.accept()
-        t = threading.Thread(target=handle_request, args=(conn, time.sleep, sleep_s), daemon=True)
-        t.start()
+        spawn(handle_request, conn, sleep, sleep_s)
 
 
-def serve_gevent(host: str, port: int, sleep_s: float, backlog: int) -> None:
-    import gevent
-    from gevent import socket as gsocket
-
-    s = gsocket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, port))
-    s.listen(backlog)
-    while True:
-        conn, _ = s.accept()
-        gevent.spawn(handle_request, conn, gevent.sleep, sleep_s)
+def _thread(target: Callable[..., Any], *args: Any) -> None:
+    threading.Thread(target=target, args=args, daemon=True).start()
 
 
 def main(argv: list[str]) -> None:
     with open(argv[0], encoding="utf-8") as fh:
         config = json.load(fh)
-    serve = {"threads": serve_threads, "gevent": serve_gevent}[config["mode"]]
-    serve(config["host"], int(config["port"]), float(config["sleep_s"]), int(config["backlog"]))
+    where = (config["host"], int(config["port"]), float(config["sleep_s"]), int(config["backlog"]))
+    if config["mode"] == "gevent":
+        import gevent
+        from gevent import socket as gsocket
+
+        serve(gsocket, gevent.spawn, gevent.sleep, *where)
+    else:
+        serve(socket, _thread, time.sleep, *where)
 
 
 if __name__ == "__main__":
