@@ -110,7 +110,7 @@ def test_a_bundled_stack_starts_answers_is_measured_and_stops_clean(tmp_path, en
     assert cost.open_files_peak > cost.sockets_peak >= 1
     # ss ran at least once, at the end: the server's listening socket, with the backlog the kernel applies.
     assert cost.listen_backlog == min(backlog, SOMAXCONN) and cost.accept_queue_peak is not None
-    assert cost.samples == len((tmp_path / "server.jsonl").read_text().splitlines()) >= 2
+    assert cost.samples == len((tmp_path / "server.jsonl").read_text().splitlines()) >= 1  # at least the last
     assert cost.wall_s > 0 and cost.monitor_cpu_s > 0 and cost.notes == []
     assert_all_gone(pids, target)
     assert (tmp_path / "target").is_dir()
