@@ -103,8 +103,9 @@ def test_errors_name_the_file_line_and_key(entry, message):
 
 def test_a_target_name_must_be_plain():
     node = targets("targets:\n  x: {server: flask-dev}\n")["x"]
-    with pytest.raises(ScenarioError, match=r"s.yaml:2: targets.x: a target's name must match"):
-        parse_target(node, "../etc")
+    for bad in ("../etc", "a..b", "-x", "a b"):
+        with pytest.raises(ScenarioError, match=r"s.yaml:2: targets.x: a target's name must match"):
+            parse_target(node, bad)
 
 
 def test_nginx_values_are_quoted_and_a_dollar_is_refused():

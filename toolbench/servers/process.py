@@ -12,7 +12,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator
 
 from toolbench.errors import TargetError
 
@@ -43,7 +43,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @contextlib.contextmanager
 def launched(argv: list[str], workdir: Path, label: str, stop_signal: int = signal.SIGTERM,
-             grace_s: float = 3.0, env: Mapping[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+             grace_s: float = 3.0) -> Iterator[subprocess.Popen[bytes]]:
     """Runs `argv` in its own session, output in `<label>.stdout.txt` and `.stderr.txt`; on
     leaving, `stop_signal` to the group, SIGKILL after `grace_s`, and every process gone."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -51,7 +51,7 @@ def launched(argv: list[str], workdir: Path, label: str, stop_signal: int = sign
     err = open(workdir / f"{label}.stderr.txt", "wb")
     try:
         proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=None if env is None else dict(env))
+                                start_new_session=True)
     except OSError as exc:
         out.close()
         err.close()

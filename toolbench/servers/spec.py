@@ -116,8 +116,8 @@ class TargetSpec:
 def parse_target(node: Node, name: str | None = None) -> TargetSpec:
     """One target entry: `{server: KIND, ...options}`, `{command: ..., url: ...}` or `{url: ...}`,
     each with an optional `label` and `ready`."""
-    if name is not None and not NAME.match(name):
-        raise node.error(f"a target's name must match {NAME.pattern}, got {name!r}")
+    if name is not None and (not NAME.match(name) or ".." in name):
+        raise node.error(f"a target's name must match {NAME.pattern} without '..', got {name!r}")
     keys = node.items()
     where = f"{node.file}:{node.line}"
     label = _label(keys["label"]) if "label" in keys else None
