@@ -15,11 +15,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence, TypeVar
+from typing import Any, Sequence, TypeVar
 
 from toolbench.monitor_read import (HostSample, TcpSample, ToolSample, TreeState, host_reader, read_tcp,
                                     read_tool, ss_available)
-from toolbench.schema import GeneratorCost
+from toolbench.schema import GeneratorCost, cpu_us_per_request
 
 # A single-threaded tool above this share of one core is saturating itself.
 SELF_BOUND_PCT = 90.0
@@ -130,13 +130,15 @@ class Monitor:
                 return
 
 
-def write_series(path: Path, samples: list[Sample]) -> None:
-    """One JSON object per line and per sample: the time series kept beside the result."""
+def write_series(path: Path, samples: Sequence[Any]) -> None:
+    """One JSON object per line and per sample (the generator's or the server's): the time
+    series kept beside the result, without the socket inodes a sample keeps for itself."""
     with open(path, "w", encoding="utf-8") as fh:
         for sample in samples:
             row = dataclasses.asdict(sample)
-            if row["tool"] is not None:
-                del row["tool"]["socket_inodes"]
+            for part in row.values():
+                if isinstance(part, dict):
+                    part.pop("socket_inodes", None)
             fh.write(json.dumps(row, sort_keys=True) + "\n")
 
 
@@ -155,7 +157,7 @@ def summarize(report: MonitorReport | None, *, wall_s: float | None, cpu_user_s:
         cpu_user_s=cpu_user_s, cpu_system_s=cpu_system_s,
         cpu_mean_pct=cpu_s / wall_s * 100.0 if cpu_s is not None and wall_s else None,
         cpu_peak_pct=_peak([t.cpu_pct for t in tools]),
-        cpu_us_per_request=cpu_s / requests_total * 1e6 if cpu_s is not None and requests_total else None,
+        cpu_us_per_request=cpu_us_per_request(cpu_user_s, cpu_system_s, requests_total),
         rss_peak_bytes=_peak([t.rss_bytes for t in tools]),
         threads_peak=_peak([t.threads for t in tools]),
         processes_peak=_peak([t.processes for t in tools]),

@@ -62,6 +62,16 @@ class TcpSample:
     rtt_mean_ms: float | None
 
 
+@dataclass(frozen=True)
+class ServerTcpSample:
+    """The server side of its port: sockets by ss state name (LISTEN aside), and its listen queue."""
+
+    states: dict[str, int]
+    established: int
+    accept_queue: int | None  # connections waiting to be accepted: a listening socket's Recv-Q
+    backlog: int | None  # the listen queue's size: its Send-Q
+
+
 # host -----------------------------------------------------------------------
 def host_reader() -> Callable[[], HostSample]:
     """A reader that keeps the previous CPU times, so each sample gives busy % since the last."""
@@ -203,11 +213,24 @@ def ss_available() -> bool:
 def read_tcp(port: int, tool_inodes: frozenset[int] | None) -> tuple[TcpSample | None, float, str | None]:
     """One `ss` call, filtered in the kernel to connections whose peer is the target's port.
     Returns the sample, the CPU seconds `ss` took, and a problem to note."""
-    argv = ["ss", "-tinHe", f"( dport = :{port} )"]
+    out, cpu_s, problem = run_ss(["ss", "-tinHe", f"( dport = :{port} )"], "the TCP window and RTT are absent")
+    return (parse_ss(out, tool_inodes) if out is not None else None), cpu_s, problem
+
+
+def read_server_tcp(port: int) -> tuple[ServerTcpSample | None, float, str | None]:
+    """The server's side of its port: every socket whose local port it is, listening one included."""
+    out, cpu_s, problem = run_ss(["ss", "-tanH", f"( sport = :{port} )"],
+                                 "the server's connections by state are absent")
+    return (parse_ss_server(out) if out is not None else None), cpu_s, problem
+
+
+def run_ss(argv: list[str], absent: str) -> tuple[str | None, float, str | None]:
+    """The output of one `ss` call, the CPU seconds it took, and a problem to note (then
+    saying what is `absent` for it)."""
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     except OSError as exc:
-        return None, 0.0, f"ss could not run ({exc.strerror}): the TCP window and RTT are absent"
+        return None, 0.0, f"ss could not run ({exc.strerror}): {absent}"
     assert proc.stdout is not None
     out = None
     try:
@@ -221,10 +244,10 @@ def read_tcp(port: int, tool_inodes: frozenset[int] | None) -> tuple[TcpSample |
         proc.stdout.close()
     cpu_s = usage.ru_utime + usage.ru_stime
     if out is None:
-        return None, cpu_s, f"ss gave no answer within {SS_TIMEOUT_S:g}s: the TCP window and RTT are absent"
+        return None, cpu_s, f"ss gave no answer within {SS_TIMEOUT_S:g}s: {absent}"
     if proc.returncode != 0:
-        return None, cpu_s, f"ss exited with code {proc.returncode}: the TCP window and RTT are absent"
-    return parse_ss(out.decode(errors="replace"), tool_inodes), cpu_s, None
+        return None, cpu_s, f"ss exited with code {proc.returncode}: {absent}"
+    return out.decode(errors="replace"), cpu_s, None
 
 
 def _read_until_eof(fd: int, timeout_s: float) -> bytes | None:
@@ -274,3 +297,19 @@ def parse_ss(text: str, tool_inodes: frozenset[int] | None) -> TcpSample:
 
 def _mean(values: list[int] | list[float]) -> float | None:
     return round(sum(values) / len(values), 3) if values else None
+
+
+def parse_ss_server(text: str) -> ServerTcpSample:
+    """Reads `ss -tanH` output: `STATE RECV-Q SEND-Q LOCAL PEER` per socket."""
+    states: dict[str, int] = {}
+    queue = backlog = None
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 3 or not (fields[1].isdigit() and fields[2].isdigit()):
+            continue  # not a socket line: nothing to count
+        if fields[0] == "LISTEN":
+            queue = (queue or 0) + int(fields[1])
+            backlog = max(backlog or 0, int(fields[2]))
+            continue
+        states[fields[0]] = states.get(fields[0], 0) + 1
+    return ServerTcpSample(states=states, established=states.get("ESTAB", 0), accept_queue=queue, backlog=backlog)

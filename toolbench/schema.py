@@ -190,6 +190,44 @@ class GeneratorCost:
 
 
 @dataclass(frozen=True)
+class ServerCost:
+    """What serving a cell cost the target, from toolbench's server monitor over the target's
+    whole process tree (every process group toolbench started for it). CPU seconds are those
+    spent from the monitor's start to its stop, in the kernel's clock ticks (10 ms); CPU % is of
+    one core. Peaks are over the samples. Connections are the server side of its port, by `ss`."""
+
+    cpu_user_s: float | None = None
+    cpu_system_s: float | None = None
+    cpu_mean_pct: float | None = None
+    cpu_peak_pct: float | None = None
+    cpu_us_per_request: float | None = None
+    rss_peak_bytes: int | None = None
+    threads_peak: int | None = None
+    processes_peak: int | None = None
+    open_files_peak: int | None = None  # open descriptors: files, sockets, pipes
+    sockets_peak: int | None = None  # socket descriptors held by the server's processes
+    connections_peak: int | None = None  # established connections on the server's port
+    connections_by_state_peak: dict[str, int] = field(default_factory=dict)  # ss state name -> its peak
+    time_wait_peak: int | None = None  # on the server's port, the server's side
+    accept_queue_peak: int | None = None  # connections waiting to be accepted (the listen queue)
+    listen_backlog: int | None = None  # the listen queue's size, as the kernel applies it
+    wall_s: float | None = None  # from the monitor's start to its stop
+    samples: int = 0
+    interval_s: float | None = None
+    monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
+    notes: list[str] = field(default_factory=list)
+
+
+def cpu_us_per_request(cpu_user_s: float | None, cpu_system_s: float | None,
+                       requests_total: int | None) -> float | None:
+    """CPU microseconds per request; absent when the CPU time or the count is unknown, or no
+    request was made."""
+    if cpu_user_s is None or not requests_total:
+        return None
+    return (cpu_user_s + (cpu_system_s or 0.0)) / requests_total * 1e6
+
+
+@dataclass(frozen=True)
 class ProbeSummary:
     """Independent requests timed by toolbench, each on a fresh connection: `baseline_ms`
     before the load, `samples_ms` during it (at `sample_offsets_s` after the tool started).
@@ -293,6 +331,7 @@ class RunResult:
     cost: GeneratorCost | None = None
     probe: ProbeSummary | None = None
     notes: list[str] = field(default_factory=list)
+    server_cost: ServerCost | None = None  # the target's cost, when toolbench started and watched it
     schema_version: int = SCHEMA_VERSION
 
     def fidelity_of(self, metric: str) -> Fidelity:

@@ -1,0 +1,172 @@
+"""nginx, as the static-file server of the reference study (`nginx-static`) and as the
+front of uWSGI over a unix socket (study 000's `nginx-uwsgi`). Each gets a config of its own
+in its work folder; every path and value in it goes through `quote`."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import ipaddress
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+from toolbench.errors import TargetError
+from toolbench.servers.process import RunningTarget, free_port, launched
+from toolbench.servers.ready import wait_until_ready
+from toolbench.servers.spec import LimitReq, NginxOptions, ReadySpec
+
+HELLO = b"Hello, World!"  # the reference study's 13-byte static file
+MIN_WORKER_CONNECTIONS = 1024
+MIN_NOFILE = 65536
+LEGACY_WORKER_CONNECTIONS = 16384
+
+CONF = """\
+worker_processes {workers};
+daemon off;
+pid {pid};
+error_log {error_log} warn;
+worker_rlimit_nofile {nofile};
+events {{ worker_connections {worker_connections}; }}
+http {{
+    access_log off;
+    default_type application/octet-stream;
+    types {{ text/html html; }}
+    keepalive_requests {keepalive_requests};
+{temp_paths}{http_extra}    server {{
+        listen {host}:{port} backlog=4096;
+{server}    }}
+}}
+"""
+
+STATIC_SERVER = """\
+        root {www};
+        index index.html;
+        location = /nope {{ return 404; }}
+"""
+
+# Debian's /etc/nginx/uwsgi_params, written out so that the config stands alone.
+UWSGI_PARAMS = ("QUERY_STRING $query_string", "REQUEST_METHOD $request_method", "CONTENT_TYPE $content_type",
+                "CONTENT_LENGTH $content_length", "REQUEST_URI $request_uri", "PATH_INFO $document_uri",
+                "DOCUMENT_ROOT $document_root", "SERVER_PROTOCOL $server_protocol", "REQUEST_SCHEME $scheme",
+                "REMOTE_ADDR $remote_addr", "REMOTE_PORT $remote_port", "SERVER_PORT $server_port",
+                "SERVER_NAME $server_name", "HTTP_HOST $host")
+
+_UNQUOTABLE = re.compile(r"[\x00-\x1f\x7f$]")
+
+
+def quote(value: str) -> str:
+    """An nginx string. `$` would start a variable in the directives that take them, and
+    nginx has no escape for it: such a value is refused, never pasted."""
+    if _UNQUOTABLE.search(value):
+        raise TargetError(f"nginx: cannot put {value!r} into its config ('$' or a control character)")
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def binary() -> str:
+    found = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    if found is None:
+        raise TargetError("nginx: not installed (apt-get install nginx)")
+    return found
+
+
+def version(nginx: str) -> str | None:
+    try:
+        out = subprocess.run([nginx, "-v"], capture_output=True, text=True, timeout=5).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"nginx/(\S+)", out)
+    return f"nginx {found.group(1)}" if found else None
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def render(port: int, *, workdir: Path, host: str, options: NginxOptions, max_concurrency: int, server: str,
+           http_extra: str = "", per_client: int = 1) -> str:
+    """The whole config. `per_client` is how many connections a worker holds per client:
+    two in front of uWSGI (the client's and the one to uWSGI)."""
+    try:
+        ipaddress.IPv4Address(host)  # a literal address, never a name pasted into `listen`
+    except ValueError:
+        raise TargetError(f"nginx: listens on an IPv4 address, not {host!r}") from None
+    wanted = max_concurrency * per_client + 64  # readiness checks and the probe beside the load
+    worker_connections = options.worker_connections or max(MIN_WORKER_CONNECTIONS, wanted)
+    temp_paths = "".join(f"    {kind}_temp_path {quote(str(workdir / 'tmp' / kind))};\n"
+                         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    return CONF.format(workers=options.workers or cores(), pid=quote(str(workdir / "nginx.pid")),
+                       error_log=quote(str(workdir / "error.log")),
+                       nofile=max(MIN_NOFILE, 2 * worker_connections + 64), worker_connections=worker_connections,
+                       keepalive_requests=options.keepalive_requests, temp_paths=temp_paths,
+                       host=host, port=port, http_extra=http_extra, server=server)
+
+
+def uwsgi_server(socket_path: Path, limit_req: LimitReq | None) -> tuple[str, str]:
+    """The `server` block's body and the `http` block's extra lines for nginx in front of uWSGI."""
+    lines = []
+    http_extra = ""
+    if limit_req is not None:
+        # Study 000's limit, per client address: `rate=50r/s` and `burst=20 nodelay`.
+        http_extra = f"    limit_req_zone $binary_remote_addr zone=perclient:10m rate={limit_req.rate};\n"
+        burst = f" burst={limit_req.burst}" if limit_req.burst else ""  # nginx refuses burst=0: it is the default
+        lines.append(f"limit_req zone=perclient{burst}{' nodelay' if limit_req.nodelay else ''};")
+    lines += ["location / {"]
+    lines += [f"    uwsgi_param {param};" for param in UWSGI_PARAMS]
+    lines += [f"    uwsgi_pass {quote('unix:' + str(socket_path))};", "    uwsgi_read_timeout 100;", "}"]
+    return "".join(f"        {line}\n" for line in lines), http_extra
+
+
+@contextlib.contextmanager
+def run(workdir: Path, label: str, ready: ReadySpec, conf_for_port: Callable[[int], str],
+        host: str = "127.0.0.1") -> Iterator[tuple[RunningTarget, subprocess.Popen[bytes]]]:
+    """Writes the config for a free port, starts nginx and waits until it is ready."""
+    workdir = workdir.resolve()
+    nginx = binary()
+    (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+    port = free_port(host)
+    conf = workdir / "nginx.conf"
+    conf.write_text(conf_for_port(port))
+    argv = [nginx, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log")]
+    # SIGQUIT: nginx finishes the requests in flight, then exits.
+    with launched(argv, workdir, "nginx", stop_signal=signal.SIGQUIT) as proc:
+        url = f"http://{host}:{port}"
+        wait_until_ready(ready, url, label, [(proc, workdir / "error.log")])
+        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version(nginx), pids=(proc.pid,)), proc
+
+
+@contextlib.contextmanager
+def static_files() -> Iterator[Path]:
+    """The files nginx-static serves. nginx's workers drop to an unprivileged user when started
+    as root, and a run folder may sit under a private directory: they live in a world-readable
+    folder of their own, removed afterwards."""
+    www = Path(tempfile.mkdtemp(prefix="toolbench-www-"))
+    try:
+        www.chmod(0o755)
+        (www / "index.html").write_bytes(HELLO)
+        (www / "1k.bin").write_bytes(b"x" * 1024)
+        (www / "100k.bin").write_bytes(b"x" * 102400)
+        for path in www.iterdir():
+            path.chmod(0o644)
+        yield www
+    finally:
+        shutil.rmtree(www, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1", *, options: NginxOptions | None = None,
+                 max_concurrency: int = 0, label: str = "nginx-static",
+                 ready: ReadySpec = ReadySpec()) -> Iterator[RunningTarget]:
+    """A real nginx with its own config on a free loopback port: / is "Hello, World!",
+    /1k.bin, /100k.bin, and /nope answers 404."""
+    # Without options, what nginx_static has always run: `workers` and room for 16384 connections.
+    options = options or NginxOptions(workers=workers, worker_connections=LEGACY_WORKER_CONNECTIONS)
+    with static_files() as www:
+        conf = functools.partial(render, workdir=workdir.resolve(), host=host, options=options,
+                                 max_concurrency=max_concurrency, server=STATIC_SERVER.format(www=quote(str(www))))
+        with run(workdir, label, ready, conf, host) as (target, _):
+            yield target

@@ -1,0 +1,114 @@
+"""A server's processes: each stack started in a session of its own, so that its whole
+process group (master, workers, their threads' helpers) stops with one signal, and
+stopping is checked: no process of the group may be left."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from toolbench.errors import TargetError
+
+KILL_WAIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class RunningTarget:
+    base_url: str
+    label: str
+    pid: int | None = None  # the server's main process (the front one), when toolbench started it
+    version: str | None = None  # e.g. "gunicorn 23.0.0"; "nginx 1.22.1 + uWSGI 2.0.31" for a pair
+    pids: tuple[int, ...] = ()  # every process group toolbench started for it: sample them all
+
+    @property
+    def port(self) -> int | None:
+        try:
+            return urllib.parse.urlsplit(self.base_url).port
+        except ValueError:
+            return None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def launched(argv: list[str], workdir: Path, label: str, stop_signal: int = signal.SIGTERM,
+             grace_s: float = 3.0) -> Iterator[subprocess.Popen[bytes]]:
+    """Runs `argv` in its own session, output in `<label>.stdout.txt` and `.stderr.txt`; on
+    leaving, `stop_signal` to the group, SIGKILL after `grace_s`, and every process gone."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = open(workdir / f"{label}.stdout.txt", "wb")
+    err = open(workdir / f"{label}.stderr.txt", "wb")
+    try:
+        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError as exc:
+        out.close()
+        err.close()
+        raise TargetError(f"{label}: cannot start {argv[0]}: {exc.strerror}") from None
+    try:
+        yield proc
+    finally:
+        left = stop_group(proc, stop_signal, grace_s)
+        out.close()
+        err.close()
+    if left:
+        raise TargetError(f"{label}: processes {left} of its group outlived SIGKILL")
+
+
+def stop_group(proc: subprocess.Popen[bytes], stop_signal: int, grace_s: float) -> list[int]:
+    """Signals the group whose leader is `proc` until none of it is left; returns what is left."""
+    for sig, wait_s in ((stop_signal, grace_s), (signal.SIGKILL, KILL_WAIT_S)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        if _wait_empty(proc, wait_s):
+            return []
+    return group_members(proc.pid)
+
+
+def _wait_empty(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while True:
+        proc.poll()  # reaps the leader once it exits, so that it is not left a zombie
+        if proc.returncode is not None and not group_members(proc.pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes (zombies aside) of a process group, read from /proc."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after the last ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(name))
+    return sorted(found)
+
+
+def log_tail(log: Path | None) -> str:
+    """The last line a server wrote, to say why it failed."""
+    if log is None or not log.exists():
+        return ""
+    lines = log.read_text(errors="replace").strip().splitlines()
+    return f": {lines[-1]}" if lines else ""

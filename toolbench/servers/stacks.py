@@ -1,0 +1,89 @@
+"""Starting a target from its spec: each bundled stack a real server on a free loopback
+port with its own config in `workdir`, checked ready, stopped with its whole process group."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from toolbench.servers import nginx, python_stacks
+from toolbench.errors import TargetError
+from toolbench.servers.process import RunningTarget, launched, log_tail
+from toolbench.servers.ready import wait_until_ready
+from toolbench.servers.spec import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
+
+
+@contextlib.contextmanager
+def start(spec: TargetSpec, workdir: Path, max_concurrency: int = 0) -> Iterator[RunningTarget]:
+    """Starts the target, yields it once ready, and stops it with no process left.
+    `max_concurrency` is the most connections the scenario will open at once: nginx's
+    `worker_connections` is sized for it unless the spec gives one."""
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    label = spec.display
+    kind = spec.kind
+    if kind == "nginx-static":
+        stack = nginx.nginx_static(workdir, options=spec.nginx or NginxOptions(), max_concurrency=max_concurrency,
+                                   label=label, ready=spec.ready)
+    elif kind == "nginx-uwsgi":
+        stack = _nginx_uwsgi(spec, workdir, max_concurrency)
+    elif kind == "flask-dev":
+        stack = python_stacks.flask_dev(workdir, label, spec.ready)
+    elif kind == "gunicorn":
+        stack = python_stacks.gunicorn(workdir, label, spec.ready, spec.gunicorn or GunicornOptions())
+    elif kind == "uwsgi":
+        stack = python_stacks.uwsgi(workdir, label, spec.ready, spec.uwsgi or UwsgiOptions())
+    elif kind in ("socket-threads", "socket-gevent"):
+        stack = python_stacks.socket_server(workdir, label, spec.ready, kind.split("-")[1],
+                                            spec.socket or SocketOptions())
+    elif kind == "command":
+        stack = _command(spec, workdir)
+    else:
+        stack = _url(spec)
+    with stack as target:
+        yield target
+
+
+@contextlib.contextmanager
+def _nginx_uwsgi(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
+    # nginx's workers drop to an unprivileged user when started as root: the socket lives in
+    # a folder they can enter (the run folder may be private), and uWSGI makes it mode 666.
+    folder = Path(tempfile.mkdtemp(prefix="toolbench-uwsgi-"))
+    try:
+        folder.chmod(0o755)
+        path = folder / "uwsgi.sock"
+        options = spec.uwsgi or UwsgiOptions()
+        with python_stacks.uwsgi_on_unix_socket(workdir / "uwsgi", path, options, spec.ready.timeout_s) as back:
+            server, http_extra = nginx.uwsgi_server(path, spec.limit_req)
+            conf = functools.partial(nginx.render, workdir=workdir / "nginx", host=python_stacks.HOST,
+                                     options=spec.nginx or NginxOptions(), max_concurrency=max_concurrency,
+                                     server=server, http_extra=http_extra, per_client=2)
+            with nginx.run(workdir / "nginx", spec.display, spec.ready, conf, python_stacks.HOST) as (front, _):
+                if back.poll() is not None:  # nginx alone answers too (502): the pair is not ready
+                    raise TargetError(f"{spec.display}: uwsgi exited with code {back.returncode} before it was "
+                                      "ready" + log_tail(workdir / "uwsgi" / "uwsgi.stderr.txt"))
+                version = " + ".join(v for v in (front.version, python_stacks.uwsgi_version()) if v) or None
+                yield dataclasses.replace(front, version=version, pids=(front.pids + (back.pid,)))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _command(spec: TargetSpec, workdir: Path) -> Iterator[RunningTarget]:
+    assert spec.command is not None and spec.url is not None
+    name = spec.name or "target"
+    with launched(shlex.split(spec.command), workdir, "target") as proc:
+        wait_until_ready(spec.ready, spec.url, name, [(proc, workdir / "target.stderr.txt")])
+        yield RunningTarget(base_url=spec.url, label=spec.display, pid=proc.pid, pids=(proc.pid,))
+
+
+@contextlib.contextmanager
+def _url(spec: TargetSpec) -> Iterator[RunningTarget]:
+    assert spec.url is not None
+    wait_until_ready(spec.ready, spec.url, spec.name or "target")
+    yield RunningTarget(base_url=spec.url, label=spec.display)
