@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolbench import histogram
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version,
+                               option)
 from toolbench.errors import ParseError
 from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Percentiles,
                               Rates, SecondSample, Timing, Transfer)
@@ -30,12 +31,12 @@ _VERSION = re.compile(r"This is ApacheBench, Version (\S+)")
 _PCT_NAMES = {int(pct): name for name, pct in PERCENTILES if pct.is_integer()}
 
 
-class AbAdapter:
+class AbAdapter(Adapter):
     name = "ab"
     option_types = {"gnuplot": bool, "timeout_s": int}
 
-    def detect(self, host: "Host") -> str | None:
-        return version_from_output(host, ["ab", "-V"], _VERSION)
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        return found_by_version(host, path or "ab", ["-V"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:
@@ -44,9 +45,9 @@ class AbAdapter:
             return Support(False, f"ab sends a body only with POST or PUT, not {cell.request.method}")
         return SUPPORTED
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
-        argv = ["ab", "-c", str(cell.concurrency), "-r", "-e", "percentiles.csv",
+        argv = [found.path, "-c", str(cell.concurrency), "-r", "-e", "percentiles.csv",
                 "-s", str(option(cell, "timeout_s", 30))]
         outputs = {"csv": "percentiles.csv"}
         files: dict[str, str] = {}

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version,
+                               option)
 from toolbench.errors import ParseError
 from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing,
                               Transfer)
@@ -63,7 +64,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # siege colours "[error]" unless told not
 _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 
-class SiegeAdapter:
+class SiegeAdapter(Adapter):
     name = "siege"
     option_types = {"timeout_s": int}
     # siege 4.0.7 sometimes never exits after a timed run (a thread cancelled while it
@@ -71,8 +72,8 @@ class SiegeAdapter:
     # limit, kept, noted, and run again, at most this many more times.
     retries_on_hang = 2
 
-    def detect(self, host: "Host") -> str | None:
-        return version_from_output(host, ["siege", "--version"], _VERSION)
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        return found_by_version(host, path or "siege", ["--version"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:
@@ -85,13 +86,13 @@ class SiegeAdapter:
                                   "byte: this body would not be sent as given")
         return SUPPORTED
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
         rc = SIEGERC.format(connection="keep-alive" if cell.keepalive else "close",
                             concurrency=cell.concurrency, limit=max(255, cell.concurrency),
                             timeout=option(cell, "timeout_s", 30))
         # Never -g: with keep-alive it hangs. -R makes siege ignore every other siegerc.
-        argv = ["siege", "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
+        argv = [found.path, "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
         if cell.stop.requests is not None:
             argv += ["-r", str(math.ceil(cell.stop.requests / cell.concurrency))]
         else:

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from conftest import recorded
+from toolbench.adapter import Found
 from toolbench.adapters import ab
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
@@ -113,9 +114,12 @@ def cell(**changes) -> Cell:
     return Cell(**base)
 
 
+FOUND = Found("/opt/ab/bin/ab", "2.3")
+
+
 def test_build_is_pure_and_complete(tmp_path: Path):
-    inv = ab.ADAPTER.build(cell(), tmp_path)
-    assert inv.argv[:3] == ["ab", "-c", "8"]
+    inv = ab.ADAPTER.build(cell(), tmp_path, FOUND)
+    assert inv.argv[:3] == ["/opt/ab/bin/ab", "-c", "8"]  # the path detection found
     assert "-k" in inv.argv and "-r" in inv.argv
     # -t alone would cap the run at 50,000 requests: an explicit -n lifts the cap.
     assert inv.argv[inv.argv.index("-t") + 1] == "5" and int(inv.argv[inv.argv.index("-n") + 1]) >= 1_000_000
@@ -126,7 +130,7 @@ def test_build_is_pure_and_complete(tmp_path: Path):
 
 def test_build_post_with_body_and_headers(tmp_path: Path):
     req = RequestSpec(method="POST", body='{"a":1}', content_type="application/json", headers={"X-T": "1"})
-    inv = ab.ADAPTER.build(cell(request=req, keepalive=False, stop=StopSpec(requests=100)), tmp_path)
+    inv = ab.ADAPTER.build(cell(request=req, keepalive=False, stop=StopSpec(requests=100)), tmp_path, FOUND)
     assert "-k" not in inv.argv
     assert inv.files == {"body": '{"a":1}'}
     assert inv.argv[inv.argv.index("-p") + 1] == "body"

@@ -9,9 +9,10 @@ import pytest
 
 from conftest import FIXTURES, REPO, recorded
 from toolbench import histogram
+from toolbench.adapter import Found, Missing
 from toolbench.adapters import jmeter, jmeter_jtl, jmeter_parallel
 from toolbench.derive import complete, judge
-from toolbench.errors import HostError, ParseError
+from toolbench.errors import ParseError
 from toolbench.hosts import Captured, LocalHost
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
@@ -203,8 +204,9 @@ def test_detect_explains_debians_213(monkeypatch, tmp_path):
     monkeypatch.delenv("TOOLBENCH_JMETER_HOME", raising=False)
     if LocalHost().which("java") is None:
         pytest.skip("no java here")
-    with pytest.raises(HostError, match="JMeter 2.13: Debian's JMeter 2.13 cannot run test plans on Debian 12"):
-        jmeter.ADAPTER.detect(RecordedHost())
+    found = jmeter.ADAPTER.detect(RecordedHost())
+    assert isinstance(found, Missing)
+    assert "/usr/bin/jmeter is JMeter 2.13: Debian's JMeter 2.13 cannot run test plans on Debian 12" in found.reason
 
 
 def installed() -> Path:
@@ -219,11 +221,13 @@ def test_detect_finds_the_installed_jmeter_and_says_when_java_is_missing(monkeyp
     monkeypatch.delenv("TOOLBENCH_TOOLS", raising=False)
     monkeypatch.delenv("TOOLBENCH_JMETER_HOME", raising=False)
     assert jmeter.locate(LocalHost()) == str(path)
-    assert jmeter.ADAPTER.build(cell(), Path(".")).argv[0] == str(path)
+    found = jmeter.ADAPTER.detect(LocalHost())
+    assert found == Found(str(path), path.parent.parent.name[len("jmeter-"):])
+    assert jmeter.ADAPTER.build(cell(), Path("."), found).argv[0] == str(path)
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("JAVA_HOME", raising=False)
-    with pytest.raises(HostError, match="needs Java: no `java` on PATH and no JAVA_HOME"):
-        jmeter.ADAPTER.detect(LocalHost())
+    missing = jmeter.ADAPTER.detect(LocalHost())
+    assert isinstance(missing, Missing) and "needs Java: no `java` on the PATH of local and no JAVA_HOME" in missing.reason
 
 
 def test_tools_shows_the_installed_version():
@@ -298,7 +302,7 @@ def test_plan_carries_method_body_and_headers_escaped():
     headers = {h.find("*[@name='Header.name']").text: h.find("*[@name='Header.value']").text
                for h in root.iter("elementProp") if h.get("elementType") == "Header"}
     assert headers == {"X-Token": 'a"b'}
-    assert jmeter.ADAPTER.build(cell(request=req), Path(".")).files["body"] == '{"k": "&"}'
+    assert jmeter.ADAPTER.build(cell(request=req), Path("."), FOUND).files["body"] == '{"k": "&"}'
 
 
 def test_every_value_in_a_plan_is_literal_for_jmeter():
@@ -312,8 +316,12 @@ def test_every_value_in_a_plan_is_literal_for_jmeter():
     assert jmeter.jmx_value('<&"\'\n>') == "&lt;&amp;&quot;&apos;&#10;&gt;"
 
 
+FOUND = Found("/opt/jmeter/bin/jmeter", "5.6.3")
+
+
 def test_command_line_outputs_and_heap():
-    inv = jmeter.ADAPTER.build(cell(options={"heap": "512m"}), Path("."))
+    inv = jmeter.ADAPTER.build(cell(options={"heap": "512m"}), Path("."), FOUND)
+    assert inv.argv[0] == "/opt/jmeter/bin/jmeter"  # the path detection found
     assert inv.argv[1:8] == ["-n", "-t", "plan.jmx", "-l", "results.jtl", "-j", "jmeter.log"]
     assert "-Jjmeter.save.saveservice.output_format=csv" in inv.argv
     assert "-Jjmeter.save.saveservice.connect_time=true" in inv.argv

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from conftest import recorded
-from toolbench.adapter import RawOutput
+from toolbench.adapter import Found, Missing, RawOutput
 from toolbench.adapters import siege
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
@@ -97,9 +97,12 @@ def cell(**changes) -> Cell:
     return Cell(**base)
 
 
+FOUND = Found("/opt/siege/bin/siege", "4.0.7")
+
+
 def test_build_writes_its_own_siegerc_and_never_uses_g(tmp_path):
-    inv = siege.ADAPTER.build(cell(), tmp_path)
-    assert inv.argv[:3] == ["siege", "-R", "siegerc"]
+    inv = siege.ADAPTER.build(cell(), tmp_path, FOUND)
+    assert inv.argv[:3] == ["/opt/siege/bin/siege", "-R", "siegerc"]  # the path detection found
     assert "-g" not in inv.argv and "--get" not in inv.argv
     rc = inv.files["siegerc"]
     assert "connection = close" in rc and "limit = 300" in rc and "json_output = true" in rc
@@ -110,7 +113,7 @@ def test_build_writes_its_own_siegerc_and_never_uses_g(tmp_path):
 
 def test_build_requests_and_post(tmp_path):
     req = RequestSpec(method="POST", body='{"a":1}', content_type="application/json")
-    inv = siege.ADAPTER.build(cell(concurrency=10, keepalive=True, request=req, stop=StopSpec(requests=95)), tmp_path)
+    inv = siege.ADAPTER.build(cell(concurrency=10, keepalive=True, request=req, stop=StopSpec(requests=95)), tmp_path, FOUND)
     assert inv.argv[inv.argv.index("-r") + 1] == "10"  # repetitions per user
     assert inv.argv[-1] == "http://127.0.0.1:8080/ POST <body"  # from the file toolbench writes
     assert inv.files["body"] == '{"a":1}'

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from toolbench import derive, monitor, plan, prereq, probe, registry, ssh, store, targets
-from toolbench.adapter import Adapter, RawOutput
+from toolbench.adapter import Adapter, Detection, Found, Missing, RawOutput
 from toolbench.errors import HostError, Interrupted, ParseError, ScenarioError, ToolbenchError
 from toolbench.hosts import Completed, Host, RemoteHost, Running
 from toolbench.plan import Cell, PlannedCell
@@ -84,7 +84,7 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
         raise prereq.refusal(findings, scenario.source)
     run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)
     done = run_dir.finished_cells() if resume else set()
-    found = _detect_tools(host, {c.cell.tool for c in cells})
+    found = _detect_tools(scenario, host, {c.cell.tool for c in cells})
     checked = {"checked_at": store.utc_now(), "host": host.label, "went_on": bool(prereq.blocking(findings)),
                "findings": [f.to_dict() for f in findings]}
     if not resume:
@@ -112,19 +112,13 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
     return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
 
 
-@dataclass(frozen=True)
-class ToolFound:
-    version: str | None
-    why_not: str = ""  # when version is None: what detection said
-
-
 def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
-               found: dict[str, ToolFound], target: targets.RunningTarget, observer: Observer) -> bool:
+               found: dict[str, Detection], target: targets.RunningTarget, observer: Observer) -> bool:
     last_ran = False
     for index, planned in enumerate(todo):
         cell = planned.cell.at(target.base_url)
         observer.cell_started(index, cell)
-        runnable = planned.support.ok and found[cell.tool].version is not None
+        runnable = planned.support.ok and isinstance(found[cell.tool], Found)
         if runnable and last_ran and scenario.cooldown_s:
             time.sleep(scenario.cooldown_s)
         result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
@@ -137,8 +131,8 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
 
 
 def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
-             found: ToolFound, target_label: str) -> RunResult:
-    version = found.version
+             found: Detection, target_label: str) -> RunResult:
+    version = found.version if isinstance(found, Found) else None
     identity = Identity(
         scenario=scenario.name, cell_id=cell.id, tool=cell.tool, tool_version=version,
         target_label=target_label, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
@@ -146,13 +140,14 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
         rate_rps=cell.rate_rps, variant=cell.variant)
     if not planned.support.ok:
         return RunResult(identity, Outcome(Status.UNSUPPORTED, error=planned.support.reason))
-    if version is None:
-        return RunResult(identity, Outcome(Status.TOOL_MISSING, error=found.why_not))
+    if isinstance(found, Missing):
+        return RunResult(identity, Outcome(Status.TOOL_MISSING, error=found.reason))
     adapter = registry.get(cell.tool)
     workdir = run_dir.cell_dir(cell.id)
     started_at = store.utc_now()
     try:
-        completed, raw, watched, hangs = _execute_with_retries(adapter, cell, workdir, host, scenario, run_dir)
+        completed, raw, watched, hangs = _execute_with_retries(adapter, found, cell, workdir, host, scenario,
+                                                               run_dir)
     except HostError as exc:
         return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
                          timing=Timing(started_at=started_at, ended_at=store.utc_now()))
@@ -165,7 +160,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     measurement, parse_error = _parse(adapter, raw)
     status, error = derive.judge(measurement, completed.exit_code, timed_out=completed.timed_out,
                                  interrupted=completed.interrupted, timeout_s=cell.timeout_s,
-                                 stderr=raw.stderr, ok_exit_codes=getattr(adapter, "ok_exit_codes", (0,)))
+                                 stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes)
     if parse_error and status is Status.OK:
         status, error = Status.FAILED, parse_error
     elif parse_error:
@@ -182,19 +177,19 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
                                    cost=cost, probe=probed)
 
 
-def _execute_with_retries(adapter: Adapter, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
-                          run_dir: store.RunDir) -> tuple[Completed, RawOutput, "Watched", list[str]]:
+def _execute_with_retries(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host,
+                          scenario: Scenario, run_dir: store.RunDir) -> tuple[Completed, RawOutput, "Watched", list[str]]:
     """A tool known to hang now and then at the end of a run (`retries_on_hang`) is run
     again after a hang; the hung attempt's output is kept beside, and noted."""
-    attempts = 1 + int(getattr(adapter, "retries_on_hang", 0))
+    attempts = 1 + adapter.retries_on_hang
     hangs: list[str] = []
     for attempt in range(1, attempts + 1):
-        completed, raw, watched = _execute(adapter, cell, workdir, host, scenario)
+        completed, raw, watched = _execute(adapter, found, cell, workdir, host, scenario)
         if not completed.timed_out or attempt == attempts:
             break
         kept = workdir / f"hung-{attempt}"
         kept.mkdir(exist_ok=True)
-        stay = {"command.txt", *adapter.build(cell, workdir).files}  # what the next attempt needs
+        stay = {"command.txt", *adapter.build(cell, workdir, found).files}  # what the next attempt needs
         for path in list(workdir.iterdir()):
             if path.is_file() and path.name not in stay:
                 path.rename(kept / path.name)
@@ -222,14 +217,14 @@ class Watched:
     series: Path | None
 
 
-def _execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host,
+def _execute(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host,
              scenario: Scenario) -> tuple[Completed, RawOutput, Watched]:
     """On a remote generator the tool runs in a temporary folder there: its input files go
     over first, its output files come back after; stdout and stderr stream back live."""
     far = cast(RemoteHost, host) if host.remote else None
     remote = far.mkdtemp() if far else None
     tool_dir = Path(remote) if remote else workdir
-    invocation = adapter.build(cell, tool_dir)
+    invocation = adapter.build(cell, tool_dir, found)
     for name, content in invocation.files.items():
         (workdir / name).write_text(content)
         if far:
@@ -308,19 +303,25 @@ def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | 
         return None, str(exc)
 
 
-def _detect_tools(host: Host, tools: set[str]) -> dict[str, ToolFound]:
-    found = {}
+def _detect_tools(scenario: Scenario, host: Host, tools: set[str]) -> dict[str, Detection]:
+    """Each tool looked for on the host that runs it: at the path the scenario gives for its
+    program on that host (`hosts.generator.tools`), else where it is usually installed."""
+    found: dict[str, Detection] = {}
     for tool in sorted(tools):
+        adapter = registry.get(tool)
+        path = scenario.generator.tools.get(adapter.program)
         try:
-            version = registry.get(tool).detect(host)
-        except HostError as exc:
-            found[tool] = ToolFound(None, str(exc))
-            continue
-        found[tool] = ToolFound(version, "" if version else f"{tool} is not installed on {host.label}")
+            detection = adapter.detect(host, path)
+        except HostError as exc:  # the host failed (a lost connection), not the tool
+            detection = Missing(str(exc))
+        if isinstance(detection, Missing) and path is not None:
+            key = f"hosts.generator.tools.{adapter.program}"
+            detection = Missing(f"{scenario.locations.get(key, scenario.source)}: {key}: {detection.reason}")
+        found[tool] = detection
     return found
 
 
-def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
+def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection],
               prerequisites: dict[str, object]) -> dict[str, object]:
     facts = host.facts()
     return {
@@ -330,7 +331,7 @@ def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
         "status": "starting",
         "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
                         "argv": sys.argv},
-        "tools": {tool: f.version for tool, f in found.items()},
+        "tools": {tool: f.version if isinstance(f, Found) else None for tool, f in found.items()},
         "prerequisites": prerequisites,
         "observation": {"monitor": dataclasses.asdict(scenario.monitor), "probe": dataclasses.asdict(scenario.probe)},
     }

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from toolbench import derive, registry, store
-from toolbench.adapter import Adapter, RawOutput, group_of
+from toolbench.adapter import Adapter, Found, RawOutput
 from toolbench.errors import Interrupted, ToolbenchError
 from toolbench.schema import Identity, Outcome, RunResult, result_from_measurement
 
@@ -70,7 +70,7 @@ def _group(adapter: Adapter, paths: list[Path]) -> dict[str, list[Path]]:
     for path in paths:
         if not path.is_file():
             raise ToolbenchError(f"{path}: no such file")
-        groups.setdefault(group_of(adapter, path), []).append(path)
+        groups.setdefault(adapter.group_name(path), []).append(path)
     return groups
 
 
@@ -102,13 +102,9 @@ def tools(args: argparse.Namespace) -> int:
 
     host = LocalHost()
     for name, adapter in registry.adapters().items():
-        try:
-            version = adapter.detect(host)
-        except ToolbenchError as exc:
-            version, why = None, str(exc)
-        else:
-            why = "not found"
-        print(f"{name:<12} {version if version else '- (' + why + ')'}")
+        found = adapter.detect(host)
+        shown = f"{found.version}  {found.path}" if isinstance(found, Found) else f"- ({found.reason})"
+        print(f"{name:<12} {shown}")
     for name, why in registry.broken().items():
         print(f"{name:<12} - (adapter broken: {why})")
     return 0
