@@ -29,8 +29,8 @@ import jinja2
 
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                missing_program, option)
-from toolbench.adapters import jmeter_jtl
-from toolbench.adapters.jmeter_agg import Jtl, JtlError
+from toolbench.adapters.jmeter_agg import Jtl
+from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.errors import AdapterError, HostError, ParseError
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
 
@@ -225,13 +225,7 @@ def parse(raw: RawOutput) -> Measurement:
     summary = _summary(raw.stdout)
     path = raw.files.get("jtl")
     if path is not None:
-        try:
-            jtl = jmeter_jtl.read(path)
-        except JtlError as exc:
-            raise ParseError("jmeter", str(exc), str(path)) from None
-        except OSError as exc:
-            raise ParseError("jmeter", f"cannot read the JTL: {exc.strerror}", str(path)) from None
-        return _from_jtl(jtl, summary)
+        return _from_jtl(read_jtl(path), summary)
     if summary is not None:
         return _from_summary(summary)
     raise ParseError("jmeter", "no JTL and no `summary =` line: JMeter ran no sample" + _last_words(raw),
