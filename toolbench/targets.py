@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from toolbench.errors import TargetError
+from toolbench.lifeline import Lifeline, die_with_parent
 from toolbench.scenario import TargetSpec
 
 HELLO = b"Hello, World!"  # the reference study's 13-byte static file
@@ -64,13 +65,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextlib.contextmanager
-def started(spec: TargetSpec, workdir: Path) -> Iterator[RunningTarget]:
+def started(spec: TargetSpec, workdir: Path, lifeline: Lifeline | None = None) -> Iterator[RunningTarget]:
+    """`lifeline`, when given, records the server started and kills it should toolbench die."""
     if spec.server == "nginx-static":
-        with nginx_static(workdir / "nginx") as target:
+        with nginx_static(workdir / "nginx", lifeline=lifeline) as target:
             yield target
     elif spec.command:
         assert spec.url is not None
-        with _command_target(spec, workdir) as target:
+        with _command_target(spec, workdir, lifeline) as target:
             yield target
     else:
         assert spec.url is not None
@@ -79,7 +81,8 @@ def started(spec: TargetSpec, workdir: Path) -> Iterator[RunningTarget]:
 
 
 @contextlib.contextmanager
-def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1") -> Iterator[RunningTarget]:
+def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1",
+                 lifeline: Lifeline | None = None) -> Iterator[RunningTarget]:
     """A real nginx with its own config on a free loopback port."""
     workdir = workdir.resolve()
     binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
@@ -102,7 +105,7 @@ def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1") -> It
     argv = [binary, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log")]
     version = _nginx_version(binary)
     try:
-        with _process(argv, workdir, "nginx") as proc:
+        with _process(argv, workdir, "nginx", lifeline) as proc:
             url = f"http://{host}:{port}"
             wait_ready(url + "/", 15.0, proc, "nginx-static", workdir / "error.log")
             yield RunningTarget(base_url=url, label="nginx-static", pid=proc.pid, version=version)
@@ -111,48 +114,70 @@ def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1") -> It
 
 
 @contextlib.contextmanager
-def _command_target(spec: TargetSpec, workdir: Path) -> Iterator[RunningTarget]:
+def _command_target(spec: TargetSpec, workdir: Path, lifeline: Lifeline | None) -> Iterator[RunningTarget]:
     assert spec.command is not None and spec.url is not None
     workdir.mkdir(parents=True, exist_ok=True)
-    with _process(shlex.split(spec.command), workdir, "target") as proc:
+    with _process(shlex.split(spec.command), workdir, "target", lifeline) as proc:
         wait_ready(spec.url + spec.ready_path, spec.ready_timeout_s, proc, "target",
                    workdir / "target.stderr.txt")
         yield RunningTarget(base_url=spec.url, label=spec.display, pid=proc.pid)
 
 
 @contextlib.contextmanager
-def _process(argv: list[str], workdir: Path, label: str) -> Iterator[subprocess.Popen[bytes]]:
+def _process(argv: list[str], workdir: Path, label: str,
+             lifeline: Lifeline | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A server in a session of its own (its whole tree is one process group), killed by the
+    kernel should toolbench die without stopping it."""
     out = open(workdir / f"{label}.stdout.txt", "wb")
     err = open(workdir / f"{label}.stderr.txt", "wb")
     try:
         proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=die_with_parent())
     except OSError as exc:
         out.close()
         err.close()
         raise TargetError(f"{label}: cannot start {argv[0]}: {exc.strerror}") from None
     try:
+        if lifeline is not None:
+            lifeline.adopt(proc.pid, f"target {label}")
         yield proc
     finally:
         _stop(proc)
+        if lifeline is not None:
+            lifeline.release(proc.pid)
         out.close()
         err.close()
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Graceful first (nginx finishes in-flight requests on SIGQUIT), then by force."""
-    if proc.poll() is not None:
-        return
+    """Graceful first (nginx finishes in-flight requests on SIGQUIT), then by force; and
+    whatever is left in its group (workers of a master that died first) goes too. The group
+    is killed before the leader is reaped: until then its id cannot be reused."""
     for sig, grace in ((signal.SIGQUIT, 3.0), (signal.SIGKILL, 5.0)):
+        if _exited(proc):
+            break
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+            break
+        if _exited(proc, grace):
+            break
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5.0)
+
+
+def _exited(proc: subprocess.Popen[bytes], grace: float = 0.0) -> bool:
+    """True once the process has exited, within `grace` seconds; it is left unreaped."""
+    deadline = time.monotonic() + grace
+    while True:
+        if proc.returncode is not None or os.waitid(os.P_PID, proc.pid,
+                                                    os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
 
 
 def wait_ready(url: str, timeout_s: float, proc: subprocess.Popen[bytes] | None, label: str,
