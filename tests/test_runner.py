@@ -161,7 +161,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_measured(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert "interrupted; the cells measured so far are kept in" in err
+    assert "interrupted by SIGINT; the cells measured so far are kept in" in err
     assert "Traceback" not in err
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert lines[0]["outcome"]["status"] == "ok"
