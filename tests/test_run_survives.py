@@ -95,6 +95,15 @@ def target_port(run_dir: Path) -> int:
     return urllib.parse.urlsplit(manifest["target"]["url"]).port
 
 
+def start_mid_cell(tmp_path: Path, root: Path, cells_done: int = 1) -> tuple[Run, Path, int]:
+    """A run started and caught while the tool of cell `cells_done + 1` runs: the run, its
+    folder and its target's port."""
+    run = Run(tmp_path, "run", str(scenario(tmp_path)), "-o", str(root))
+    run_dir = run_folder(root)
+    wait_for(f"the tool of cell {cells_done + 1}", lambda: tool_in_flight(run_dir, cells_done))
+    return run, run_dir, target_port(run_dir)
+
+
 def assert_nothing_survives(run_dir: Path, port: int) -> None:
     """Every process the run recorded is gone with its whole group (nginx's workers too), and
     the target's port answers no more. A pid alive again with another create time is not ours."""
@@ -142,10 +151,7 @@ def resume(tmp_path: Path, run_dir: Path, name: str = "resume") -> Run:
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_mid_cell_stops_everything_and_resume_runs_that_cell_again(tmp_path, sig, code):
     need("ab")
-    run = Run(tmp_path, "run", str(scenario(tmp_path)), "-o", str(tmp_path / "r"))
-    run_dir = run_folder(tmp_path / "r")
-    wait_for("the second cell's tool", lambda: tool_in_flight(run_dir, 1))
-    port = target_port(run_dir)
+    run, run_dir, port = start_mid_cell(tmp_path, tmp_path / "r")
     run.proc.send_signal(sig)
     assert run.wait() == code, run.stderr
     assert "Traceback" not in run.stderr
@@ -169,10 +175,7 @@ def test_a_signal_mid_cell_stops_everything_and_resume_runs_that_cell_again(tmp_
 
 def test_kill_9_leaves_nothing_running_and_resume_completes_the_run(tmp_path):
     need("ab")
-    run = Run(tmp_path, "run", str(scenario(tmp_path)), "-o", str(tmp_path / "r"))
-    run_dir = run_folder(tmp_path / "r")
-    wait_for("the second cell's tool", lambda: tool_in_flight(run_dir, 1))
-    port = target_port(run_dir)
+    run, run_dir, port = start_mid_cell(tmp_path, tmp_path / "r")
     run.proc.kill()
     run.wait()
     assert_nothing_survives(run_dir, port)  # the kernel and the watchdog, not toolbench, stopped them
@@ -187,10 +190,7 @@ def test_resume_stops_what_a_killed_run_left_when_its_watchdog_was_killed_too(tm
     # Without the watchdog, nginx's worker outlives its killed master: --resume finds it by
     # the group and create time the run recorded.
     need("ab")
-    run = Run(tmp_path, "run", str(scenario(tmp_path)), "-o", str(tmp_path / "r"))
-    run_dir = run_folder(tmp_path / "r")
-    wait_for("the second cell's tool", lambda: tool_in_flight(run_dir, 1))
-    port = target_port(run_dir)
+    run, run_dir, port = start_mid_cell(tmp_path, tmp_path / "r")
     (watchdog,) = [e["pid"] for e in ledger(run_dir) if e.get("role") == "watchdog"]
     os.kill(watchdog, signal.SIGKILL)
     wait_for("the watchdog's end", lambda: not psutil.pid_exists(watchdog) or
@@ -256,9 +256,7 @@ def test_a_torn_results_file_is_read_and_resumed_without_loss(tmp_path):
 
 def test_two_resumes_of_one_run_do_not_both_run(tmp_path):
     need("ab")
-    run = Run(tmp_path, "run", str(scenario(tmp_path)), "-o", str(tmp_path / "r"))
-    run_dir = run_folder(tmp_path / "r")
-    wait_for("the first cell's tool", lambda: tool_in_flight(run_dir, 0))
+    run, run_dir, _ = start_mid_cell(tmp_path, tmp_path / "r", cells_done=0)
     run.proc.send_signal(signal.SIGINT)
     assert run.wait() == 130
 
@@ -306,10 +304,7 @@ def small_disk(tmp_path):
 
 def test_a_full_disk_ends_in_one_line_with_every_result_intact(tmp_path, small_disk):
     need("ab")
-    run = Run(tmp_path, "run", str(scenario(tmp_path)), "-o", str(small_disk.path / "r"))
-    run_dir = run_folder(small_disk.path / "r")
-    wait_for("the second cell's tool", lambda: tool_in_flight(run_dir, 1))
-    port = target_port(run_dir)
+    run, run_dir, port = start_mid_cell(tmp_path, small_disk.path / "r")
     small_disk.fill()
     assert run.wait() == 1, run.stderr
     errors = [line for line in run.stderr.splitlines() if line.startswith("toolbench")]
