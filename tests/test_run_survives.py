@@ -118,15 +118,30 @@ def assert_nothing_survives(run_dir: Path, port: int) -> None:
                     return False
             except psutil.NoSuchProcess:
                 pass
-            try:
-                os.killpg(entry["pgid"], 0)
-            except ProcessLookupError:
-                return True
-            return False
+            return not [p for p in running() if _group(p.pid) == entry["pgid"]]
 
         wait_for(f"the end of {entry['role']} (pid {entry['pid']})", ended, timeout=15)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def running() -> list[psutil.Process]:
+    """Every process but zombies (dead, waiting for whoever inherited them to reap them)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def _group(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def stored(run_dir: Path) -> list[dict]:
@@ -199,7 +214,7 @@ def test_resume_stops_what_a_killed_run_left_when_its_watchdog_was_killed_too(tm
     run.wait()
     (nginx,) = [e for e in ledger(run_dir) if e.get("role") == "target nginx"]
     worker = wait_for("nginx's orphaned worker", lambda: [
-        p for p in psutil.process_iter() if p.pid != nginx["pid"] and _group(p.pid) == nginx["pgid"]])
+        p for p in running() if p.pid != nginx["pid"] and _group(p.pid) == nginx["pgid"]])
     socket.create_connection(("127.0.0.1", port), timeout=5).close()  # it still serves
 
     again = resume(tmp_path, run_dir)
@@ -209,13 +224,6 @@ def test_resume_stops_what_a_killed_run_left_when_its_watchdog_was_killed_too(tm
     assert_every_cell_once(run_dir)
     resumed = json.loads((run_dir / store.MANIFEST).read_text())["resumed"]
     assert resumed[0]["stopped_leftovers"] and resumed[0]["stopped_leftovers"][0].startswith("target nginx")
-
-
-def _group(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except OSError:
-        return None
 
 
 def test_a_torn_results_file_is_read_and_resumed_without_loss(tmp_path):

@@ -93,8 +93,12 @@ class Lifeline:
             raise
         self._groups: dict[int, tuple[int, float]] = {}  # pid -> (pgid, create time)
         self._watchdog_created = _create_time(self._watchdog.pid)
-        self._write({"event": "started", "role": "watchdog", "pid": self._watchdog.pid,
-                     "pgid": self._watchdog.pid, "create_time": self._watchdog_created})
+        try:
+            self._write({"event": "started", "role": "watchdog", "pid": self._watchdog.pid,
+                         "pgid": self._watchdog.pid, "create_time": self._watchdog_created})
+        except BaseException:
+            self.close()
+            raise
 
     def adopt(self, pid: int, role: str) -> None:
         """Raises OSError when it cannot be recorded (a full disk): the caller then stops the process."""
@@ -182,10 +186,13 @@ def _unfinished(ledger: Path) -> list[dict[str, Any]]:
 
 
 def _processes_by_group() -> dict[int, list[psutil.Process]]:
+    """Every running process by its group; zombies are dead already, waiting to be reaped
+    by whoever inherited them."""
     groups: dict[int, list[psutil.Process]] = {}
     for proc in psutil.process_iter():
-        with contextlib.suppress(OSError):
-            groups.setdefault(os.getpgid(proc.pid), []).append(proc)
+        with contextlib.suppress(OSError, psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                groups.setdefault(os.getpgid(proc.pid), []).append(proc)
     return groups
 
 
