@@ -125,7 +125,12 @@ def test_a_damaged_run_is_a_one_line_error(root: Path, tmp_path: Path, capsys: p
     run = tmp_path / "cut"
     shutil.copytree(run_named(root, "single-"), run)
     with open(run / "results.jsonl", "a") as fh:
-        fh.write('{"identity": {"cell_id": "ab-c1')  # a line cut by a crash
+        fh.write('{"identity": {"cell_id": "ab-c1')  # a last line cut by a crash: stepped over, said
+    assert main(["report", str(run)]) == 0
+    assert capsys.readouterr().err == (f"toolbench: note: {run / 'results.jsonl'}:2: an incomplete last "
+                                       "record (cut off by a crash) was skipped\n")
+    with open(run / "results.jsonl", "a") as fh:
+        fh.write("\n" + (run / "results.jsonl").read_text().splitlines()[0] + "\n")  # now in the middle
     with pytest.raises(StoreError, match=r"results.jsonl:2: not a result record"):
         render.render_run(run)
     assert main(["report", str(run)]) == 1
@@ -167,7 +172,8 @@ def test_publish_lists_a_run_it_cannot_render_and_says_so(root: Path, tmp_path: 
     runs = tmp_path / "runs"
     shutil.copytree(run_named(root, "single-"), runs / "single-20260113T090000Z")
     shutil.copytree(run_named(root, "single-"), runs / "cut-20260115T090000Z")
-    (runs / "cut-20260115T090000Z" / "results.jsonl").write_text("{not json\n")
+    damaged = runs / "cut-20260115T090000Z" / "results.jsonl"
+    damaged.write_text("{not json\n" + damaged.read_text())  # a damaged line before a whole one
     (runs / "notes").mkdir()  # not a run: ignored
     assert main(["publish", str(runs)]) == 1  # in place
     err = capsys.readouterr().err

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from toolbench import derive, registry, store
 from toolbench.adapter import Adapter, RawOutput, group_of
-from toolbench.errors import Interrupted, ToolbenchError
+from toolbench.errors import Interrupted, Notice, ToolbenchError
 from toolbench.schema import Identity, Outcome, RunResult, result_from_measurement
 
 CLASSIFY_CHARS = 64 * 1024
@@ -18,20 +20,30 @@ CLASSIFY_CHARS = 64 * 1024
 def run(args: argparse.Namespace) -> int:
     from toolbench import runner, scenario
     from toolbench.cli.progress import ProgressObserver
+    from toolbench.cli.signals import StopOnSignals
     from toolbench.report import render
 
-    loaded = scenario.load(args.scenario)
-    show = not args.no_progress and sys.stderr.isatty()
-    try:
-        with ProgressObserver(enabled=show) as observer:
-            summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer, go_on=args.go_on,
-                                 known_hosts=args.known_hosts, trust_new_key=args.trust_new_host_key)
-    except Interrupted as exc:
-        # What was measured before Ctrl-C is on disk: render it, then report the interruption.
-        print(render.render_run(Path(str(exc.run_dir))))
-        raise
-    _print_results_table(store.RunDir.open(summary.run_dir).results())
-    print(render.render_run(summary.run_dir))
+    with StopOnSignals() as stop:
+        loaded = scenario.load(args.scenario)
+        show = not args.no_progress and sys.stderr.isatty()
+        try:
+            with ProgressObserver(enabled=show) as observer:
+                summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer,
+                                     go_on=args.go_on, known_hosts=args.known_hosts,
+                                     trust_new_key=args.trust_new_host_key)
+        except Interrupted as exc:
+            # What was measured before the stop is on disk: render it, then say how the run ended.
+            by = stop.received.name if stop.received else None
+            try:
+                report = render.render_run(Path(str(exc.run_dir)))
+            except ToolbenchError as problem:
+                warnings.warn(Notice(f"the report was not rendered: {problem}"), stacklevel=1)
+            else:
+                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                    print(report, flush=True)
+            raise Interrupted(exc.run_dir, by) from None
+        _print_results_table(store.RunDir.open(summary.run_dir).results())
+        print(render.render_run(summary.run_dir))
     return 0
 
 
