@@ -1,22 +1,31 @@
 """The verdict: plain sentences drawn from the data, and only the claims the data support.
 
-Which tool generated the most, at what cost, and which measured truthfully; where
-the data cannot answer (no monitor, no probe, no finished cell) it says so."""
+Which tool generated the most successful requests, like for like and beyond the noise;
+what limited each cell; what the load cost the generator; which tool measured truthfully;
+what failed. Where the data cannot answer (no monitor, no probe, no finished cell) it says
+so. Every figure it uses carries its noise (toolbench.stats.Estimate)."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Callable
 
-from toolbench.report import fmt, groups
+from toolbench import stats
+from toolbench.report import fmt
+from toolbench.report.bounds import Bound
 from toolbench.report.context import Context, RunView
-from toolbench.report.cost import point_cpu
-from toolbench.report.truth import CellTruth, Verdict, truths
+from toolbench.report.groups import Series
+from toolbench.report.likewise import By, Cell, Comparison, Tiers, comparisons, leader, tied
+from toolbench.report.truth import CellTruth, Verdict
+from toolbench.report.verdict_text import Getter, and_list, estimate, limit_phrase, ranking_sentence
 from toolbench.schema import Status
+
+MAX_LISTED = 6  # per-comparison sentences in the verdict; the like-for-like table has them all
 
 
 @dataclass(frozen=True)
 class Topic:
-    name: str  # what the sentences answer: throughput, cost, truthfulness, failures
+    name: str  # what the sentences answer: throughput, limits, cost, truthfulness, failures
     sentences: tuple[str, ...]
 
 
@@ -28,74 +37,173 @@ class RunVerdict:
 
 
 def verdicts(ctx: Context) -> list[RunVerdict]:
-    checks = truths(ctx)
-    return [_run_verdict(run, [p for p in ctx.peaks if p.key.run == run.label],
-                         [c for c in checks if c.point.key.run == run.label]) for run in ctx.runs]
+    comps = comparisons(ctx)
+    return [_run_verdict(run, [c for c in comps if c.run == run.label], [s for s in ctx.series if s.key.run == run.label])
+            for run in ctx.runs]
 
 
-def _run_verdict(run: RunView, peaks: list[groups.Peak], checks: list[CellTruth]) -> RunVerdict:
-    best = groups.leader(peaks)
-    topics = (Topic("Throughput", tuple(_ranking(peaks))), Topic("Cost", tuple(_cost(best, peaks))),
-              Topic("Truthfulness", tuple(_truth(checks))), Topic("Failures", tuple(_failures(run, peaks))))
-    return RunVerdict(run.label, _headline(best, peaks, run), tuple(t for t in topics if t.sentences))
+def _run_verdict(run: RunView, comps: list[Comparison], series: list[Series]) -> RunVerdict:
+    cells = [cell for comp in comps for cell in comp.cells]
+    topics = (Topic("Like for like", tuple(_ranking(comps))), Topic("Limits", tuple(_limits(cells))),
+              Topic("Cost", tuple(_cost(comps, cells))), Topic("Truthfulness", tuple(_truth([c.truth for c in cells]))),
+              Topic("Failures", tuple(_failures(run, cells, series))))
+    return RunVerdict(run.label, _headline(run, comps), tuple(t for t in topics if t.sentences))
 
 
-def _rate(peak: groups.Peak) -> str:
-    return f"{fmt.number(peak.rps)} requests/s"
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _where(peak: groups.Peak) -> str:
-    return f"at concurrency {fmt.number(peak.concurrency)} with keep-alive {peak.key.keepalive_text}"
+def _every(n: int) -> str:
+    return {1: "the one like-for-like comparison", 2: "both like-for-like comparisons"}.get(
+        n, f"all {n} like-for-like comparisons")
 
 
-def _headline(best: groups.Peak | None, peaks: list[groups.Peak], run: RunView) -> str:
-    if best is None:
-        done = sum(p.cells for p in peaks)
-        return (f"No cell finished ok ({done} cells recorded), so this run cannot say which tool generated the most."
-                if done else "This run has no results yet.")
-    others = [p for p in peaks if p.key.name != best.key.name and p.rps]
-    if not others:
-        alone = "the only tool that finished" if len({p.key.name for p in peaks}) > 1 else "the only tool here"
-        return f"{best.key.name}, {alone}, peaked at {_rate(best)} {_where(best)}."
-    second = max(others, key=lambda p: p.rps or 0.0)
-    ratio = (best.rps or 0.0) / (second.rps or 1.0)
-    return (f"{best.key.name} generated the most load: {_rate(best)} {_where(best)}, {ratio:.1f}× the best of "
-            f"{second.key.name} ({fmt.number(second.rps)}/s, keep-alive {second.key.keepalive_text}).")
+def _headline(run: RunView, comps: list[Comparison]) -> str:
+    prefix = (f"Interrupted run ({_plural(len(run.results), 'cell')} recorded). "
+              if run.manifest.get("status") == "interrupted" else "")
+    if not run.results:
+        return "This run has no results yet."
+    if not comps:
+        ok = sum(r.outcome.status is Status.OK for r in run.results)
+        if ok:
+            return (prefix + f"{_plural(ok, 'cell')} finished ok, but no tool said how many requests succeeded, "
+                    "so this run cannot say which tool generated the most.")
+        return (prefix + f"No cell finished ok ({_plural(len(run.results), 'cell')} recorded), so this run cannot "
+                "say which tool generated the most.")
+    several = [c for c in comps if len(c.cells) > 1]
+    if not several:
+        return prefix + _alone(comps)
+    sentences = []
+    by_rate = [c for c in several if c.by is By.THROUGHPUT]
+    by_cost = [c for c in several if c.by is By.COST]
+    unranked = [c for c in several if c.by is By.NOTHING]
+    if by_rate:
+        sentences.append(_summary(by_rate, _by_rate, _rate, "/s", "generated the most successful requests/s",
+                                  "generated the same load", opens=True))
+    if by_cost:
+        lead = (f"The server was the limit in {_every(len(by_cost))}, so throughput does not rank these tools; "
+                "by CPU per request, " if not by_rate else
+                f"Where the server was the limit ({len(by_cost)} of {len(several)}), by CPU per request, ")
+        sentences.append(lead + _summary(by_cost, _by_cost, _cpu, " µs", "spent the least", "spent the same",
+                                         scoped=False))
+    if unranked:
+        sentences.append(f"In {_plural(len(unranked), 'comparison')} the server was the limit and the generator's "
+                         "cost was not measured, so the tools there are not ranked.")
+    return prefix + " ".join(sentences)
 
 
-def _ranking(peaks: list[groups.Peak]) -> list[str]:
-    out = []
-    for keepalive in (True, False):
-        rated = sorted((p for p in peaks if p.key.keepalive is keepalive and p.rps), key=lambda p: -(p.rps or 0.0))
-        if len(rated) > 1:
-            listed = ", ".join(f"{p.key.name} {fmt.number(p.rps)}/s (concurrency {fmt.number(p.concurrency)})"
-                               for p in rated)
-            out.append(f"Keep-alive {fmt.yes_no(keepalive)}, best first: {listed}.")
+def _alone(comps: list[Comparison]) -> str:
+    cells = [cell for comp in comps for cell in comp.cells]
+    best = max(cells, key=lambda c: c.rate.value)
+    tools = sorted({c.tool for c in cells})
+    failed = best.point.error_rate
+    errors = f"; {fmt.percent(failed * 100, 0)} of its requests failed" if failed and failed >= 0.01 else ""
+    limit = limit_phrase(best.limit.bound, 1)
+    comp = next(c for c in comps if best in c.cells)
+    where = f"at {comp.where}" + (f", {limit}" if limit else "")
+    if len(tools) == 1:
+        return f"{best.tool}, the only tool here, peaked at {estimate(best.rate, ' successful requests/s')} {where}{errors}."
+    return (f"No two tools finished a like-for-like cell (same keep-alive and concurrency), so none is ranked; "
+            f"the highest was {best.tool}'s {estimate(best.rate, ' successful requests/s')} {where}{errors}.")
+
+
+def _summary(comps: list[Comparison], rank: Callable[[Comparison], Tiers], get: Getter, unit: str,
+             led: str, same: str, opens: bool = False, scoped: bool = True) -> str:
+    """One clause over several comparisons ranked by one measure: who led, or who tied.
+    `opens`: the clause opens a sentence (tool names keep their case whatever the place);
+    `scoped`: say over how many comparisons (not when the sentence has said it already)."""
+    no = "No" if opens else "no"
+    scope = f" in {_every(len(comps))}" if scoped else ""
+    winners = Counter(w for c in comps if (w := leader(rank(c))))
+    ties = [c for c in comps if leader(rank(c)) is None]
+    n = len(comps)
+    ties_text = f"; {_plural(len(ties), 'comparison')} tied within the noise" if ties else ""
+    if len(winners) == 1:
+        (tool, k), = winners.items()
+        example = max((c for c in comps if leader(rank(c)) == tool), key=lambda c: _value(get(rank(c)[0][0])))
+        first, second = rank(example)[0][0], rank(example)[1][0]
+        a, b = _value(get(first)), _value(get(second))
+        ratio = f"{a / b:.1f}× " if unit == "/s" and b else (f"{b / a:.1f}× less than " if a else "against ")
+        count = scope if not ties else f" in {k} of {n} like-for-like comparisons"
+        return (f"{tool} {led}{count}, beyond the noise (at {example.where}: {estimate(get(first), unit)}, "
+                f"{ratio}{second.tool}'s {estimate(get(second), unit)}){ties_text}.")
+    example = max(comps, key=lambda c: _value(get(rank(c)[0][0])))
+    listed = and_list(f"{c.tool} {estimate(get(c), unit)}" for c in rank(example)[0])
+    if not winners:
+        common = set.intersection(*(set(tied(rank(c))) for c in comps))
+        if common:
+            return f"{and_list(sorted(common))} {same} within the noise{scope} (at {example.where}: {listed})."
+        return f"{no} tool led beyond the noise in any of the {n} like-for-like comparisons (at {example.where}: {listed})."
+    led_by = ", ".join(f"{tool} in {k}" for tool, k in sorted(winners.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{no} tool led everywhere: of {n} like-for-like comparisons, {led_by} led beyond the noise{ties_text}."
+
+
+def _value(e: stats.Estimate | None) -> float:
+    return e.value if e is not None else 0.0
+
+
+def _ranking(comps: list[Comparison]) -> list[str]:
+    several = [c for c in comps if len(c.cells) > 1]
+    out = [ranking_sentence(c) for c in several[:MAX_LISTED]]
+    if len(several) > MAX_LISTED:
+        out.append(f"{len(several) - MAX_LISTED} more comparisons are in the like-for-like table.")
+    if several:
+        out.append(f"A difference counts only beyond the noise of both cells (half the range of their repetitions, "
+                   f"or of their whole seconds with one repetition; ±{stats.ASSUMED_NOISE_PCT:g} % assumed where "
+                   f"neither was measured) and beyond {stats.MIN_DIFFERENCE_PCT:g} %; anything closer is a tie.")
     return out
 
 
-def _cost(best: groups.Peak | None, peaks: list[groups.Peak]) -> list[str]:
-    costs = {p.key: point_cpu(p.point)[0] for p in peaks if p.point is not None}
-    if best is None:
+def _cells_text(cells: list[Cell]) -> str:
+    shown = [f"{c.tool} at c {fmt.number(c.point.concurrency)}, keep-alive {c.point.key.keepalive_text}"
+             for c in cells[:4]]
+    return "; ".join(shown) + (f" and {len(cells) - 4} more" if len(cells) > 4 else "")
+
+
+def _limits(cells: list[Cell]) -> list[str]:
+    out = []
+    for bound, what in ((Bound.SERVER, "Limited by the server (the probe far above its unloaded time, or the "
+                         "server's CPU saturated)"),
+                        (Bound.GENERATOR, "Limited by the generator (the tool's processes used all the CPU its "
+                         "design can use)"),
+                        (Bound.BOTH, "Limited by both"), (Bound.NEITHER, "Limited by neither, with room on both sides"),
+                        (Bound.UNKNOWN, "Not known (no probe and no monitor)")):
+        mine = [c for c in cells if c.limit.bound is bound]
+        if mine:
+            out.append(f"{what}: {_cells_text(mine)}.")
+    return out
+
+
+def _cost(comps: list[Comparison], cells: list[Cell]) -> list[str]:
+    if not cells:
         return []
-    if not any(v is not None for v in costs.values()):
+    if not any(c.cpu is not None for c in cells):
         return ["What that load cost the generator was not measured (no monitor data), so no tool can be "
                 "called cheaper than another."]
-    out = []
-    mine = costs.get(best.key)
-    if mine is None:
-        out.append(f"The cost of {best.key.name}'s peak was not measured.")
-    else:
-        rss = best.point.median(lambda r: r.cost.rss_peak_bytes if r.cost else None) if best.point else None
-        out.append(f"At its peak {best.key.name} spent {fmt.number(mine)} µs of CPU per request "
-                   f"({fmt.number(mine / 10.0)} % of a core per 1,000 requests/s)"
-                   + (f", with a peak RSS of {fmt.size(rss)}." if rss is not None else "."))
-    known = {k: v for k, v in costs.items() if v is not None}
-    if len({k.name for k in known}) > 1:
-        cheapest = min(known, key=lambda k: known[k] or 0.0)
-        out.append(f"Cheapest per request at its peak: {cheapest.name} with keep-alive {cheapest.keepalive_text} "
-                   f"({fmt.number(known[cheapest])} µs).")
-    return out
+    rated = [c for c in comps if sum(len(t) for t in c.by_cost) > 1]
+    if not rated:
+        best = min((c for c in cells if c.cpu is not None), key=lambda c: c.cpu.value)  # type: ignore[union-attr]
+        return [f"{best.tool} spent {estimate(best.cpu, ' µs')} of CPU per request at concurrency "
+                f"{fmt.number(best.point.concurrency)}, keep-alive {best.point.key.keepalive_text}."]
+    return ["Per request, like for like: " + _summary(rated, _by_cost, _cpu, " µs", "spent the least CPU",
+                                                       "spent the same CPU")]
+
+
+def _by_rate(c: Comparison) -> Tiers:
+    return c.by_rate
+
+
+def _by_cost(c: Comparison) -> Tiers:
+    return c.by_cost
+
+
+def _rate(c: Cell) -> stats.Estimate | None:
+    return c.rate
+
+
+def _cpu(c: Cell) -> stats.Estimate | None:
+    return c.cpu
 
 
 def _truth(checks: list[CellTruth]) -> list[str]:
@@ -103,15 +211,13 @@ def _truth(checks: list[CellTruth]) -> list[str]:
         return []
     out = []
     probed = [c for c in checks if c.probe_ms is not None]
-    if not probed:
+    if not probed and any(r.probe is not None for c in checks for r in c.point.ok):
+        out.append("The probe ran but every request it timed during the load failed, so no tool's latency was "
+                   "checked against an independent measurement.")
+    elif not probed:
         out.append("No probe ran, so no tool's latency was checked against an independent measurement.")
     else:
         out += _probe_sentences(probed)
-        bound = [c for c in probed if c.server_bound]
-        if bound:
-            names = ", ".join(sorted({c.point.key.name for c in bound}))
-            out.append(f"In {len(bound)} of {len(probed)} probed cells ({names}) the probe slowed down far beyond "
-                       "its unloaded time: there the server, not the tool, set the rate.")
     return out + _rate_sentences(checks)
 
 
@@ -151,6 +257,19 @@ def _probe_sentences(checks: list[CellTruth]) -> list[str]:
     return out
 
 
+def _outside(checks: list[CellTruth]) -> str:
+    """Per tool, the largest share of a connection's cycle spent outside the timed request."""
+    found = []
+    for tool in sorted({c.point.key.name for c in checks}):
+        mine = [c for c in checks if c.point.key.name == tool and c.outside_ms is not None and c.implied_ms]
+        if mine:
+            top = max(mine, key=lambda c: (c.outside_ms or 0.0) / (c.implied_ms or 1.0))
+            share = (top.outside_ms or 0.0) / (top.implied_ms or 1.0) * 100.0
+            found.append(f"{tool} (up to {share:.0f} %: {fmt.number(top.outside_ms)} ms of a "
+                         f"{fmt.number(top.implied_ms)} ms cycle at concurrency {fmt.number(top.point.concurrency)})")
+    return ", ".join(found)
+
+
 def _rate_sentences(checks: list[CellTruth]) -> list[str]:
     tally = _tally(checks, probe=False)
     resolution = {c.point.key.name: c.point.resolution_ms for c in checks if c.point.resolution_ms}
@@ -162,8 +281,12 @@ def _rate_sentences(checks: list[CellTruth]) -> list[str]:
     partly = {t: c for t, c in tally.items() if t not in fits}
     if any(c[Verdict.AGREES] for c in partly.values()):
         out.append(f"Consistent with its own rate in some cells: {_listed(partly, Verdict.AGREES)}.")
-    if wrong := _listed(tally, Verdict.LOWER, Verdict.HIGHER):
-        out.append(f"Mean latency that does not fit the tool's own rate, so one of its two numbers is wrong: {wrong}.")
+    if outside := _outside(checks):
+        out.append("Mean latency below concurrency ÷ rate, so each connection spent time outside the timed request "
+                   f"(the client's own overhead or think time): {outside}.")
+    if higher := _listed(tally, Verdict.HIGHER):
+        out.append(f"Mean latency above concurrency ÷ rate, more than its connections could carry: {higher}; the "
+                   "latency includes waiting inside the tool before the send, or the rate counts other requests.")
     coarse = [(t, c) for t, c in sorted(tally.items()) if c[Verdict.SUB_RESOLUTION]]
     if coarse:
         listed = ", ".join(f"{t} (<{fmt.number(resolution.get(t))} ms, {c[Verdict.SUB_RESOLUTION]} of "
@@ -174,24 +297,33 @@ def _rate_sentences(checks: list[CellTruth]) -> list[str]:
     return out
 
 
-def _failures(run: RunView, peaks: list[groups.Peak]) -> list[str]:
+def _failures(run: RunView, cells: list[Cell], series: list[Series]) -> list[str]:
     by_status = Counter(r.outcome.status for r in run.results)
     out = []
     for status, verb in ((Status.FAILED, "failed"), (Status.TIMED_OUT, "timed out"),
-                         (Status.INTERRUPTED, "were interrupted")):
-        cells = [r.identity.cell_id for r in run.results if r.outcome.status is status]
-        if cells:
-            shown = ", ".join(cells[:4]) + (f" and {len(cells) - 4} more" if len(cells) > 4 else "")
-            out.append(f"{len(cells)} {'cell' if len(cells) == 1 else 'cells'} {verb}: {shown}.")
+                         (Status.INTERRUPTED, "was interrupted")):
+        ids = [r.identity.cell_id for r in run.results if r.outcome.status is status]
+        if ids:
+            shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
+            verb = verb if len(ids) == 1 else verb.replace("was ", "were ")
+            out.append(f"{_plural(len(ids), 'cell')} {verb}: {shown}.")
     skipped = by_status[Status.UNSUPPORTED] + by_status[Status.TOOL_MISSING]
     if skipped:
         reasons = sorted({r.outcome.error or r.outcome.status.value for r in run.results
                           if r.outcome.status in (Status.UNSUPPORTED, Status.TOOL_MISSING)})
         out.append(f"{skipped} {'cell was' if skipped == 1 else 'cells were'} not run: {'; '.join(reasons[:3])}.")
-    for p in peaks:
-        if p.errors_from is not None and p.cells_ok:
-            out.append(f"{p.key.name} with keep-alive {p.key.keepalive_text} saw failures from concurrency "
-                       f"{fmt.number(p.errors_from)} on.")
-    if run.manifest.get("status") not in (None, "complete"):
-        out.append(f"The run's status is “{run.manifest.get('status')}”: it may not hold every planned cell.")
+    for s in series:
+        if s.errors_from is not None and s.cells_ok:
+            out.append(f"{s.key.name} with keep-alive {s.key.keepalive_text} saw failures from concurrency "
+                       f"{fmt.number(s.errors_from)} on.")
+    failing = [c for c in cells if (c.point.error_rate or 0.0) > 0]
+    if failing:
+        listed = "; ".join(f"{c.tool} {fmt.percent((c.point.error_rate or 0) * 100)} at c "
+                           f"{fmt.number(c.point.concurrency)}, keep-alive {c.point.key.keepalive_text}"
+                           for c in sorted(failing, key=lambda c: -(c.point.error_rate or 0))[:4])
+        out.append(f"Failed requests, beside the successful rate the ranking uses: {listed}"
+                   + (f" and {len(failing) - 4} more cells." if len(failing) > 4 else "."))
+    status = run.manifest.get("status")
+    if status not in (None, "complete"):
+        out.append(f"The run's status is “{status}”: it may not hold every planned cell.")
     return out
