@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable
 
 from toolbench import stats
 from toolbench.report import fmt
 from toolbench.report.bounds import Bound
 from toolbench.report.context import Context, RunView
 from toolbench.report.groups import Series
-from toolbench.report.likewise import By, Cell, Comparison, Tiers, comparisons, leader, tied
+from toolbench.report.likewise import By, Cell, Comparison, comparisons, leader
 from toolbench.report.truth import CellTruth, Verdict
-from toolbench.report.verdict_text import Getter, and_list, estimate, limit_phrase, ranking_sentence
+from toolbench.report.verdict_text import estimate, every, example, lead, limit_phrase, ranking_sentence
 from toolbench.schema import Status
 
 MAX_LISTED = 6  # per-comparison sentences in the verdict; the like-for-like table has them all
@@ -54,11 +53,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _every(n: int) -> str:
-    return {1: "the one like-for-like comparison", 2: "both like-for-like comparisons"}.get(
-        n, f"all {n} like-for-like comparisons")
-
-
 def _headline(run: RunView, comps: list[Comparison]) -> str:
     prefix = (f"Interrupted run ({_plural(len(run.results), 'cell')} recorded). "
               if run.manifest.get("status") == "interrupted" else "")
@@ -74,19 +68,9 @@ def _headline(run: RunView, comps: list[Comparison]) -> str:
     several = [c for c in comps if len(c.cells) > 1]
     if not several:
         return prefix + _alone(comps)
-    sentences = []
-    by_rate = [c for c in several if c.by is By.THROUGHPUT]
-    by_cost = [c for c in several if c.by is By.COST]
+    ranked = [c for c in several if c.by is not By.NOTHING]
     unranked = [c for c in several if c.by is By.NOTHING]
-    if by_rate:
-        sentences.append(_summary(by_rate, _by_rate, _rate, "/s", "generated the most successful requests/s",
-                                  "generated the same load", opens=True))
-    if by_cost:
-        lead = (f"The server was the limit in {_every(len(by_cost))}, so throughput does not rank these tools; "
-                "by CPU per request, " if not by_rate else
-                f"Where the server was the limit ({len(by_cost)} of {len(several)}), by CPU per request, ")
-        sentences.append(lead + _summary(by_cost, _by_cost, _cpu, " µs", "spent the least", "spent the same",
-                                         scoped=False))
+    sentences = [lead(ranked)] if ranked else []
     if unranked:
         sentences.append(f"In {_plural(len(unranked), 'comparison')} the server was the limit and the generator's "
                          "cost was not measured, so the tools there are not ranked.")
@@ -106,41 +90,6 @@ def _alone(comps: list[Comparison]) -> str:
         return f"{best.tool}, the only tool here, peaked at {estimate(best.rate, ' successful requests/s')} {where}{errors}."
     return (f"No two tools finished a like-for-like cell (same keep-alive and concurrency), so none is ranked; "
             f"the highest was {best.tool}'s {estimate(best.rate, ' successful requests/s')} {where}{errors}.")
-
-
-def _summary(comps: list[Comparison], rank: Callable[[Comparison], Tiers], get: Getter, unit: str,
-             led: str, same: str, opens: bool = False, scoped: bool = True) -> str:
-    """One clause over several comparisons ranked by one measure: who led, or who tied.
-    `opens`: the clause opens a sentence (tool names keep their case whatever the place);
-    `scoped`: say over how many comparisons (not when the sentence has said it already)."""
-    no = "No" if opens else "no"
-    scope = f" in {_every(len(comps))}" if scoped else ""
-    winners = Counter(w for c in comps if (w := leader(rank(c))))
-    ties = [c for c in comps if leader(rank(c)) is None]
-    n = len(comps)
-    ties_text = f"; {_plural(len(ties), 'comparison')} tied within the noise" if ties else ""
-    if len(winners) == 1:
-        (tool, k), = winners.items()
-        example = max((c for c in comps if leader(rank(c)) == tool), key=lambda c: _value(get(rank(c)[0][0])))
-        first, second = rank(example)[0][0], rank(example)[1][0]
-        a, b = _value(get(first)), _value(get(second))
-        ratio = f"{a / b:.1f}× " if unit == "/s" and b else (f"{b / a:.1f}× less than " if a else "against ")
-        count = scope if not ties else f" in {k} of {n} like-for-like comparisons"
-        return (f"{tool} {led}{count}, beyond the noise (at {example.where}: {estimate(get(first), unit)}, "
-                f"{ratio}{second.tool}'s {estimate(get(second), unit)}){ties_text}.")
-    example = max(comps, key=lambda c: _value(get(rank(c)[0][0])))
-    listed = and_list(f"{c.tool} {estimate(get(c), unit)}" for c in rank(example)[0])
-    if not winners:
-        common = set.intersection(*(set(tied(rank(c))) for c in comps))
-        if common:
-            return f"{and_list(sorted(common))} {same} within the noise{scope} (at {example.where}: {listed})."
-        return f"{no} tool led beyond the noise in any of the {n} like-for-like comparisons (at {example.where}: {listed})."
-    led_by = ", ".join(f"{tool} in {k}" for tool, k in sorted(winners.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"{no} tool led everywhere: of {n} like-for-like comparisons, {led_by} led beyond the noise{ties_text}."
-
-
-def _value(e: stats.Estimate | None) -> float:
-    return e.value if e is not None else 0.0
 
 
 def _ranking(comps: list[Comparison]) -> list[str]:
@@ -167,7 +116,7 @@ def _limits(cells: list[Cell]) -> list[str]:
                          "server's CPU saturated)"),
                         (Bound.GENERATOR, "Limited by the generator (the tool's processes used all the CPU its "
                          "design can use)"),
-                        (Bound.BOTH, "Limited by both"), (Bound.NEITHER, "Limited by neither, with room on both sides"),
+                        (Bound.BOTH, "Limited by both"), (Bound.NEITHER, "Limited by neither the server nor the tool's own CPU"),
                         (Bound.UNKNOWN, "Not known (no probe and no monitor)")):
         mine = [c for c in cells if c.limit.bound is bound]
         if mine:
@@ -186,24 +135,22 @@ def _cost(comps: list[Comparison], cells: list[Cell]) -> list[str]:
         best = min((c for c in cells if c.cpu is not None), key=lambda c: c.cpu.value)  # type: ignore[union-attr]
         return [f"{best.tool} spent {estimate(best.cpu, ' µs')} of CPU per request at concurrency "
                 f"{fmt.number(best.point.concurrency)}, keep-alive {best.point.key.keepalive_text}."]
-    return ["Per request, like for like: " + _summary(rated, _by_cost, _cpu, " µs", "spent the least CPU",
-                                                       "spent the same CPU")]
-
-
-def _by_rate(c: Comparison) -> Tiers:
-    return c.by_rate
-
-
-def _by_cost(c: Comparison) -> Tiers:
-    return c.by_cost
-
-
-def _rate(c: Cell) -> stats.Estimate | None:
-    return c.rate
-
-
-def _cpu(c: Cell) -> stats.Estimate | None:
-    return c.cpu
+    leaders: dict[str, list[Comparison]] = {}
+    for comp in rated:
+        if (tool := leader(comp.by_cost)) is not None:
+            leaders.setdefault(tool, []).append(comp)
+    ties = [c for c in rated if leader(c.by_cost) is None]
+    tie_text = f"; {_plural(len(ties), 'comparison')} tied within the noise" if ties else ""
+    if not leaders:
+        return [f"Per request, like for like: no tool spent less CPU than another beyond the noise in "
+                f"{every(len(rated))}."]
+    if len(leaders) > 1:
+        listed = ", ".join(f"{tool} in {len(found)}" for tool, found in sorted(leaders.items()))
+        return [f"Least CPU per request, like for like: {listed} of {len(rated)} comparisons{tie_text}."]
+    (tool, mine), = leaders.items()
+    count = every(len(rated)) if not ties else f"{len(mine)} of {len(rated)} like-for-like comparisons"
+    return [f"Per request, like for like: {tool} spent the least CPU in {count}, beyond the noise "
+            f"({example(mine[0], By.COST)}){tie_text}."]
 
 
 def _truth(checks: list[CellTruth]) -> list[str]:

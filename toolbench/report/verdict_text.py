@@ -61,3 +61,64 @@ def ranking_sentence(comp: Comparison) -> str:
         return f"{where(comp)}: {server} and the generator's cost was not measured, so these tools are not ranked."
     ranked = "; ahead of ".join(tier_text(t, lambda c: c.cpu, " µs", limits=False) for t in comp.by_cost)
     return f"{where(comp)}: {server}, so throughput does not rank them; by CPU per request: {ranked}."
+
+
+def every(n: int) -> str:
+    return {1: "the one like-for-like comparison", 2: "both like-for-like comparisons"}.get(
+        n, f"all {n} like-for-like comparisons")
+
+
+def example(comp: Comparison, by: By | None = None) -> str:
+    """The lead of one comparison, by its own measure (or `by`): "at …: 100 µs ±5 %, 2.7× less than
+    engine's 273 µs ±11 %"."""
+    by = by or comp.by
+    ranking = comp.by_cost if by is By.COST else comp.by_rate
+    first, second = ranking[0][0], ranking[1][0]
+    if by is By.COST:
+        a, b = first.cpu, second.cpu
+        ratio = f"{b.value / a.value:.1f}× less than " if a and b and a.value else "against "
+        return f"at {comp.where}: {estimate(a, ' µs')}, {ratio}{second.tool}'s {estimate(b, ' µs')}"
+    ratio = f"{first.rate.value / second.rate.value:.1f}× " if second.rate.value else "against "
+    return f"at {comp.where}: {estimate(first.rate, '/s')}, {ratio}{second.tool}'s {estimate(second.rate, '/s')}"
+
+
+def _tie_example(comp: Comparison) -> str:
+    get: Getter = (lambda c: c.cpu) if comp.by is By.COST else (lambda c: c.rate)
+    unit = " µs" if comp.by is By.COST else "/s"
+    return f"at {comp.where}: " + and_list(f"{c.tool} {estimate(get(c), unit)}" for c in comp.ranking[0])
+
+
+def lead(ranked: list[Comparison]) -> str:
+    """The headline over the comparisons that ranked their tools, each by its own measure:
+    successful requests/s where the server had room, CPU per request where it was the limit."""
+    n = len(ranked)
+    winners: dict[str, list[Comparison]] = {}
+    for comp in ranked:
+        if comp.winner:
+            winners.setdefault(comp.winner, []).append(comp)
+    ties = [c for c in ranked if c.winner is None]
+    measures = {c.by for c in ranked}
+    tie_text = (f"; {'the other' if len(ties) == 1 else len(ties)} tied within the noise ({_tie_example(ties[0])})"
+                if ties else "")
+    if not winners:
+        common = set.intersection(*(set(c.tool for c in comp.ranking[0]) for comp in ranked))
+        same = {frozenset({By.THROUGHPUT}): " generated the same load", frozenset({By.COST}): " spent the same CPU per "
+                "request"}.get(frozenset(measures), " came out the same")
+        who = and_list(sorted(common)) + same if common else "No tool led"
+        return f"{who} within the noise in {every(n)} ({_tie_example(ranked[0])})."
+    if len(winners) > 1:
+        led_by = ", ".join(f"{tool} in {len(comps)}" for tool, comps in sorted(winners.items(),
+                                                                              key=lambda kv: (-len(kv[1]), kv[0])))
+        return f"No tool led everywhere: of {n} like-for-like comparisons, {led_by} led beyond the noise{tie_text}."
+    (tool, mine), = winners.items()
+    count = every(n) if not ties else f"{len(mine)} of {n} like-for-like comparisons"
+    if measures == {By.THROUGHPUT}:
+        return f"{tool} generated the most successful requests/s in {count}, beyond the noise ({example(mine[0])}){tie_text}."
+    if measures == {By.COST}:
+        return (f"The server was the limit in {every(n)}, so throughput does not rank these tools; by CPU per request, "
+                f"{tool} spent the least" + (f" in {count}" if ties else "") + f", beyond the noise ({example(mine[0])})"
+                f"{tie_text}.")
+    parts = [f"in {len(found)} by {what} ({example(found[0])})" for what, found in (
+        ("successful requests/s, where the server had room", [c for c in mine if c.by is By.THROUGHPUT]),
+        ("CPU per request, where the server was the limit", [c for c in mine if c.by is By.COST])) if found]
+    return f"{tool} led in {count}, beyond the noise: {', and '.join(parts)}{tie_text}."
