@@ -147,7 +147,8 @@ def test_an_interrupted_run_says_so() -> None:
     found = verdict("interrupted")
     assert found.headline.startswith("Interrupted run (3 cells recorded). ")
     assert "1 cell was interrupted: ab-c50-ka-rep1." in topics("interrupted")["Failures"]
-    env = dict((r.values[0].text, r.values[1].text) for r in section(build("interrupted"), "environment").tables[0].rows)
+    env = dict((r.values[0].text, r.values[1].text)
+               for r in section(build("interrupted"), "environment").tables[0].rows)
     assert env["status"] == "interrupted: 2 of 3 cells ok (1 interrupted)"
 
 

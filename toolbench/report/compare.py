@@ -155,12 +155,13 @@ def _conclusions(ctx: Context) -> list[str]:
     """One combined conclusion per run against the first: which cells changed beyond the
     noise of both runs, and whether the two verdicts rank any tools in opposite orders."""
     base = ctx.runs[0]
-    comps = likewise.comparisons(ctx)
+    comps = ctx.comparisons
     out = []
     for run in ctx.runs[1:]:
         if base.stop != run.stop:
-            out.append(f"“{base.label}” and “{run.label}” stopped their cells differently ({base.stop or 'unknown'} "
-                       f"against {run.stop or 'unknown'}): their cells are not like for like, so no change is called.")
+            out.append(f"“{base.label}” and “{run.label}” stopped their cells differently "
+                       f"({base.stop or 'unknown'} against {run.stop or 'unknown'}): their cells are not like for "
+                       "like, so no change is called.")
             continue
         beyond, matched = _changes(ctx, base, run)
         if not matched:

@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import yaml
 
 from toolbench.report import charts, groups
 from toolbench.schema import RunResult
+
+if TYPE_CHECKING:
+    from toolbench.report.likewise import Comparison
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,13 @@ class Context:
         pts = groups.points((run.label, run.results) for run in runs)
         tools = sorted({r.identity.label for run in runs for r in run.results})
         return cls(runs=runs, points=pts, series=groups.series(pts), tools=tools)
+
+    @functools.cached_property
+    def comparisons(self) -> list[Comparison]:
+        """The like-for-like comparisons (toolbench.report.likewise), made once per report."""
+        from toolbench.report import likewise  # it reads this module: imported on first use
+
+        return likewise.comparisons(self)
 
     @property
     def several(self) -> bool:

@@ -101,8 +101,8 @@ def tied(ranking: Tiers) -> tuple[str, ...]:
 def tiers(cells: list[Cell], get: Callable[[Cell], stats.Estimate | None], most_first: bool) -> Tiers:
     """Cells in order, grouped: a cell joins the tier of the one before it when it does not
     differ, beyond the noise, from that tier's first cell."""
-    rated = sorted((c for c in cells if get(c) is not None), key=lambda c: (get(c).value, c.tool),  # type: ignore[union-attr]
-                   reverse=most_first)
+    rated = sorted((c for c in cells if get(c) is not None),
+                   key=lambda c: (get(c).value, c.tool), reverse=most_first)  # type: ignore[union-attr]
     out: list[list[Cell]] = []
     for cell in rated:
         if out and not stats.differs(get(out[-1][0]), get(cell)):  # type: ignore[arg-type]

@@ -82,8 +82,8 @@ def throughput_section(ctx: Context) -> Section:
     if not lines:
         return Section("throughput", "Throughput vs concurrency", absent="No cell finished ok: nothing to chart.")
     xs = [x for line in lines for x in line.xs]
-    axes = charts.Axes("concurrency (connections)", "successful requests/s", log_x=charts.wants_log(xs, 8), y_from_zero=True,
-                       x_exact=True)
+    axes = charts.Axes("concurrency (connections)", "successful requests/s", log_x=charts.wants_log(xs, 8),
+                       y_from_zero=True, x_exact=True)
     svg = charts.line_chart("throughput", lines, axes, alt="Requests per second against concurrency for "
                             f"{', '.join(line.label for line in lines)}.")
     caption = ("Successful requests per second (median of repetitions; bars: lowest to highest). "

@@ -49,7 +49,7 @@ def _row(ctx: Context, comp: likewise.Comparison, cell: likewise.Cell, variants:
 
 
 def ranking_section(ctx: Context) -> Section:
-    comps = likewise.comparisons(ctx)
+    comps = ctx.comparisons
     if not comps:
         return Section("ranking", "Like-for-like ranking", absent="No cell finished ok with a successful rate: "
                        "there is nothing to rank.")

@@ -40,8 +40,8 @@ def results_section(ctx: Context) -> Section:
         Column("rep", True, "repetition"), Column("status"), Column("requests", True), Column("failed", True),
         Column("ok req/s", True, "successful requests per second: what rankings and peaks use"),
         Column("attempted req/s", True, "every request, failed ones included"),
-        Column("error %", True, "failed requests of all requests"), Column("mean ms", True), Column("p50 ms", True), Column("p99 ms", True),
-        Column("max ms", True)]
+        Column("error %", True, "failed requests of all requests"), Column("mean ms", True),
+        Column("p50 ms", True), Column("p99 ms", True), Column("max ms", True)]
     if with_cost:
         cols.append(Column("CPU µs/req", True, "generator CPU time per request"))
     if with_probe:
@@ -60,7 +60,8 @@ def _row(ctx: Context, run: RunView, r: RunResult, with_cost: bool, with_probe: 
     res = r.latency.resolution_ms
     rps, tried = stats.throughput(r), stats.attempted(r)
     c = r.counts
-    errors = c.requests_failed / c.requests_total * 100.0 if c.requests_failed is not None and c.requests_total else None
+    errors = (c.requests_failed / c.requests_total * 100.0
+              if c.requests_failed is not None and c.requests_total else None)
     lat = r.latency
     links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts)
     version = f" {r.identity.tool_version}" if r.identity.tool_version else ""

@@ -154,7 +154,8 @@ def truth_section(ctx: Context) -> Section:
             for c in cells]
     labels = (["run"] if ctx.several else []) + [
         "tool", "keep-alive", "concurrency", ("p50 ms", "the tool's median, else its mean"),
-        ("mean ms", "the tool's mean"), ("c ÷ rate ms", "each connection's cycle: concurrency ÷ attempted requests/s")]
+        ("mean ms", "the tool's mean"),
+        ("c ÷ rate ms", "each connection's cycle: concurrency ÷ attempted requests/s")]
     if probed:
         labels += [("probe ms", "the probe's median during the load"),
                    ("idle ms", "the probe's median with no load"),

@@ -14,7 +14,7 @@ from toolbench.report import fmt
 from toolbench.report.bounds import Bound
 from toolbench.report.context import Context, RunView
 from toolbench.report.groups import Series
-from toolbench.report.likewise import By, Cell, Comparison, comparisons, leader
+from toolbench.report.likewise import By, Cell, Comparison, leader
 from toolbench.report.truth import CellTruth, Verdict
 from toolbench.report.verdict_text import estimate, every, example, lead, limit_phrase, ranking_sentence
 from toolbench.schema import Status
@@ -36,9 +36,9 @@ class RunVerdict:
 
 
 def verdicts(ctx: Context) -> list[RunVerdict]:
-    comps = comparisons(ctx)
-    return [_run_verdict(run, [c for c in comps if c.run == run.label], [s for s in ctx.series if s.key.run == run.label])
-            for run in ctx.runs]
+    comps = ctx.comparisons
+    return [_run_verdict(run, [c for c in comps if c.run == run.label],
+                         [s for s in ctx.series if s.key.run == run.label]) for run in ctx.runs]
 
 
 def _run_verdict(run: RunView, comps: list[Comparison], series: list[Series]) -> RunVerdict:
@@ -84,12 +84,13 @@ def _alone(comps: list[Comparison]) -> str:
     failed = best.point.error_rate
     errors = f"; {fmt.percent(failed * 100, 0)} of its requests failed" if failed and failed >= 0.01 else ""
     limit = limit_phrase(best.limit.bound, 1)
-    comp = next(c for c in comps if best in c.cells)
+    comp = next(c for c in comps if any(cell is best for cell in c.cells))
     where = f"at {comp.where}" + (f", {limit}" if limit else "")
+    rate = estimate(best.rate, " successful requests/s")
     if len(tools) == 1:
-        return f"{best.tool}, the only tool here, peaked at {estimate(best.rate, ' successful requests/s')} {where}{errors}."
+        return f"{best.tool}, the only tool here, peaked at {rate} {where}{errors}."
     return (f"No two tools finished a like-for-like cell (same keep-alive and concurrency), so none is ranked; "
-            f"the highest was {best.tool}'s {estimate(best.rate, ' successful requests/s')} {where}{errors}.")
+            f"the highest was {best.tool}'s {rate} {where}{errors}.")
 
 
 def _ranking(comps: list[Comparison]) -> list[str]:
@@ -116,8 +117,9 @@ def _limits(cells: list[Cell]) -> list[str]:
                          "server's CPU saturated)"),
                         (Bound.GENERATOR, "Limited by the generator (the tool's processes used all the CPU its "
                          "design can use)"),
-                        (Bound.BOTH, "Limited by both"), (Bound.NEITHER, "Limited by neither the server nor the tool's own CPU"),
-                        (Bound.UNKNOWN, "Not known (no probe and no monitor)")):
+                        (Bound.BOTH, "Limited by both"),
+                        (Bound.NEITHER, "Limited by neither the server nor the tool's own CPU"),
+                        (Bound.UNKNOWN, "Not known (a side not measured: no probe answer or no monitor)")):
         mine = [c for c in cells if c.limit.bound is bound]
         if mine:
             out.append(f"{what}: {_cells_text(mine)}.")

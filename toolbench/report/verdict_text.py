@@ -112,12 +112,13 @@ def lead(ranked: list[Comparison]) -> str:
         return f"No tool led everywhere: of {n} like-for-like comparisons, {led_by} led beyond the noise{tie_text}."
     (tool, mine), = winners.items()
     count = every(n) if not ties else f"{len(mine)} of {n} like-for-like comparisons"
+    shown = f"({example(mine[0])}){tie_text}."
     if measures == {By.THROUGHPUT}:
-        return f"{tool} generated the most successful requests/s in {count}, beyond the noise ({example(mine[0])}){tie_text}."
+        return f"{tool} generated the most successful requests/s in {count}, beyond the noise {shown}"
     if measures == {By.COST}:
-        return (f"The server was the limit in {every(n)}, so throughput does not rank these tools; by CPU per request, "
-                f"{tool} spent the least" + (f" in {count}" if ties else "") + f", beyond the noise ({example(mine[0])})"
-                f"{tie_text}.")
+        where = f" in {count}" if ties else ""
+        return (f"The server was the limit in {every(n)}, so throughput does not rank these tools; by CPU per "
+                f"request, {tool} spent the least{where}, beyond the noise {shown}")
     parts = [f"in {len(found)} by {what} ({example(found[0])})" for what, found in (
         ("successful requests/s, where the server had room", [c for c in mine if c.by is By.THROUGHPUT]),
         ("CPU per request, where the server was the limit", [c for c in mine if c.by is By.COST])) if found]
