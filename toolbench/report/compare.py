@@ -168,8 +168,10 @@ def _conclusions(ctx: Context) -> list[str]:
             out.append(f"“{base.label}” and “{run.label}” share no finished cell to compare.")
             continue
         shown = "; ".join(beyond[:6]) + (f"; and {len(beyond) - 6} more" if len(beyond) > 6 else "")
-        changed = (f"{len(beyond)} of {matched} cells in both runs changed beyond the noise of both: {shown}; "
-                   f"the other {matched - len(beyond)} are within the noise" if beyond else
+        rest = matched - len(beyond)
+        changed = (f"{len(beyond)} of {matched} cells in both runs changed beyond the noise of both: {shown}"
+                   + (f"; the other {rest} {'is' if rest == 1 else 'are'} within the noise" if rest else "")
+                   if beyond else
                    "the one cell in both runs is within the noise of both" if matched == 1 else
                    f"all {matched} cells in both runs are within the noise of both")
         clash = likewise.contradictions([c for c in comps if c.run == base.label],

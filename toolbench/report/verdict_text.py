@@ -104,8 +104,10 @@ def lead(ranked: list[Comparison]) -> str:
         common = set.intersection(*(set(c.tool for c in comp.ranking[0]) for comp in ranked))
         same = {frozenset({By.THROUGHPUT}): " generated the same load", frozenset({By.COST}): " spent the same CPU per "
                 "request"}.get(frozenset(measures), " came out the same")
-        who = and_list(sorted(common)) + same if common else "No tool led"
-        return f"{who} within the noise in {every(n)} ({_tie_example(ranked[0])})."
+        if not common:
+            return (f"No tool led beyond the noise in any of the {n} like-for-like comparisons "
+                    f"({_tie_example(ranked[0])}).")
+        return f"{and_list(sorted(common))}{same} within the noise in {every(n)} ({_tie_example(ranked[0])})."
     if len(winners) > 1:
         led_by = ", ".join(f"{tool} in {len(comps)}" for tool, comps in sorted(winners.items(),
                                                                               key=lambda kv: (-len(kv[1]), kv[0])))
