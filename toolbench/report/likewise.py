@@ -93,11 +93,6 @@ def leader(ranking: Tiers) -> str | None:
     return ranking[0][0].tool
 
 
-def tied(ranking: Tiers) -> tuple[str, ...]:
-    """The tools sharing the first tier; empty when one leads alone."""
-    return tuple(c.tool for c in ranking[0]) if ranking and len(ranking[0]) > 1 else ()
-
-
 def tiers(cells: list[Cell], get: Callable[[Cell], stats.Estimate | None], most_first: bool) -> Tiers:
     """Cells in order, grouped: a cell joins the tier of the one before it when it does not
     differ, beyond the noise, from that tier's first cell."""
