@@ -10,7 +10,7 @@ import math
 from typing import Callable
 
 from toolbench import histogram
-from toolbench.schema import PERCENTILES, Counts, Fidelity, Latency, Measurement, Status
+from toolbench.schema import PERCENTILES, Counts, Fidelity, Latency, Measurement, Rates, Status
 
 
 def complete(m: Measurement) -> Measurement:
@@ -28,6 +28,10 @@ def complete(m: Measurement) -> Measurement:
     if counts.requests_total is not None and duration:
         rates = dataclasses.replace(rates, rps_derived=counts.requests_total / duration)
         mark("rates.rps_derived")
+    rps_ok, ok_fidelity = ok_rate(counts, rates, duration)
+    if rps_ok is not None and ok_fidelity is not None:
+        rates = dataclasses.replace(rates, rps_ok=rps_ok)
+        fidelity["rates.rps_ok"] = ok_fidelity
     if transfer.received_bytes is not None and transfer.received_bytes_per_s is None and duration:
         transfer = dataclasses.replace(transfer, received_bytes_per_s=transfer.received_bytes / duration)
         mark("transfer.received_bytes_per_s")
@@ -36,6 +40,20 @@ def complete(m: Measurement) -> Measurement:
         latency = _from_histogram(m.histogram, m.histogram_resolution_ms, latency, mark, notes)
     return dataclasses.replace(m, counts=counts, rates=rates, transfer=transfer, latency=latency,
                                fidelity=fidelity, notes=notes)
+
+
+def ok_rate(counts: Counts, rates: Rates, duration_s: float | None) -> tuple[float | None, Fidelity | None]:
+    """Successful requests per second. When no request failed, the tool's own rate counts
+    successes only and is kept as reported; otherwise successes over the duration. Unknown
+    (None) when the tool does not say how many requests succeeded."""
+    attempted = rates.rps if rates.rps is not None else rates.rps_derived
+    all_ok = counts.requests_failed == 0 or (
+        counts.requests_ok is not None and counts.requests_ok == counts.requests_total)
+    if all_ok and attempted is not None:
+        return attempted, Fidelity.REPORTED if rates.rps is not None else Fidelity.DERIVED
+    if counts.requests_ok is not None and duration_s:
+        return counts.requests_ok / duration_s, Fidelity.DERIVED
+    return None, None
 
 
 def _from_histogram(encoded: str, step_ms: float | None, latency: Latency,

@@ -150,13 +150,14 @@ def _print_results_table(results: list[RunResult]) -> None:
     from rich.table import Table
 
     from toolbench.report.fmt import number
+    from toolbench.stats import throughput
 
     table = Table(show_edge=False, header_style="bold")
-    for column in ("cell", "status", "requests", "failed", "req/s", "mean ms", "p99 ms"):
+    for column in ("cell", "status", "requests", "failed", "ok req/s", "mean ms", "p99 ms"):
         table.add_column(column, justify="left" if column in ("cell", "status") else "right")
     for r in results:
         table.add_row(r.identity.cell_id, r.outcome.status.value, number(r.counts.requests_total),
-                      number(r.counts.requests_failed), number(r.rates.rps or r.rates.rps_derived),
+                      number(r.counts.requests_failed), number(throughput(r)),
                       number(r.latency.mean_ms, r.latency.resolution_ms),
                       number(r.latency.percentiles.p99_ms, r.latency.resolution_ms))
     Console(file=sys.stderr).print(table)
