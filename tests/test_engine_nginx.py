@@ -75,6 +75,7 @@ def test_the_engine_runs_in_the_quickstart_scenario(tmp_path: Path) -> None:
     text = re.sub(r"concurrency: \[[^\]]*\]", "concurrency: [10]", text)
     text = re.sub(r"duration: \S+", "duration: 1s", text)
     text = re.sub(r"cooldown: \S+", "cooldown: 0s", text)
+    text = re.sub(r"repeat: \S+", "repeat: 1", text)
     path = tmp_path / "quickstart-engine.yaml"
     path.write_text(text)
     summary = runner.run(scenario.load(path), tmp_path / "reports")

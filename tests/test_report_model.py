@@ -90,7 +90,7 @@ def check_snapshot(name: str, data: dict) -> None:
 
 def test_sections_come_in_the_issue_order(runs: dict[str, Path]) -> None:
     ids = [s.id for s in build(runs["full"]).sections]
-    assert ids == ["environment", "peaks", "throughput", "latency", "truth", "cost", "errors", "series", "results"]
+    assert ids == ["environment", "ranking", "peaks", "throughput", "latency", "truth", "cost", "errors", "series", "results"]
     both = [s.id for s in build(runs["full"], runs["single"], base=runs["full"].parent).sections]
     assert both == ["compare"] + ids
 
@@ -123,10 +123,12 @@ def test_a_real_zero_stays_zero_and_absent_is_a_dash() -> None:
 
 def test_verdict_names_the_leader_its_cost_and_who_measured_truthfully(runs: dict[str, Path]) -> None:
     (verdict,) = build(runs["full"]).verdicts
-    assert verdict.headline.startswith("ab generated the most load: 63,386 requests/s at concurrency 10 with "
-                                       "keep-alive on")
+    # Like with like: siege's best (12,500/s) was with keep-alive off; the ratio is against its keep-alive-on cell.
+    assert verdict.headline == ("ab generated the most successful requests/s in both like-for-like comparisons, "
+                                "beyond the noise (at concurrency 10, keep-alive on: 63,386/s ±7.7 %, 7.7× siege's "
+                                "8,191/s ±24 %).")
     topics = {t.name: " ".join(t.sentences) for t in verdict.topics}
-    assert "µs of CPU per request" in topics["Cost"]
+    assert "ab spent 82.50 µs ±82 % of CPU per request" in topics["Cost"]
     assert "Reported lower latency than the probe saw, so under-reports: siege." in topics["Truthfulness"]
     assert "shown as <N rather than 0: ab (<1 ms, 2 of 4 cells), siege (<10 ms, 2 of 2 cells)." \
         in topics["Truthfulness"]
@@ -144,7 +146,8 @@ def test_verdict_is_honest_when_the_data_cannot_answer(runs: dict[str, Path]) ->
     (empty,) = build(runs["empty"]).verdicts
     assert empty.headline == "This run has no results yet."
     (single,) = build(runs["single"]).verdicts
-    assert single.headline.startswith("ab, the only tool here, peaked at 68,280 requests/s")
+    assert single.headline.startswith("ab, the only tool here, peaked at 68,280 successful requests/s (±10 % "
+                                      "assumed)")
 
 
 def test_peaks_per_tool_and_keepalive_with_the_concurrency_where_errors_begin(runs: dict[str, Path]) -> None:
@@ -152,7 +155,8 @@ def test_peaks_per_tool_and_keepalive_with_the_concurrency_where_errors_begin(ru
     rows = {(r.values[0].text, r.values[1].text): r for r in table.rows}
     assert set(rows) == {("ab", "on"), ("ab", "off"), ("siege", "on"), ("siege", "off")}  # not-run tools left out
     ab_off = [v.text for v in rows[("ab", "off")].values]
-    assert ab_off[2:7] == ["22,275", "—", "10", "1.30", "50"]  # one repetition: no interval; the 404 cell at c50
+    # One repetition, too short for a whole second: no interval, no noise; the 404 cell at c50.
+    assert ab_off[2:8] == ["22,275", "—", "not measured", "10", "1.30", "50"]
     assert rows[("ab", "on")].values[3].text == "1,199–125,573"  # two repetitions: a wide, honest interval
     assert rows[("ab", "off")].bad and not rows[("ab", "on")].bad
     assert rows[("ab", "on")].values[2].text == "63,386"  # median of the two repetitions
@@ -217,11 +221,13 @@ def test_comparison_shows_the_differences_against_the_first_run(runs: dict[str, 
     data = build(runs["full"], runs["single"], base=runs["full"].parent)
     cmp = section(data, "compare")
     peaks = cmp.tables[1]
-    assert [c.label for c in peaks.columns] == ["tool", "keep-alive", "peak req/s: study", "peak req/s: single",
-                                                "Δ single"]
+    assert [c.label for c in peaks.columns] == ["tool", "keep-alive", "peak ok req/s: study",
+                                                "peak ok req/s: single", "Δ single"]
     ab_on = next(r for r in peaks.rows if r.values[0].text == "ab" and r.values[1].text == "on")
     assert ab_on.values[4].text == "+7.7 %"  # 68,280 against the median 63,386
-    assert any("largest change" in p for p in cmp.points)
+    assert ab_on.values[4].flag == ""  # inside the noise of both: ±7.7 % over two repetitions, ±10 % assumed
+    assert cmp.points == ("From “study” to “single”: the one cell in both runs is within the noise of both; no "
+                          "like-for-like comparison ranks two tools in opposite orders.",)
     env = section(data, "environment").tables[0]
     scenario_row = next(r for r in env.rows if r.values[0].text == "scenario")
     assert [v.flag for v in scenario_row.values[1:]] == ["differs", "differs"]

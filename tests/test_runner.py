@@ -1,16 +1,15 @@
 """The runner end to end: real ab and siege against a real nginx, on loopback."""
 import json
-import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from blackholes import Silent
 from conftest import REPO, need
 from toolbench import runner, scenario, store
 from toolbench.adapter import Adapter, Found, Invocation
@@ -90,42 +89,9 @@ def test_the_hard_timeout_kills_the_whole_process_tree(tmp_path):
     assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
 
 
-class Tarpit:
-    """Answers its first request (the readiness check), then accepts and never replies."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.held: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        first = True
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            if first:
-                conn.recv(4096)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-                conn.close()
-                first = False
-            else:
-                self.held.append(conn)
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.held:
-            conn.close()
-
-
 def test_a_hung_tool_costs_one_timed_out_cell_and_the_rest_runs(tmp_path):
     need("ab")
-    tarpit = Tarpit()
+    tarpit = Silent()  # answers the readiness check, then never again
     try:
         text = f"""\
 name: hang
@@ -162,7 +128,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_measured(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert "interrupted; the cells measured so far are kept in" in err
+    assert "interrupted by SIGINT; the cells measured so far are kept in" in err
     assert "Traceback" not in err
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert lines[0]["outcome"]["status"] == "ok"

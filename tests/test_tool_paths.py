@@ -46,7 +46,12 @@ class Debian213(LocalHost):
     """This machine, except that its only JMeter is Debian's 2.13, answering as recorded
     (the package cannot stay installed here)."""
 
-    def with_limits(self, wanted):  # the runner raises limits on the host it is given
+    # The runner raises limits and ties tools to its lifeline on the host it is given; no tool
+    # runs here (the only JMeter cannot), so this host stays itself.
+    def with_limits(self, wanted):
+        return self
+
+    def with_lifeline(self, lifeline):
         return self
 
     def which(self, program: str) -> str | None:

@@ -5,11 +5,12 @@ the inputs are missing."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from typing import Callable
 
 from toolbench import histogram
-from toolbench.schema import PERCENTILES, Counts, Fidelity, Latency, Measurement, Status
+from toolbench.schema import PERCENTILES, Counts, Fidelity, Latency, Measurement, Rates, Status
 
 
 def complete(m: Measurement) -> Measurement:
@@ -27,6 +28,10 @@ def complete(m: Measurement) -> Measurement:
     if counts.requests_total is not None and duration:
         rates = dataclasses.replace(rates, rps_derived=counts.requests_total / duration)
         mark("rates.rps_derived")
+    rps_ok, ok_fidelity = ok_rate(counts, rates, duration)
+    if rps_ok is not None and ok_fidelity is not None:
+        rates = dataclasses.replace(rates, rps_ok=rps_ok)
+        fidelity["rates.rps_ok"] = ok_fidelity
     if transfer.received_bytes is not None and transfer.received_bytes_per_s is None and duration:
         transfer = dataclasses.replace(transfer, received_bytes_per_s=transfer.received_bytes / duration)
         mark("transfer.received_bytes_per_s")
@@ -35,6 +40,20 @@ def complete(m: Measurement) -> Measurement:
         latency = _from_histogram(m.histogram, m.histogram_resolution_ms, latency, mark, notes)
     return dataclasses.replace(m, counts=counts, rates=rates, transfer=transfer, latency=latency,
                                fidelity=fidelity, notes=notes)
+
+
+def ok_rate(counts: Counts, rates: Rates, duration_s: float | None) -> tuple[float | None, Fidelity | None]:
+    """Successful requests per second. When no request failed, the tool's own rate counts
+    successes only and is kept as reported; otherwise successes over the duration. Unknown
+    (None) when the tool does not say how many requests succeeded."""
+    attempted = rates.rps if rates.rps is not None else rates.rps_derived
+    all_ok = counts.requests_failed == 0 or (
+        counts.requests_ok is not None and counts.requests_ok == counts.requests_total)
+    if all_ok and attempted is not None:
+        return attempted, Fidelity.REPORTED if rates.rps is not None else Fidelity.DERIVED
+    if counts.requests_ok is not None and duration_s:
+        return counts.requests_ok / duration_s, Fidelity.DERIVED
+    return None, None
 
 
 def _from_histogram(encoded: str, step_ms: float | None, latency: Latency,
@@ -77,31 +96,78 @@ def _from_histogram(encoded: str, step_ms: float | None, latency: Latency,
     return dataclasses.replace(latency, **changes)
 
 
+class Reach(str, enum.Enum):
+    """What one connection of toolbench's own met at the target (toolbench.diagnose)."""
+
+    ANSWERS = "answers"
+    SILENT = "silent"  # the connection was accepted, the request never answered
+    CONNECT_TIMEOUT = "connect timeout"
+    REFUSED = "refused"
+    UNKNOWN = "unknown"
+
+
 def judge(m: Measurement | None, exit_code: int | None, *, timed_out: bool, interrupted: bool,
-          timeout_s: float, stderr: str, ok_exit_codes: tuple[int, ...] = (0,)) -> tuple[Status, str | None]:
+          timeout_s: float, stderr: str, ok_exit_codes: tuple[int, ...] = (0,), wall_s: float | None = None,
+          reach: Reach | None = None) -> tuple[Status, str | None]:
     """A cell is ok only when the tool ended normally and at least one request succeeded:
-    a run of refused connections or of 404s is a failure, whatever the tool says."""
+    a run of refused connections or of 404s is a failure, whatever the tool says. A failure
+    says what happened in words: the tool's own error line, what it counted, or, when it
+    counted nothing, whether the target accepts connections and answers (`reach`: asked
+    by toolbench after such a cell)."""
     if interrupted:
-        return Status.INTERRUPTED, "interrupted by the user"
+        return Status.INTERRUPTED, "interrupted before the tool ended; --resume runs the cell again"
     if timed_out:
         return Status.TIMED_OUT, f"no result within the hard limit of {timeout_s:g}s; the tool was killed"
+    said = error_line(stderr)
     if exit_code not in ok_exit_codes:
-        return Status.FAILED, f"exit code {exit_code}" + _last_line(stderr)
+        why = said or (_why_no_success(m, "", wall_s, reach) if m is not None else "")
+        return Status.FAILED, f"exit code {exit_code}" + (f": {why}" if why else "")
     if m is None:
-        return Status.FAILED, "no output to parse"
+        return Status.FAILED, "no output to parse" + (f": {said}" if said else "")
     counts = m.counts
     if counts.requests_ok == 0 or (counts.requests_ok is None and not counts.requests_total):
-        return Status.FAILED, "no successful request" + _failure_summary(counts)
+        return Status.FAILED, "no successful request: " + _why_no_success(m, said, wall_s, reach)
     return Status.OK, None
+
+
+def counted_nothing(m: Measurement | None) -> bool:
+    """The tool ran and counted no request at all: no success, no failure of any class."""
+    return (m is not None and not m.counts.requests_total and not m.counts.requests_ok
+            and not _failure_summary(m.counts))
+
+
+def _why_no_success(m: Measurement, said: str, wall_s: float | None, reach: Reach | None) -> str:
+    """What the tool counted; when it counted nothing, what its open connections or
+    toolbench's own connection to the target showed; else the tool's last word on stderr."""
+    counted = _failure_summary(m.counts)
+    if counted:
+        return counted
+    ran = wall_s if wall_s is not None else m.timing.duration_s
+    within = f"within {ran:.1f}s" if ran else "during the run"
+    if m.counts.connections_opened:
+        return f"no response {within}: {m.counts.connections_opened} connection(s) open, no request answered"
+    nothing = f"{m.tool} counted no request"
+    if reach is Reach.CONNECT_TIMEOUT:
+        return f"connect timeout: {nothing} {within}, and the target accepted no connection from toolbench either"
+    if reach is Reach.SILENT:
+        return (f"no response {within}: {nothing}; the target accepts connections (toolbench's own too) "
+                "and answered none")
+    if reach is Reach.REFUSED:
+        return f"{nothing} {within}; the target refuses connections"
+    return said or f"no response {within}: {nothing}, neither answered nor failed"
 
 
 def _failure_summary(counts: Counts) -> str:
     parts = [f"{value} {f.name.replace('_', ' ')}" for f in dataclasses.fields(counts.failures)
              if (value := getattr(counts.failures, f.name))]
-    return f": {', '.join(parts)}" if parts else ""
+    return ", ".join(parts)
 
 
-def _last_line(stderr: str) -> str:
+def error_line(stderr: str) -> str:
+    """The line of a tool's stderr that says what went wrong: the last one, except that a
+    tool that prints its usage after an error (ab) gets the line before the usage."""
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    return f": {lines[-1][:300]}" if lines else ""
-
+    for index, line in enumerate(lines):
+        if line.lower().startswith("usage:"):
+            return lines[index - 1][:300] if index else line[:300]
+    return lines[-1][:300] if lines else ""

@@ -41,8 +41,15 @@ class SchemaError(ToolbenchError):
 
 
 class Interrupted(ToolbenchError):
-    """Ctrl-C during a run: what was measured is on disk."""
+    """Ctrl-C (or SIGTERM, SIGHUP) during a run: what was measured is on disk."""
 
-    def __init__(self, run_dir: object) -> None:
-        super().__init__(f"interrupted; the cells measured so far are kept in {run_dir}")
+    def __init__(self, run_dir: object, by: str | None = None) -> None:
+        super().__init__(f"interrupted{f' by {by}' if by else ''}; the cells measured so far are kept in {run_dir}")
         self.run_dir = run_dir
+        self.by = by
+
+
+class Notice(UserWarning):
+    """Something the user should know that does not stop the command (a torn last record
+    stepped over, leftovers of a killed run stopped); issued with warnings.warn, printed by
+    the CLI as one line."""

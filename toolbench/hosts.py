@@ -19,6 +19,7 @@ from typing import IO, Iterator, Mapping, Protocol
 import psutil
 
 from toolbench.errors import HostError
+from toolbench.lifeline import Lifeline, die_with_parent
 
 # The limits a scenario may ask for, by the name `ulimit` and /proc/<pid>/limits give them.
 RLIMITS = {"nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC}
@@ -109,11 +110,14 @@ class RemoteHost(Host, Protocol):
 
 class LocalHost:
     """This machine. `prefix` is put before every command (e.g. `ip netns exec NS`, to run
-    inside a network namespace); `limits` are the ulimits raised for every process started."""
+    inside a network namespace); `limits` are the ulimits raised for every process started;
+    `lifeline`, when given, records every tool started and kills it should toolbench die."""
 
-    def __init__(self, prefix: tuple[str, ...] = (), limits: Mapping[str, int] | None = None) -> None:
+    def __init__(self, prefix: tuple[str, ...] = (), limits: Mapping[str, int] | None = None,
+                 lifeline: Lifeline | None = None) -> None:
         self.prefix = tuple(prefix)
         self.limits = dict(limits or {})
+        self.lifeline = lifeline
         self.label = "local" if not prefix else f"local ({' '.join(prefix)})"
         self.remote = False
 
@@ -150,7 +154,14 @@ class LocalHost:
             out.close()
             err.close()
             raise
-        return LocalProcess(proc, out, err)
+        running = LocalProcess(proc, out, err, self.lifeline)
+        if self.lifeline is not None:
+            try:
+                self.lifeline.adopt(proc.pid, f"tool {argv[0]}")
+            except BaseException:
+                running.wait(0)
+                raise
+        return running
 
     def run(self, argv: list[str], cwd: Path, stdout: Path, stderr: Path, timeout_s: float,
             env: dict[str, str] | None = None) -> Completed:
@@ -159,7 +170,10 @@ class LocalHost:
         return self.start(argv, cwd, stdout, stderr, env).wait(timeout_s)
 
     def with_limits(self, wanted: Mapping[str, int]) -> "LocalHost":
-        return LocalHost(self.prefix, {**self.limits, **wanted})
+        return LocalHost(self.prefix, {**self.limits, **wanted}, self.lifeline)
+
+    def with_lifeline(self, lifeline: Lifeline) -> "LocalHost":
+        return LocalHost(self.prefix, self.limits, lifeline)
 
     def process_limits(self, raised: bool = True) -> dict[str, Limit]:
         """The limits of a process started exactly as a tool is (same prefix, same raise);
@@ -185,9 +199,11 @@ class LocalProcess:
     """A tool started by LocalHost. Waiting reaps it with wait4, so the kernel's CPU and
     memory account of the whole run comes with the exit code."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], out: IO[bytes], err: IO[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], out: IO[bytes], err: IO[bytes],
+                 lifeline: Lifeline | None = None) -> None:
         self._proc = proc
         self._files = (out, err)
+        self._lifeline = lifeline
         self.pid = proc.pid
         self.started = time.monotonic()
 
@@ -236,6 +252,8 @@ class LocalProcess:
         _, status, usage = os.wait4(self.pid, 0)
         code = os.waitstatus_to_exitcode(status)
         self._proc.returncode = code  # reaped here: Popen must not wait for it again
+        if self._lifeline is not None:
+            self._lifeline.release(self.pid)
         wall = time.monotonic() - self.started
         return Completed(None if (timed_out or interrupted) else code, timed_out, wall, interrupted,
                          cpu_user_s=usage.ru_utime, cpu_system_s=usage.ru_stime)
@@ -297,9 +315,10 @@ def _limit_value(text: str) -> int | None:
 def _spawn(argv: list[str], cwd: Path, out: IO[bytes], err: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
     try:
         # A session of its own, so the whole tree can be killed and Ctrl-C in the
-        # terminal reaches toolbench first, which then stops the tool cleanly.
+        # terminal reaches toolbench first, which then stops the tool cleanly; killed by
+        # the kernel should toolbench die without stopping it.
         return subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
+                                env=env, start_new_session=True, preexec_fn=die_with_parent())
     except FileNotFoundError:
         raise HostError(f"local: {argv[0]}: not found") from None
     except PermissionError:

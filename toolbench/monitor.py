@@ -9,6 +9,7 @@ reads are the point: the monitor must not take the CPU it is there to measure.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import threading
@@ -75,12 +76,20 @@ class Monitor:
         self._thread.start()
 
     def stop(self) -> MonitorReport:
+        """Ends the sampling thread, then writes the series. A write that fails (a full disk)
+        leaves no partial series behind and is raised once the monitor has stopped."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
         report = MonitorReport(list(self._samples), self.interval_s, self._cpu_s, list(self._notes))
         if self.series_path is not None:
-            write_series(self.series_path, report.samples)
+            try:
+                write_series(self.series_path, report.samples)
+            except OSError:
+                if self.series_path.is_file():
+                    with contextlib.suppress(OSError):
+                        self.series_path.unlink()
+                raise
         return report
 
     def _loop(self) -> None:

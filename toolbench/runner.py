@@ -8,14 +8,15 @@ import platform
 import shlex
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
-from toolbench import derive, monitor, plan, prereq, probe, registry, ssh, store, targets
+from toolbench import derive, diagnose, lifeline, monitor, plan, prereq, probe, registry, ssh, store, targets
 from toolbench.adapter import Adapter, Detection, Found, Missing, RawOutput
-from toolbench.errors import HostError, Interrupted, ParseError, ScenarioError, ToolbenchError
-from toolbench.hosts import Completed, Host, RemoteHost, Running
+from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, ToolbenchError
+from toolbench.hosts import Completed, Host, LocalHost, RemoteHost, Running
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
@@ -83,30 +84,57 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
     if prereq.blocking(findings) and not go_on:
         raise prereq.refusal(findings, scenario.source)
     run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)
-    done = run_dir.finished_cells() if resume else set()
-    found = _detect_tools(scenario, host, {c.cell.tool for c in cells})
-    checked = {"checked_at": store.utc_now(), "host": host.label, "went_on": bool(prereq.blocking(findings)),
-               "findings": [f.to_dict() for f in findings]}
-    if not resume:
-        run_dir.write_manifest(_manifest(scenario, host, found, checked))
-    else:
-        run_dir.update_manifest(prerequisites=checked)
-    todo = [c for c in cells if c.cell.id not in done]
-    observer.planned(len(cells), len(cells) - len(todo))
-    interrupted, status, error = False, "failed", None
+    with run_dir.lock():
+        try:
+            left = lifeline.stop_leftovers(run_dir.path / lifeline.LEDGER) if resume else []
+            repaired = run_dir.repair_results() if resume else None
+            life = lifeline.Lifeline(run_dir.path / lifeline.LEDGER)
+        except OSError as exc:
+            raise run_dir.write_failure(exc) or exc from None
+        with life:
+            if isinstance(host, LocalHost):
+                host = host.with_lifeline(life)
+            checked = {"checked_at": store.utc_now(), "host": host.label,
+                       "went_on": bool(prereq.blocking(findings)), "findings": [f.to_dict() for f in findings]}
+            resumed = {"at": store.utc_now(), "stopped_leftovers": left, "repaired": repaired}
+            for said in ([f"stopped what the earlier run left running: {', '.join(left)}"] if left else []) + (
+                    [repaired] if repaired else []):
+                warnings.warn(Notice(said), stacklevel=2)
+            return _run_locked(scenario, cells, run_dir, observer, host, life, checked, resumed if resume else None)
+
+
+def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.RunDir, observer: Observer, host: Host,
+                life: lifeline.Lifeline, checked: dict[str, object], resumed: dict[str, object] | None) -> RunSummary:
+    """The run proper, with its folder locked. The manifest ends saying how the run ended:
+    complete, interrupted, or failed with the error."""
     try:
-        with targets.started(scenario.target, run_dir.path / "target") as target:
+        done = run_dir.finished_cells() if resumed else set()
+        found = _detect_tools(scenario, host, {c.cell.tool for c in cells})
+        if resumed is None:
+            run_dir.write_manifest(_manifest(scenario, host, found, checked))
+        else:
+            earlier = run_dir.manifest().get("resumed")
+            run_dir.update_manifest(prerequisites=checked, status="starting",
+                                    resumed=[*(earlier if isinstance(earlier, list) else []), resumed])
+        run_dir.reserve_space()
+        todo = [c for c in cells if c.cell.id not in done]
+        observer.planned(len(cells), len(cells) - len(todo))
+        with targets.started(scenario.target, run_dir.path / "target", life) as target:
             run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
                                             "version": target.version}, status="running")
             interrupted = _run_cells(scenario, todo, run_dir, host, found, target, observer)
-        status = "interrupted" if interrupted else "complete"
     except KeyboardInterrupt:
-        interrupted, status = True, "interrupted"
-    except ToolbenchError as exc:
-        error = str(exc)
+        interrupted = True
+    except BaseException as exc:
+        problem = run_dir.write_failure(exc) if isinstance(exc, OSError) else None
+        said = problem or exc
+        error = str(said) if isinstance(said, ToolbenchError) else f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(ToolbenchError):  # the error in flight says more
+            run_dir.record_end("failed", error)
+        if problem is not None:
+            raise problem from None
         raise
-    finally:
-        run_dir.update_manifest(ended_at=store.utc_now(), status=status, error=error)
+    run_dir.record_end("interrupted" if interrupted else "complete", None)
     if interrupted:
         raise Interrupted(run_dir.path)
     return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
@@ -119,9 +147,17 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
         cell = planned.cell.at(target.base_url)
         observer.cell_started(index, cell)
         runnable = planned.support.ok and isinstance(found[cell.tool], Found)
-        if runnable and last_ran and scenario.cooldown_s:
-            time.sleep(scenario.cooldown_s)
-        result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
+        started_at = store.utc_now()
+        try:
+            if runnable and last_ran and scenario.cooldown_s:
+                time.sleep(scenario.cooldown_s)
+            result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
+        except KeyboardInterrupt:
+            # Stopped outside the tool's run (its baseline, its parse): the cell is stored as
+            # interrupted all the same, so that --resume runs it again.
+            result = RunResult(_identity(scenario, cell, _version(found[cell.tool]), target.label),
+                               Outcome(Status.INTERRUPTED, error="interrupted before the cell ended"),
+                               timing=Timing(started_at=started_at, ended_at=store.utc_now()))
         last_ran = runnable
         run_dir.append(result)
         observer.cell_finished(index, result)
@@ -130,14 +166,22 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
     return False
 
 
-def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
-             found: Detection, target_label: str) -> RunResult:
-    version = found.version if isinstance(found, Found) else None
-    identity = Identity(
+def _identity(scenario: Scenario, cell: Cell, version: str | None, target_label: str) -> Identity:
+    return Identity(
         scenario=scenario.name, cell_id=cell.id, tool=cell.tool, tool_version=version,
         target_label=target_label, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
         repetition=cell.repetition, model=LoadModel.OPEN if cell.rate_rps else LoadModel.CLOSED,
         rate_rps=cell.rate_rps, variant=cell.variant)
+
+
+def _version(found: Detection) -> str | None:
+    return found.version if isinstance(found, Found) else None
+
+
+def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
+             found: Detection, target_label: str) -> RunResult:
+    version = _version(found)
+    identity = _identity(scenario, cell, version, target_label)
     if not planned.support.ok:
         return RunResult(identity, Outcome(Status.UNSUPPORTED, error=planned.support.reason))
     if isinstance(found, Missing):
@@ -160,7 +204,8 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     measurement, parse_error = _parse(adapter, raw)
     status, error = derive.judge(measurement, completed.exit_code, timed_out=completed.timed_out,
                                  interrupted=completed.interrupted, timeout_s=cell.timeout_s,
-                                 stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes)
+                                 stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes,
+                                 wall_s=completed.wall_s, reach=_reach_if_nothing_counted(measurement, completed, cell))
     if parse_error and status is Status.OK:
         status, error = Status.FAILED, parse_error
     elif parse_error:
@@ -196,6 +241,14 @@ def _execute_with_retries(adapter: Adapter, found: Found, cell: Cell, workdir: P
         hangs.append(f"{cell.tool} was still running at the hard limit of {cell.timeout_s:g}s and was killed "
                      f"(attempt {attempt} of {attempts}; its output is in {run_dir.relative(kept)}); it was run again")
     return completed, raw, watched, hangs
+
+
+def _reach_if_nothing_counted(m: Measurement | None, completed: Completed, cell: Cell) -> derive.Reach | None:
+    """A tool that ran to its end and counted nothing at all leaves its cause open: one
+    connection of toolbench's own tells a target that never accepts from one that never answers."""
+    if completed.timed_out or completed.interrupted or not derive.counted_nothing(m) or cell.url is None:
+        return None
+    return diagnose.reach(cell.url)
 
 
 def _short_run_note(cell: Cell, wall_s: float) -> list[str]:
@@ -241,11 +294,15 @@ def _execute(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Ho
     mon = monitor.Monitor(scenario.monitor.interval_s, monitor.port_of(cell.url), series) if series else None
     prb = probe.Probe(target, spec.interval_s, probe_timeout) if spec.enabled else None
     try:
-        running = host.start(invocation.argv, cwd=tool_dir, stdout=workdir / "stdout.txt",
-                             stderr=workdir / "stderr.txt", env=invocation.env)
-        completed = _watch(running, cell.timeout_s, mon, prb)
-        report = mon.stop() if mon else None
-        during = prb.stop() if prb else None
+        try:
+            running = host.start(invocation.argv, cwd=tool_dir, stdout=workdir / "stdout.txt",
+                                 stderr=workdir / "stderr.txt", env=invocation.env)
+            completed = _watch(running, cell.timeout_s, mon, prb)
+        finally:
+            # However the tool's run ended, its watchers end with it; the monitor last, as
+            # writing its series may fail (a full disk).
+            during = prb.stop() if prb else None
+            report = mon.stop() if mon else None
         if far and remote:
             _fetch(far, remote, invocation.outputs, workdir)
     finally:
@@ -268,7 +325,8 @@ def _fetch(host: RemoteHost, remote: str, outputs: dict[str, str], workdir: Path
 
 def _watch(running: Running, timeout_s: float, mon: monitor.Monitor | None, prb: probe.Probe | None) -> Completed:
     """Starts the watchers on the running tool and waits for it; whatever happens in between,
-    the tool does not outlive this call (a zero wait kills and reaps it)."""
+    the tool does not outlive this call (a zero wait kills and reaps it). The caller stops
+    the watchers."""
     try:
         if mon:
             mon.start(running.pid, running.started)
@@ -276,10 +334,6 @@ def _watch(running: Running, timeout_s: float, mon: monitor.Monitor | None, prb:
             prb.start(running.started)
     except BaseException:
         running.wait(0)
-        if mon:
-            mon.stop()
-        if prb:
-            prb.stop()
         raise
     return running.wait(timeout_s)
 
@@ -331,7 +385,7 @@ def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection],
         "status": "starting",
         "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
                         "argv": sys.argv},
-        "tools": {tool: f.version if isinstance(f, Found) else None for tool, f in found.items()},
+        "tools": {tool: _version(f) for tool, f in found.items()},
         "prerequisites": prerequisites,
         "observation": {"monitor": dataclasses.asdict(scenario.monitor), "probe": dataclasses.asdict(scenario.probe)},
     }

@@ -96,8 +96,13 @@ class Counts:
 
 @dataclass(frozen=True)
 class Rates:
+    """Requests per second. `rps` is the tool's own figure; `rps_derived` is the attempted rate
+    (every request, failed ones included) and `rps_ok` the successful rate, which is what
+    throughput means in toolbench's comparisons: a server answering 503 fast is not fast."""
+
     rps: float | None = None  # as the tool reported it
-    rps_derived: float | None = None  # requests_total / duration_s, computed by toolbench
+    rps_derived: float | None = None  # attempted: requests_total / duration_s, computed by toolbench
+    rps_ok: float | None = None  # successful: requests_ok / duration_s (the tool's rps when none failed)
 
 
 @dataclass(frozen=True)
@@ -269,7 +274,7 @@ class Outcome:
 
 # Metric names that carry a fidelity entry: the dotted path of the field in RunResult.
 METRICS: frozenset[str] = frozenset(
-    [f"timing.duration_s", "rates.rps", "rates.rps_derived"]
+    [f"timing.duration_s", "rates.rps", "rates.rps_derived", "rates.rps_ok"]
     + [f"counts.{f}" for f in ("requests_total", "requests_ok", "requests_failed", "status_codes")]
     + [f"counts.failures.{f.name}" for f in dataclasses.fields(Failures)]
     + [f"transfer.{f.name}" for f in dataclasses.fields(Transfer)]

@@ -1,8 +1,16 @@
-"""Statistics over repetitions, and each tool's peak over the concurrency sweep.
+"""Statistics over repetitions, the noise of a figure, and each tool's peak over the
+concurrency sweep.
 
-Pure functions over RunResults, for the report and for analysis. A cell repeated N times
+Pure functions over RunResults, for the report and for analysis. Throughput means
+successful requests per second (`throughput`), everywhere. A cell repeated N times
 (`repeat: N`, interleaved across tools by the plan) gets, for its throughput and each
 latency figure: median, min, max, quartiles and IQR, and a 95% confidence interval.
+
+Noise is what a comparison needs: half the range of a figure over the repetitions, as a
+share of its median; with one repetition, half the range of the cell's whole seconds
+(`whole_seconds`: a tool's first and last seconds are partial and are dropped). Two
+figures differ only when they are further apart than the noise of both (`differs`);
+otherwise they tie.
 
 Why a t-interval of the mean: with the 3 to 10 repetitions a benchmark can afford, a
 bootstrap interval is too coarse to mean much (with 3 values it can only span their
@@ -19,8 +27,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from toolbench import histogram
-from toolbench.schema import PERCENTILES, Percentiles, RunResult, Status
+from toolbench import derive, histogram
+from toolbench.schema import PERCENTILES, Fidelity, Percentiles, RunResult, SecondSample, Status
 
 OUTLIER_Z = 3.5
 _MAD_SCALE = 0.6745  # makes the MAD comparable to a standard deviation for normal data
@@ -31,6 +39,11 @@ _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
 _Z95 = 1.959964
 LATENCY_FIGURES = ("mean_ms",) + tuple(name for name, _ in PERCENTILES)
 _RAN = (Status.OK, Status.FAILED, Status.TIMED_OUT)  # a cell that ran; unsupported and missing did not
+# Where no noise could be measured (one repetition, no per-second data), this much is assumed.
+ASSUMED_NOISE_PCT = 10.0
+# Below this, a difference is a tie whatever the measured noise: half the range of two or
+# three samples understates what the next run will show.
+MIN_DIFFERENCE_PCT = 5.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,7 @@ class CellKey:
     keepalive: bool | None
     rate_rps: float | None = None
     target_label: str | None = None
+    params: tuple[tuple[str, str], ...] = ()  # any extra matrix parameter, sorted
 
     @property
     def label(self) -> str:
@@ -84,42 +98,132 @@ class Merged:
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """A figure with its noise: `noise_pct` is half the range of its samples as a share of
+    the median, measured over `basis` ("2 repetitions", "3 whole seconds"); None when it could
+    not be measured, and then ASSUMED_NOISE_PCT stands in."""
+
+    value: float
+    noise_pct: float | None
+    basis: str = ""
+
+    @property
+    def half_width(self) -> float:
+        pct = self.noise_pct if self.noise_pct is not None else ASSUMED_NOISE_PCT
+        return abs(self.value) * pct / 100.0
+
+
+@dataclass(frozen=True)
 class CellStats:
     key: CellKey
     runs: int  # repetitions that ran (ok, failed or timed out)
     ok: int
-    throughput_rps: Spread | None  # over the ok repetitions
+    throughput_rps: Spread | None  # successful requests/s over the ok repetitions
     latency_ms: dict[str, Spread]  # "mean_ms", "p50_ms", ... for the figures the tool gave
     merged: Merged | None
     requests_failed: int | None  # over every repetition that ran
     requests_total: int | None
     error_rate: float | None  # requests_failed / requests_total
+    throughput: Estimate | None = None  # the median successful rate with its noise
 
 
 @dataclass(frozen=True)
 class PeakPoint:
     concurrency: int
-    throughput_rps: float | None  # median over the ok repetitions
+    throughput: Estimate | None  # successful requests/s: median over the ok repetitions, with its noise
     error_rate: float | None
     failed_runs: int  # repetitions that failed or timed out
+
+    @property
+    def throughput_rps(self) -> float | None:
+        return self.throughput.value if self.throughput else None
 
 
 @dataclass(frozen=True)
 class Peak:
-    """A tool's maximum throughput over the concurrency sweep, for one keep-alive setting."""
+    """A tool's maximum successful throughput over the concurrency sweep, for one keep-alive
+    setting (and target, rate and extra parameters): the one peak model, made by `peaks`."""
 
     tool: str
     keepalive: bool | None
     rate_rps: float | None
-    best_rps: float | None
-    best_concurrency: int | None
+    best: PeakPoint | None
     errors_from_concurrency: int | None  # the lowest concurrency with failed requests or runs
     points: list[PeakPoint]
+    target_label: str | None = None
+
+    @property
+    def best_rps(self) -> float | None:
+        return self.best.throughput_rps if self.best else None
+
+    @property
+    def best_concurrency(self) -> int | None:
+        return self.best.concurrency if self.best else None
 
 
 def throughput(result: RunResult) -> float | None:
-    """What the tool reported, else what toolbench derived from its counts and duration."""
+    """Successful requests per second: what every comparison ranks. Stored in `rates.rps_ok`;
+    computed by the same rule for records stored before that field existed."""
+    if result.rates.rps_ok is not None:
+        return result.rates.rps_ok
+    return derive.ok_rate(result.counts, result.rates, result.timing.duration_s)[0]
+
+
+def throughput_derived(result: RunResult) -> bool:
+    """Whether the successful rate was computed by toolbench rather than printed by the tool."""
+    if result.rates.rps_ok is not None:
+        return result.fidelity_of("rates.rps_ok") is Fidelity.DERIVED
+    return derive.ok_rate(result.counts, result.rates, result.timing.duration_s)[1] is Fidelity.DERIVED
+
+
+def attempted(result: RunResult) -> float | None:
+    """Attempted requests per second, failed ones included: the tool's own figure, else derived."""
     return result.rates.rps if result.rates.rps is not None else result.rates.rps_derived
+
+
+def whole_seconds(result: RunResult) -> list[SecondSample]:
+    """The per-second samples that cover a whole second of load. Every tool's clock starts
+    and stops mid-second (ab, JMeter and Locust stamp whole epoch seconds; the engine counts
+    from its start, ramp-up included), so the first and last samples are dropped."""
+    return list(result.series[1:-1])
+
+
+def half_range_pct(values: list[float]) -> float | None:
+    """Half the range of the values as a percentage of their median; None without two values."""
+    if len(values) < 2:
+        return None
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / 2.0 / middle * 100.0 if middle > 0 else None
+
+
+def estimate(values: list[float], seconds: list[float] | None = None) -> Estimate | None:
+    """The median of the repetitions' values, with their noise; with one repetition, the noise
+    of its whole seconds (`seconds`), if there are at least two."""
+    if not values:
+        return None
+    value = statistics.median(values)
+    if len(values) >= 2:
+        return Estimate(value, half_range_pct(values), f"{len(values)} repetitions")
+    if seconds and len(seconds) >= 2:
+        return Estimate(value, half_range_pct(seconds), f"{len(seconds)} whole seconds")
+    return Estimate(value, None)
+
+
+def differs(a: Estimate, b: Estimate) -> bool:
+    """Further apart than the noise of both (and than MIN_DIFFERENCE_PCT of the larger): a real
+    difference. Anything closer is a tie."""
+    gap = abs(a.value - b.value)
+    return gap > a.half_width + b.half_width and gap > MIN_DIFFERENCE_PCT / 100.0 * max(abs(a.value), abs(b.value))
+
+
+def rate_estimate(ok: list[RunResult]) -> Estimate | None:
+    """The successful rate of a cell's ok repetitions, with its noise."""
+    values = [v for r in ok if (v := throughput(r)) is not None]
+    seconds = None
+    if len(values) == 1:
+        (only,) = [r for r in ok if throughput(r) is not None]
+        seconds = [float(s.requests - (s.errors or 0)) for s in whole_seconds(only)]
+    return estimate(values, seconds)
 
 
 def t_critical_95(df: int) -> float:
@@ -163,7 +267,7 @@ def spread(values: list[float], repetitions: list[int] | None = None) -> Spread 
 
 def key_of(result: RunResult) -> CellKey:
     i = result.identity
-    return CellKey(i.label, i.concurrency, i.keepalive, i.rate_rps, i.target_label)
+    return CellKey(i.label, i.concurrency, i.keepalive, i.rate_rps, i.target_label, tuple(sorted(i.params.items())))
 
 
 def group(results: Iterable[RunResult]) -> dict[CellKey, list[RunResult]]:
@@ -195,7 +299,8 @@ def _stats(key: CellKey, reps: list[RunResult]) -> CellStats:
     return CellStats(key=key, runs=len(ran), ok=len(ok), throughput_rps=spread(*_unzip(rps)), latency_ms=latency,
                      merged=merge(ok), requests_failed=sum(failed) if failed else None,
                      requests_total=sum(total) if total else None,
-                     error_rate=sum(failed) / sum(total) if failed and total and sum(total) else None)
+                     error_rate=sum(failed) / sum(total) if failed and total and sum(total) else None,
+                     throughput=rate_estimate(ok))
 
 
 def _unzip(pairs: list[tuple[float | None, int]]) -> tuple[list[float], list[int]]:
@@ -224,28 +329,27 @@ def merge(results: Iterable[RunResult]) -> Merged | None:
 
 
 def peaks(results: Iterable[RunResult]) -> list[Peak]:
-    """Per tool and keep-alive setting (and rate, for an open model): the highest median
-    throughput over the concurrencies, where it is reached, and where errors begin."""
-    lines: dict[tuple[str, bool | None, float | None], list[CellStats]] = {}
+    """Per tool and keep-alive setting (and rate, target and parameters): the highest median
+    successful rate over the concurrencies, where it is reached, and where errors begin."""
+    lines: dict[tuple[str, bool | None, float | None, str | None, tuple[tuple[str, str], ...]],
+                list[CellStats]] = {}
     for stats in cell_stats(results):
         k = stats.key
         if k.concurrency is not None:
-            lines.setdefault((k.tool, k.keepalive, k.rate_rps), []).append(stats)
+            lines.setdefault((k.tool, k.keepalive, k.rate_rps, k.target_label, k.params), []).append(stats)
     found = []
-    for (tool, keepalive, rate), cells in lines.items():
+    for (tool, keepalive, rate, target, _), cells in lines.items():
         points = sorted((_point(c) for c in cells), key=lambda p: p.concurrency)
         measured = [p for p in points if p.throughput_rps is not None]
         best = max(measured, key=lambda p: p.throughput_rps or 0.0) if measured else None
         errors = [p.concurrency for p in points if (p.error_rate or 0) > 0 or p.failed_runs]
-        found.append(Peak(tool=tool, keepalive=keepalive, rate_rps=rate,
-                          best_rps=best.throughput_rps if best else None,
-                          best_concurrency=best.concurrency if best else None,
-                          errors_from_concurrency=min(errors) if errors else None, points=points))
+        found.append(Peak(tool=tool, keepalive=keepalive, rate_rps=rate, best=best,
+                          errors_from_concurrency=min(errors) if errors else None, points=points,
+                          target_label=target))
     return found
 
 
 def _point(stats: CellStats) -> PeakPoint:
     assert stats.key.concurrency is not None
-    return PeakPoint(concurrency=stats.key.concurrency,
-                     throughput_rps=stats.throughput_rps.median if stats.throughput_rps else None,
+    return PeakPoint(concurrency=stats.key.concurrency, throughput=stats.throughput,
                      error_rate=stats.error_rate, failed_runs=stats.runs - stats.ok)

@@ -7,6 +7,7 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
+from toolbench.lifeline import Lifeline, watching
 from toolbench.scenario import TargetSpec as ScenarioTarget
 from toolbench.servers.nginx import HELLO, LEGACY_WORKER_CONNECTIONS, nginx_static
 from toolbench.servers.process import RunningTarget, free_port
@@ -18,8 +19,9 @@ __all__ = ["HELLO", "RunningTarget", "free_port", "http_get", "nginx_static", "s
 
 
 @contextlib.contextmanager
-def started(spec: ScenarioTarget, workdir: Path) -> Iterator[RunningTarget]:
-    with start(_from_scenario(spec), workdir / "nginx" if spec.server else workdir) as target:
+def started(spec: ScenarioTarget, workdir: Path, lifeline: Lifeline | None = None) -> Iterator[RunningTarget]:
+    """`lifeline`, when given, records every server process started and kills it should toolbench die."""
+    with watching(lifeline), start(_from_scenario(spec), workdir / "nginx" if spec.server else workdir) as target:
         yield target
 
 

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from toolbench import derive, registry, store
 from toolbench.adapter import Adapter, Found, RawOutput
-from toolbench.errors import Interrupted, ToolbenchError
+from toolbench.errors import Interrupted, Notice, ToolbenchError
 from toolbench.schema import Identity, Outcome, RunResult, result_from_measurement
 
 CLASSIFY_CHARS = 64 * 1024
@@ -18,20 +20,30 @@ CLASSIFY_CHARS = 64 * 1024
 def run(args: argparse.Namespace) -> int:
     from toolbench import runner, scenario
     from toolbench.cli.progress import ProgressObserver
+    from toolbench.cli.signals import StopOnSignals
     from toolbench.report import render
 
-    loaded = scenario.load(args.scenario)
-    show = not args.no_progress and sys.stderr.isatty()
-    try:
-        with ProgressObserver(enabled=show) as observer:
-            summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer, go_on=args.go_on,
-                                 known_hosts=args.known_hosts, trust_new_key=args.trust_new_host_key)
-    except Interrupted as exc:
-        # What was measured before Ctrl-C is on disk: render it, then report the interruption.
-        print(render.render_run(Path(str(exc.run_dir))))
-        raise
-    _print_results_table(store.RunDir.open(summary.run_dir).results())
-    print(render.render_run(summary.run_dir))
+    with StopOnSignals() as stop:
+        loaded = scenario.load(args.scenario)
+        show = not args.no_progress and sys.stderr.isatty()
+        try:
+            with ProgressObserver(enabled=show) as observer:
+                summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer,
+                                     go_on=args.go_on, known_hosts=args.known_hosts,
+                                     trust_new_key=args.trust_new_host_key)
+        except Interrupted as exc:
+            # What was measured before the stop is on disk: render it, then say how the run ended.
+            by = stop.received.name if stop.received else None
+            try:
+                report = render.render_run(Path(str(exc.run_dir)))
+            except ToolbenchError as problem:
+                warnings.warn(Notice(f"the report was not rendered: {problem}"), stacklevel=1)
+            else:
+                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                    print(report, flush=True)
+            raise Interrupted(exc.run_dir, by) from None
+        _print_results_table(store.RunDir.open(summary.run_dir).results())
+        print(render.render_run(summary.run_dir))
     return 0
 
 
@@ -134,13 +146,14 @@ def _print_results_table(results: list[RunResult]) -> None:
     from rich.table import Table
 
     from toolbench.report.fmt import number
+    from toolbench.stats import throughput
 
     table = Table(show_edge=False, header_style="bold")
-    for column in ("cell", "status", "requests", "failed", "req/s", "mean ms", "p99 ms"):
+    for column in ("cell", "status", "requests", "failed", "ok req/s", "mean ms", "p99 ms"):
         table.add_column(column, justify="left" if column in ("cell", "status") else "right")
     for r in results:
         table.add_row(r.identity.cell_id, r.outcome.status.value, number(r.counts.requests_total),
-                      number(r.counts.requests_failed), number(r.rates.rps or r.rates.rps_derived),
+                      number(r.counts.requests_failed), number(throughput(r)),
                       number(r.latency.mean_ms, r.latency.resolution_ms),
                       number(r.latency.percentiles.p99_ms, r.latency.resolution_ms))
     Console(file=sys.stderr).print(table)

@@ -2,16 +2,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import warnings
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TextIO
 
-from toolbench.errors import Interrupted, ToolbenchError
+from toolbench.cli import signals
+from toolbench.errors import Interrupted, Notice, ToolbenchError
 
+# Exit codes (README, "Run a scenario"): 0 done; 1 an error, said in one line; 2 a usage
+# error (argparse); 128 + the signal's number when a run was stopped: 130 Ctrl-C (SIGINT),
+# 143 SIGTERM, 129 SIGHUP.
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +83,13 @@ def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", Notice)
+        warnings.showwarning = _show_notice
+        return _call(args)
+
+
+def _call(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:
@@ -85,15 +97,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Python's own flush at exit must not fail on the closed pipe either.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print("toolbench: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        _say("toolbench: interrupted")
+        return signals.exit_code(str(exc.args[0]) if exc.args else None)
     except Interrupted as exc:
-        print(f"toolbench: {exc}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        _say(f"toolbench: {exc}")
+        return signals.exit_code(exc.by)
     except ToolbenchError as exc:
-        print(f"toolbench: error: {exc}", file=sys.stderr)
+        _say(f"toolbench: error: {exc}")
         return EXIT_ERROR
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError):  # a terminal gone with SIGHUP takes no last word
+        print(line, file=sys.stderr, flush=True)
+
+
+def _show_notice(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: TextIO | None = None, line: str | None = None) -> None:
+    if issubclass(category, Notice):
+        _say(f"toolbench: note: {message}")
+    else:
+        _say(warnings.formatwarning(message, category, filename, lineno, line).rstrip())
 
 
 if __name__ == "__main__":

@@ -95,6 +95,9 @@ def run_command(args: argparse.Namespace) -> int:
     status = result.outcome.status
     if status is Status.INTERRUPTED:
         return EXIT_INTERRUPTED
+    if status is not Status.OK and result.outcome.error and (args.json or args.json_out is not None):
+        # Whoever reads the result file also gets the reason on stderr, beside the exit code.
+        print(f"engine: {result.outcome.error}", file=sys.stderr)
     return EXIT_OK if status is Status.OK else EXIT_FAILED
 
 

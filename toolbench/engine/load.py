@@ -153,7 +153,7 @@ class Slot:
                 load.loop.create_connection(self._new_conn, load.target.address, load.target.port),
                 load.connect_timeout_s)
         except (OSError, asyncio.TimeoutError) as exc:
-            return _connect_error(exc, load.target)
+            return _connect_error(exc, load.target, load.connect_timeout_s)
         if load.keepalive:
             load.rec.connected(clock() - started)
             self.conn = conn
@@ -275,9 +275,9 @@ def _connect_kind(exc: BaseException) -> str:
     return "connect_other"
 
 
-def _connect_error(exc: BaseException, target: Target) -> str:
+def _connect_error(exc: BaseException, target: Target, timeout_s: float) -> str:
     where = f"{target.address}:{target.port}"
     if isinstance(exc, asyncio.TimeoutError):
-        return f"cannot connect to {where}: no answer within the connect timeout"
+        return f"connect timeout: {where} accepted no connection within {timeout_s:g}s"
     reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"cannot connect to {where}: {reason}"

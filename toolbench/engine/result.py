@@ -101,7 +101,7 @@ def run_result(out: Collected, version: str | None = None) -> RunResult:
         status = Status.OK
     error = out.error
     if error is None and status is Status.FAILED:
-        error = _why_nothing(m)
+        error = _why_nothing(m, opts.timeout_s)
     model = LoadModel.OPEN if opts.open_model else LoadModel.CLOSED
     conn = "ka" if opts.keepalive else "close"
     rate = f"-rate{opts.rate_rps:g}" if opts.rate_rps is not None else ""
@@ -172,11 +172,20 @@ def _failure_note(results: list[WorkerResult]) -> str | None:
     return f"{FAILURE_DETAIL}: " + " ".join(failed) if failed else None
 
 
-def _why_nothing(m: Measurement) -> str:
+def _why_nothing(m: Measurement, timeout_s: float) -> str:
+    """Why no request got an HTTP response, in words."""
     f = m.counts.failures
-    parts = [f"{name} {n}" for name, n in (("connect", f.connect), ("timeout", f.timeout),
-                                           ("read", f.read), ("malformed", f.other)) if n]
-    return "no HTTP response: " + (", ".join(parts) if parts else "no request completed")
+    parts = [f"{n} {words}" for n, words in ((f.connect, "could not connect"),
+                                             (f.timeout, f"no response (or no connection) within {timeout_s:g}s"),
+                                             (f.read, "connection closed or reset before the response"),
+                                             (f.other, "malformed response")) if n]
+    if parts:
+        return "no HTTP response: " + ", ".join(parts)
+    opened = m.counts.connections_opened or 0
+    ran = f"{m.timing.duration_s:.1f}s" if m.timing.duration_s else "the run"
+    if opened:
+        return f"no response within {ran}: {opened} connection(s) open, no request answered"
+    return f"no response within {ran}: no request completed"
 
 
 def _with_fidelity(m: Measurement) -> Measurement:

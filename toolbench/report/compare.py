@@ -1,13 +1,14 @@
 """Several runs side by side (one scenario on two dates, or two scenarios), with the
-differences against the first run given."""
+differences against the first run given, and which of them are beyond the noise of both."""
 from __future__ import annotations
 
-from collections import Counter
-
-from toolbench.report import fmt, groups
-from toolbench.report.context import Context
+from toolbench import stats
+from toolbench.report import fmt, groups, likewise
+from toolbench.report.context import Context, RunView
+from toolbench.report.environment import ended
 from toolbench.report.view import Column, Link, Row, Section, Table, Value, num, text
-from toolbench.schema import Status
+
+BEYOND = "beyond the noise"
 
 
 def labels(runs: list[tuple[str, dict[str, object]]]) -> list[str]:
@@ -30,71 +31,81 @@ def labels(runs: list[tuple[str, dict[str, object]]]) -> list[str]:
 def compare_section(ctx: Context) -> Section:
     base = ctx.runs[0]
     tables = (_runs_table(ctx), _peaks_table(ctx), _cells_table(ctx))
-    points = _biggest_changes(ctx)
     intro = (f"{len(ctx.runs)} runs side by side. Changes are relative to the first, “{base.label}”: "
-             "+ means more than there.")
+             "+ means more than there. A change is marked “!” when it is beyond the noise of both runs (the same "
+             "rule as the verdict's ties); cells are matched by tool, keep-alive, concurrency, variant and stop.")
     return Section("compare", "Differences between runs", intro=intro,
-                   tables=tuple(t for t in tables if t.rows), points=tuple(points))
+                   tables=tuple(t for t in tables if t.rows), points=tuple(_conclusions(ctx)))
 
 
 def _runs_table(ctx: Context) -> Table:
     rows = []
     for run in ctx.runs:
-        statuses = Counter(r.outcome.status for r in run.results)
-        best = groups.leader([p for p in ctx.peaks if p.key.run == run.label])
+        mine = [s for s in ctx.series if s.key.run == run.label and s.rps is not None]
+        best = max(mine, key=lambda s: s.rps or 0.0) if mine else None
         headline = f"{best.key.name} {fmt.number(best.rps)}/s" if best else fmt.ABSENT
         rows.append(Row((Value(run.label, links=(Link(run.name, run.link("")),)), text(run.scenario),
-                         text(fmt.when(run.started_at)), text(str(run.manifest.get("status") or "")),
-                         num(f"{statuses[Status.OK]} of {len(run.results)}", statuses[Status.OK]),
+                         text(fmt.when(run.started_at)), text(ended(run)), text(run.stop or fmt.ABSENT),
                          text(headline))))
-    cols = (Column("run"), Column("scenario"), Column("started"), Column("status"), Column("cells ok", True),
-            Column("highest rate"))
+    cols = (Column("run"), Column("scenario"), Column("started"), Column("ended"), Column("stop"),
+            Column("highest ok rate", title="the highest peak of successful requests/s; not a like-for-like ranking"))
     return Table(cols, tuple(rows), caption="The runs")
 
 
-def _by_run(ctx: Context) -> dict[tuple[str, str, bool | None], dict[str, groups.Peak]]:
-    out: dict[tuple[str, str, bool | None], dict[str, groups.Peak]] = {}
-    for p in ctx.peaks:
-        out.setdefault((p.key.tool, p.key.variant, p.key.keepalive), {})[p.key.run] = p
+def _matched(ctx: Context, key: object) -> dict[object, dict[str, groups.Point]]:
+    out: dict[object, dict[str, groups.Point]] = {}
+    for p in ctx.points:
+        out.setdefault(key(p), {})[p.key.run] = p  # type: ignore[operator]
     return out
 
 
 def _peaks_table(ctx: Context) -> Table:
     base = ctx.runs[0].label
+    by_run: dict[tuple[str, str, bool | None], dict[str, groups.Series]] = {}
+    for s in ctx.series:
+        by_run.setdefault((s.key.tool, s.key.variant, s.key.keepalive), {})[s.key.run] = s
     rows = []
-    for (tool, variant, keepalive), peaks in _by_run(ctx).items():
+    for (tool, variant, keepalive), found in by_run.items():
         values = [text(f"{tool} {variant}".strip()), text(fmt.yes_no(keepalive))]
         for run in ctx.runs:
-            p = peaks.get(run.label)
-            rps = p.rps if p else None
-            where = f" (c {fmt.number(p.concurrency)})" if p and p.rps is not None else ""
-            values.append(num(fmt.number(rps) + where, rps))
+            peak = found.get(run.label)
+            best = peak.best if peak else None
+            where = f" (c {fmt.number(peak.concurrency)})" if peak and peak.rps is not None else ""
+            values.append(num(fmt.number(peak.rps if peak else None) + where, peak.rps if peak else None))
             if run.label != base:
-                values.append(_delta(rps, peaks[base].rps if base in peaks else None))
+                old = found[base].best if base in found else None
+                values.append(_delta(best, old, same_place=bool(best and old and best.concurrency == old.concurrency)))
         rows.append(Row(tuple(values)))
-    return Table(_run_columns(ctx, ["tool", "keep-alive"], "peak req/s"), tuple(rows),
-                 caption="Peak throughput per tool and keep-alive setting")
+    return Table(_run_columns(ctx, ["tool", "keep-alive"], "peak ok req/s"), tuple(rows),
+                 caption="Peak successful throughput per tool and keep-alive setting")
+
+
+def _cell_key(p: groups.Point) -> tuple[str, str, bool | None, int | None]:
+    return p.key.tool, p.key.variant, p.key.keepalive, p.concurrency
 
 
 def _cells_table(ctx: Context) -> Table:
-    """Cells present in at least two runs, matched by tool, keep-alive and concurrency."""
-    matched: dict[tuple[str, str, bool | None, int | None], dict[str, groups.Point]] = {}
-    for p in ctx.points:
-        matched.setdefault((p.key.tool, p.key.variant, p.key.keepalive, p.concurrency), {})[p.key.run] = p
+    """Cells present in at least two runs, matched by tool, variant, keep-alive and concurrency."""
     base = ctx.runs[0].label
     rows = []
-    for (tool, variant, keepalive, c), pts in matched.items():
+    for (tool, variant, keepalive, c), pts in _matched(ctx, _cell_key).items():  # type: ignore[misc]
         if len(pts) < 2:
             continue
         values = [text(f"{tool} {variant}".strip()), text(fmt.yes_no(keepalive)), num(fmt.number(c), c)]
         for run in ctx.runs:
-            rps = pts[run.label].rps if run.label in pts else None
-            values.append(num(fmt.number(rps), rps))
+            rate = pts[run.label].rate if run.label in pts else None
+            values.append(num(_with_noise(rate), rate.value if rate else None))
             if run.label != base:
-                values.append(_delta(rps, pts[base].rps if base in pts else None))
+                values.append(_delta(pts.get(run.label), pts.get(base), same_place=_same_stop(ctx, base, run.label)))
         rows.append(Row(tuple(values)))
-    return Table(_run_columns(ctx, ["tool", "keep-alive", "concurrency"], "req/s"), tuple(rows),
-                 caption="The same cell in several runs (median req/s)")
+    return Table(_run_columns(ctx, ["tool", "keep-alive", "concurrency"], "ok req/s"), tuple(rows),
+                 caption="The same cell in several runs (median successful req/s, with its noise)")
+
+
+def _with_noise(rate: stats.Estimate | None) -> str:
+    if rate is None:
+        return fmt.ABSENT
+    return fmt.number(rate.value) + (f" ±{rate.noise_pct:.0f} %" if rate.noise_pct is not None else "")
 
 
 def _run_columns(ctx: Context, first: list[str], metric: str) -> tuple[Column, ...]:
@@ -102,31 +113,71 @@ def _run_columns(ctx: Context, first: list[str], metric: str) -> tuple[Column, .
     for i, run in enumerate(ctx.runs):
         cols.append(Column(f"{metric}: {run.label}", True))
         if i:
-            cols.append(Column(f"Δ {run.label}", True, title=f"change from {ctx.runs[0].label}"))
+            cols.append(Column(f"Δ {run.label}", True, title=f"change from {ctx.runs[0].label}; ! beyond the noise "
+                               "of both runs"))
     return tuple(cols)
 
 
-def _delta(new: float | None, old: float | None) -> Value:
-    shown = fmt.change(new, old)
-    value = (new - old) / old * 100.0 if new is not None and old else None
-    flag = "large change" if value is not None and abs(value) >= 10.0 else ""
-    return num(shown, value, flag=flag)
+def _same_stop(ctx: Context, a: str, b: str) -> bool:
+    stops = {run.label: run.stop for run in ctx.runs}
+    return stops.get(a) == stops.get(b)
 
 
-def _biggest_changes(ctx: Context) -> list[str]:
-    base = ctx.runs[0].label
+def _delta(new: groups.Point | None, old: groups.Point | None, same_place: bool) -> Value:
+    a, b = (new.rate if new else None), (old.rate if old else None)
+    shown = fmt.change(a.value if a else None, b.value if b else None)
+    value = (a.value - b.value) / b.value * 100.0 if a and b and b.value else None
+    beyond = bool(a and b and same_place and stats.differs(a, b))
+    return num(shown if same_place or value is None else f"{shown} (not like for like)", value,
+               flag=BEYOND if beyond else "")
+
+
+def _changes(ctx: Context, base: RunView, run: RunView) -> tuple[list[str], int]:
+    """The cells of both runs that changed beyond the noise of both, and how many were matched."""
+    beyond, matched = [], 0
+    for (tool, variant, keepalive, c), pts in _matched(ctx, _cell_key).items():  # type: ignore[misc]
+        old, new = pts.get(base.label), pts.get(run.label)
+        if not (old and new and old.rate and new.rate):
+            continue
+        matched += 1
+        if stats.differs(new.rate, old.rate):
+            change = fmt.change(new.rate.value, old.rate.value)
+            beyond.append(f"{f'{tool} {variant}'.strip()} at c {fmt.number(c)}, keep-alive {fmt.yes_no(keepalive)} "
+                          f"{change} (noise {_noise(old.rate)} and {_noise(new.rate)})")
+    return beyond, matched
+
+
+def _noise(rate: stats.Estimate) -> str:
+    return f"±{rate.noise_pct:.0f} %" if rate.noise_pct is not None else "not measured"
+
+
+def _conclusions(ctx: Context) -> list[str]:
+    """One combined conclusion per run against the first: which cells changed beyond the
+    noise of both runs, and whether the two verdicts rank any tools in opposite orders."""
+    base = ctx.runs[0]
+    comps = ctx.comparisons
     out = []
     for run in ctx.runs[1:]:
-        changes = []
-        for (tool, variant, keepalive), peaks in _by_run(ctx).items():
-            old, new = peaks.get(base), peaks.get(run.label)
-            if old and new and old.rps and new.rps is not None:
-                changes.append(((new.rps - old.rps) / old.rps * 100.0, f"{tool} {variant}".strip(), keepalive))
-        if changes:
-            delta, tool, keepalive = max(changes, key=lambda c: abs(c[0]))
-            out.append(f"From “{base}” to “{run.label}”, the largest change in peak throughput was {tool} with "
-                       f"keep-alive {fmt.yes_no(keepalive)}: {fmt.change(100.0 + delta, 100.0)}.")
-        else:
-            out.append(f"“{base}” and “{run.label}” share no tool and keep-alive setting to compare.")
+        if base.stop != run.stop:
+            out.append(f"“{base.label}” and “{run.label}” stopped their cells differently "
+                       f"({base.stop or 'unknown'} against {run.stop or 'unknown'}): their cells are not like for "
+                       "like, so no change is called.")
+            continue
+        beyond, matched = _changes(ctx, base, run)
+        if not matched:
+            out.append(f"“{base.label}” and “{run.label}” share no finished cell to compare.")
+            continue
+        shown = "; ".join(beyond[:6]) + (f"; and {len(beyond) - 6} more" if len(beyond) > 6 else "")
+        rest = matched - len(beyond)
+        changed = (f"{len(beyond)} of {matched} cells in both runs changed beyond the noise of both: {shown}"
+                   + (f"; the other {rest} {'is' if rest == 1 else 'are'} within the noise" if rest else "")
+                   if beyond else
+                   "the one cell in both runs is within the noise of both" if matched == 1 else
+                   f"all {matched} cells in both runs are within the noise of both")
+        clash = likewise.contradictions([c for c in comps if c.run == base.label],
+                                        [c for c in comps if c.run == run.label])
+        verdicts = (f"the verdicts rank tools in opposite orders in {len(clash)} like-for-like comparisons "
+                    f"({'; '.join(clash[:3])})" if clash else
+                    "no like-for-like comparison ranks two tools in opposite orders")
+        out.append(f"From “{base.label}” to “{run.label}”: {changed}; {verdicts}.")
     return out
-

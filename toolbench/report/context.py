@@ -1,12 +1,18 @@
 """What every section of a report is built from: the stored runs and their grouping."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+import yaml
 
 from toolbench.report import charts, groups
 from toolbench.schema import RunResult
+
+if TYPE_CHECKING:
+    from toolbench.report.likewise import Comparison
 
 
 @dataclass(frozen=True)
@@ -38,19 +44,56 @@ class RunView:
         value = self.manifest.get("started_at")
         return str(value) if value else None
 
+    @functools.cached_property
+    def scenario_source(self) -> dict[str, Any]:
+        """The scenario as it was given, read from the manifest's copy of its text; {} when
+        that text is missing or no longer reads (the run's own records are what count)."""
+        text = self.section("scenario").get("text")
+        try:
+            loaded = yaml.safe_load(text) if isinstance(text, str) else None
+        except yaml.YAMLError:
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    @property
+    def description(self) -> str:
+        value = self.scenario_source.get("description")
+        return str(value).strip() if value else ""
+
+    @property
+    def stop(self) -> str:
+        """How each cell stopped, as the scenario said it ("duration 3s"); "" when unknown."""
+        stop = self.scenario_source.get("stop")
+        if not isinstance(stop, dict):
+            return ""
+        return ", ".join(f"{key} {value}" for key, value in sorted(stop.items()))
+
+    @property
+    def cpu_count(self) -> int | None:
+        """The generator's cores (the manifest's environment is the generator host's facts)."""
+        value = self.section("environment").get("cpu_count")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
 
 @dataclass(frozen=True)
 class Context:
     runs: list[RunView]
     points: list[groups.Point]
-    peaks: list[groups.Peak]
+    series: list[groups.Series]
     tools: list[str] = field(default_factory=list)  # every tool in the report, in a fixed order
 
     @classmethod
     def of(cls, runs: list[RunView]) -> "Context":
         pts = groups.points((run.label, run.results) for run in runs)
         tools = sorted({r.identity.label for run in runs for r in run.results})
-        return cls(runs=runs, points=pts, peaks=groups.peaks(pts), tools=tools)
+        return cls(runs=runs, points=pts, series=groups.series(pts), tools=tools)
+
+    @functools.cached_property
+    def comparisons(self) -> list[Comparison]:
+        """The like-for-like comparisons (toolbench.report.likewise), made once per report."""
+        from toolbench.report import likewise  # it reads this module: imported on first use
+
+        return likewise.comparisons(self)
 
     @property
     def several(self) -> bool:

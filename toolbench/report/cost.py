@@ -57,6 +57,10 @@ def point_cpu(p: groups.Point) -> tuple[float | None, bool]:
 def cost_section(ctx: Context) -> Section:
     measured = [p for p in ctx.points if any(r.cost is not None for r in p.ok)]
     if not measured:
+        if any(r.cost is not None for _, r in ctx.results):
+            return Section("cost", "Generator cost", absent=(
+                "No cell that finished ok has monitor data, so no tool's cost is compared here; what the cells that "
+                "did not finish ok cost the generator is in the results table (CPU µs/req)."))
         return Section("cost", "Generator cost", absent=(
             "Generator cost was not measured in this run (no monitor data): the CPU time, memory and sockets "
             "each tool needed are unknown, not zero."))
@@ -92,7 +96,7 @@ def _row(ctx: Context, p: groups.Point, shown: list[Metric]) -> list[Value]:
 
 def _figures(ctx: Context, measured: list[groups.Point]) -> tuple[Figure, ...]:
     lines = []
-    for key, pts in groups.series(measured).items():
+    for key, pts in groups.by_series(measured).items():
         xy = [(float(p.concurrency), cpu) for p in pts if p.concurrency is not None
               for cpu in [point_cpu(p)[0]] if cpu is not None]
         if xy:

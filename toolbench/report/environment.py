@@ -2,11 +2,13 @@
 prerequisites as found against what the scenario wanted."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from toolbench.report import fmt
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Row, Section, Table, Value, text
+from toolbench.schema import Status
 
 NOT_CHECKED = "not checked"
 
@@ -15,7 +17,8 @@ def facts(run: RunView) -> list[tuple[str, str]]:
     """The environment of one run, as (name, value) pairs in reading order."""
     env = run.section("environment")
     out = [("scenario", run.scenario), ("started", fmt.when(run.started_at)),
-           ("ended", fmt.when(_str(run.manifest.get("ended_at")))), ("status", _str(run.manifest.get("status")))]
+           ("ended", fmt.when(_str(run.manifest.get("ended_at")))), ("status", ended(run)),
+           ("stop", run.stop)]
     out += _host_facts("host", env)
     for role, host in sorted(run.section("hosts").items()):
         if isinstance(host, dict):  # remote generator or target hosts, by role
@@ -27,6 +30,21 @@ def facts(run: RunView) -> list[tuple[str, str]]:
     tools = run.section("tools")
     out += [(f"tool: {name}", _str(version) or "not found") for name, version in sorted(tools.items())]
     return [(k, v or fmt.ABSENT) for k, v in out]
+
+
+def ended(run: RunView) -> str:
+    """How the run ended, as the manifest says, with what its results hold, so that the two
+    never tell different stories ("complete" over a table of failed cells)."""
+    status = _str(run.manifest.get("status")) or "status not recorded"
+    if not run.results:
+        return f"{status}: no cell recorded"
+    counts = Counter(r.outcome.status for r in run.results)
+    ran = len(run.results) - counts[Status.UNSUPPORTED] - counts[Status.TOOL_MISSING]
+    if ran and not counts[Status.OK]:
+        return f"{status}: no cell finished ok ({ran} ran)"
+    others = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].value)
+                       if s is not Status.OK)
+    return f"{status}: {counts[Status.OK]} of {len(run.results)} cells ok" + (f" ({others})" if others else "")
 
 
 def _host_facts(role: str, env: dict[str, Any]) -> list[tuple[str, str]]:

@@ -2,11 +2,13 @@
 setting (and run, when several are compared), a point per concurrency holding every
 repetition, and each series' peak.
 
-Repetitions are summarised by their median; peaks and their spread come from the
-repetition statistics (toolbench.stats), applied to each series."""
+Repetitions are summarised by their median; throughput is successful requests per second
+(toolbench.stats.throughput) and carries its noise; peaks come from toolbench.stats.peaks,
+applied to each series."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ NOT_RUN = (Status.UNSUPPORTED, Status.TOOL_MISSING)
 class SeriesKey:
     run: str  # the run's label, "" when the report shows a single run
     tool: str
-    variant: str  # extra matrix parameters or the open model's rate, "" when none
+    variant: str  # extra matrix parameters, the open model's rate, the target when several; "" when none
     keepalive: bool | None
 
     @property
@@ -51,10 +53,6 @@ class Point:
     def ok(self) -> tuple[RunResult, ...]:
         return tuple(r for r in self.results if r.outcome.status is Status.OK)
 
-    @property
-    def has_errors(self) -> bool:
-        return any(r.outcome.status in ERROR_STATUSES or (r.counts.requests_failed or 0) > 0 for r in self.results)
-
     def median(self, get: Callable[[RunResult], float | int | None]) -> float | None:
         """The median over the repetitions that finished ok and have the metric."""
         return median(get(r) for r in self.ok)
@@ -72,33 +70,86 @@ class Point:
         values = [r.latency.resolution_ms for r in self.ok if r.latency.resolution_ms]
         return max(values) if values else None
 
+    @functools.cached_property
+    def rate(self) -> stats.Estimate | None:
+        """Successful requests/s, median over the ok repetitions, with its noise."""
+        return stats.rate_estimate(list(self.ok))
+
     @property
     def rps(self) -> float | None:
-        return self.median(rps_of)
+        return self.rate.value if self.rate else None
 
     @property
     def rps_derived(self) -> bool:
-        return any(r.rates.rps is None and r.rates.rps_derived is not None for r in self.ok)
+        return any(stats.throughput_derived(r) for r in self.ok if stats.throughput(r) is not None)
+
+    @property
+    def attempted(self) -> float | None:
+        """Attempted requests/s, failed ones included: median over the ok repetitions."""
+        return self.median(stats.attempted)
+
+    @property
+    def error_rate(self) -> float | None:
+        """Failed over attempted requests, over every repetition that ran and counted them."""
+        ran = [r for r in self.results if r.outcome.status not in NOT_RUN and r.counts.requests_total]
+        failed = [r.counts.requests_failed for r in ran if r.counts.requests_failed is not None]
+        if not ran or len(failed) < len(ran):
+            return None
+        return sum(failed) / sum(r.counts.requests_total or 0 for r in ran)
 
 
 @dataclass(frozen=True)
-class Peak:
+class Series:
+    """One tool and keep-alive setting (and run): its points and its peak."""
+
     key: SeriesKey
-    rps: float | None  # the highest median rate over the series' concurrencies
-    rps_derived: bool
-    concurrency: int | None  # where that rate was reached
-    errors_from: int | None  # the lowest concurrency at which requests or cells failed
-    cells_ok: int
-    cells: int
-    cells_run: int  # cells not skipped as unsupported or for a missing tool
-    point: Point | None  # the point of the peak
-    why_not_run: str = ""  # when no cell ran: the reason recorded
-    spread: stats.Spread | None = None  # the peak's rate over its repetitions
+    points: tuple[Point, ...]
+    peak: stats.Peak | None  # from toolbench.stats.peaks; None when no cell of the series ran
 
+    @property
+    def best(self) -> Point | None:
+        """The point of the peak."""
+        at = self.peak.best_concurrency if self.peak else None
+        return next((p for p in self.points if at is not None and p.concurrency == at), None)
 
-def rps_of(r: RunResult) -> float | None:
-    """The rate as the tool reported it, else as toolbench derived it."""
-    return r.rates.rps if r.rates.rps is not None else r.rates.rps_derived
+    @property
+    def rps(self) -> float | None:
+        return self.peak.best_rps if self.peak else None
+
+    @property
+    def concurrency(self) -> int | None:
+        return self.peak.best_concurrency if self.peak else None
+
+    @property
+    def errors_from(self) -> int | None:
+        return self.peak.errors_from_concurrency if self.peak else None
+
+    @property
+    def cells_ok(self) -> int:
+        return sum(len(p.ok) for p in self.points)
+
+    @property
+    def cells(self) -> int:
+        return sum(len(p.results) for p in self.points)
+
+    @property
+    def cells_run(self) -> int:
+        """Cells not skipped as unsupported or for a missing tool."""
+        return sum(1 for p in self.points for r in p.results if r.outcome.status not in NOT_RUN)
+
+    @property
+    def why_not_run(self) -> str:
+        return next((r.outcome.error or r.outcome.status.value for p in self.points for r in p.results
+                     if r.outcome.status in NOT_RUN), "")
+
+    @property
+    def spread(self) -> stats.Spread | None:
+        """The peak's successful rate over its repetitions."""
+        best = self.best
+        if best is None:
+            return None
+        rated = [(rate, r.identity.repetition) for r in best.ok if (rate := stats.throughput(r)) is not None]
+        return stats.spread([v for v, _ in rated], [rep for _, rep in rated])
 
 
 def median(values: Iterable[float | int | None]) -> float | None:
@@ -106,19 +157,24 @@ def median(values: Iterable[float | int | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def variant_of(r: RunResult) -> str:
+def variant_of(r: RunResult, with_target: bool = False) -> str:
     parts = [f"{k}={v}" for k, v in sorted(r.identity.params.items())]
     if r.identity.rate_rps is not None:
         parts.append(f"open {r.identity.rate_rps:g}/s")
+    if with_target and r.identity.target_label:
+        parts.append(f"on {r.identity.target_label}")
     return " ".join(parts)
 
 
 def points(runs: Iterable[tuple[str, list[RunResult]]]) -> list[Point]:
-    """Every (series, concurrency) with its repetitions, ordered by series then concurrency."""
+    """Every (series, concurrency) with its repetitions, ordered by series then concurrency.
+    A target is part of the variant when the results have several: like is compared with like."""
+    runs = [(label, list(results)) for label, results in runs]
+    targets = {r.identity.target_label for _, results in runs for r in results}
     by_point: dict[tuple[SeriesKey, int | None], list[RunResult]] = defaultdict(list)
     for label, results in runs:
         for r in results:
-            key = SeriesKey(label, r.identity.label, variant_of(r), r.identity.keepalive)
+            key = SeriesKey(label, r.identity.label, variant_of(r, len(targets) > 1), r.identity.keepalive)
             by_point[(key, r.identity.concurrency)].append(r)
     ordered = sorted(by_point.items(), key=lambda item: (_key_order(item[0][0]), item[0][1] is None, item[0][1] or 0))
     return [Point(key, c, tuple(sorted(rs, key=lambda r: r.identity.repetition))) for (key, c), rs in ordered]
@@ -129,42 +185,19 @@ def _key_order(key: SeriesKey) -> tuple[str, str, str, int]:
     return key.run, key.tool, key.variant, {True: 0, False: 1, None: 2}[key.keepalive]
 
 
-def series(all_points: list[Point]) -> dict[SeriesKey, list[Point]]:
+def by_series(all_points: list[Point]) -> dict[SeriesKey, list[Point]]:
     out: dict[SeriesKey, list[Point]] = {}
     for p in all_points:
         out.setdefault(p.key, []).append(p)
     return out
 
 
-def peaks(all_points: list[Point]) -> list[Peak]:
+def series(all_points: list[Point]) -> list[Series]:
     out = []
-    for key, pts in series(all_points).items():
+    for key, pts in by_series(all_points).items():
         # Peaks need no latency histogram: without them stats does not merge any, which on a
         # large run would cost seconds for nothing shown here.
         bare = [dataclasses.replace(r, histogram=None) for p in pts for r in p.results]
         found = stats.peaks(bare)  # one line: the series is one tool and keep-alive setting
-        line = found[0] if len(found) == 1 else None
-        best = next((p for p in pts if line and line.best_rps is not None and p.concurrency == line.best_concurrency),
-                    None)
-        out.append(Peak(
-            key=key, rps=line.best_rps if line else None, rps_derived=best.rps_derived if best else False,
-            concurrency=line.best_concurrency if line else None,
-            errors_from=line.errors_from_concurrency if line else None,
-            cells_ok=sum(len(p.ok) for p in pts), cells=sum(len(p.results) for p in pts),
-            cells_run=sum(1 for p in pts for r in p.results if r.outcome.status not in NOT_RUN), point=best,
-            why_not_run=next((r.outcome.error or r.outcome.status.value for p in pts for r in p.results
-                              if r.outcome.status in NOT_RUN), ""),
-            spread=_rate_spread(best)))
+        out.append(Series(key=key, points=tuple(pts), peak=found[0] if len(found) == 1 else None))
     return out
-
-
-def _rate_spread(point: Point | None) -> stats.Spread | None:
-    if point is None:
-        return None
-    rated = [(rate, r.identity.repetition) for r in point.ok if (rate := rps_of(r)) is not None]
-    return stats.spread([v for v, _ in rated], [rep for _, rep in rated])
-
-
-def leader(all_peaks: list[Peak]) -> Peak | None:
-    rated = [p for p in all_peaks if p.rps is not None]
-    return max(rated, key=lambda p: p.rps or 0.0) if rated else None

@@ -27,8 +27,12 @@ def percentiles_section(ctx: Context) -> Section:
     silent = sorted({p.key.name for p in ctx.points if p.ok} - {p.key.name for p in shown})
     points = tuple(f"{name} reports no latency percentiles." for name in silent)
     if not shown:
-        return Section("latency", "Latency percentiles", points=points,
-                       absent="No tool reported latency percentiles in this run.")
+        printed = any(getattr(r.latency.percentiles, field) is not None
+                      for _, r in ctx.results for _, field, _ in SHOWN)
+        return Section("latency", "Latency percentiles", points=points, absent=(
+            "No cell that finished ok reported latency percentiles, so none are compared here; the results table "
+            "shows what the tools printed for the cells that did not finish ok." if printed else
+            "No tool reported latency percentiles in this run."))
     rows = [Row(tuple(_row(ctx, p)), note=_uncorrected_note(p)) for p in shown]
     labels = (["run"] if ctx.several else []) + ["tool", "keep-alive", "concurrency"] + \
              [(f"{name} ms", f"{q:g}th percentile, as the tool reported it") for name, _, q in SHOWN] + \

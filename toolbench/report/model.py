@@ -6,12 +6,11 @@ that data into plain JSON, which the tests compare against recorded snapshots.""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from toolbench.report import compare, cost, environment, errors, latency, perf, results, truth, verdict
+from toolbench.report import compare, cost, environment, errors, latency, perf, ranking, results, truth, verdict
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
 
@@ -46,6 +45,7 @@ def build(runs: list[RunView]) -> ReportData:
     statuses = Counter(r.outcome.status.value.replace("_", " ") for _, r in ctx.results)
     sections = [
         environment.environment_section(ctx),
+        ranking.ranking_section(ctx),
         perf.peaks_section(ctx),
         perf.throughput_section(ctx),
         latency.percentiles_section(ctx),
@@ -73,17 +73,7 @@ def build(runs: list[RunView]) -> ReportData:
 
 
 def _subtitle(runs: list[RunView]) -> str:
-    described = [_description(run) for run in runs]
-    return "; ".join(d for d in dict.fromkeys(described) if d)
-
-
-def _description(run: RunView) -> str:
-    """The scenario's `description:` line, read from the stored scenario text."""
-    source = run.section("scenario").get("text")
-    if not isinstance(source, str):
-        return ""
-    match = re.search(r"^description:\s*(.+?)\s*$", source, re.MULTILINE)
-    return match.group(1).strip("'\"") if match else ""
+    return "; ".join(d for d in dict.fromkeys(run.description for run in runs) if d)
 
 
 def snapshot(data: ReportData) -> dict[str, Any]:

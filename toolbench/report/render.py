@@ -1,6 +1,7 @@
 """Renders reports from run directories on disk, never from live state."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 from pathlib import Path
@@ -64,7 +65,12 @@ def page(template: str, **values: Any) -> str:
 
 def write(output: Path, html: str) -> None:
     """Written whole or not at all: a reader never sees half a report."""
-    output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(output)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(output)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise ToolbenchError(f"{output}: cannot write the report: {exc.strerror}") from None

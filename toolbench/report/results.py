@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from toolbench import stats
 from toolbench.report import fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.cost import cpu_us_per_request
@@ -37,8 +38,10 @@ def results_section(ctx: Context) -> Section:
     cols = ([Column("run")] if ctx.several else []) + [
         Column("cell"), Column("tool"), Column("concurrency", True), Column("keep-alive"),
         Column("rep", True, "repetition"), Column("status"), Column("requests", True), Column("failed", True),
-        Column("req/s", True), Column("mean ms", True), Column("p50 ms", True), Column("p99 ms", True),
-        Column("max ms", True)]
+        Column("ok req/s", True, "successful requests per second: what rankings and peaks use"),
+        Column("attempted req/s", True, "every request, failed ones included"),
+        Column("error %", True, "failed requests of all requests"), Column("mean ms", True),
+        Column("p50 ms", True), Column("p99 ms", True), Column("max ms", True)]
     if with_cost:
         cols.append(Column("CPU µs/req", True, "generator CPU time per request"))
     if with_probe:
@@ -55,7 +58,10 @@ def results_section(ctx: Context) -> Section:
 
 def _row(ctx: Context, run: RunView, r: RunResult, with_cost: bool, with_probe: bool, shared: list[str]) -> Row:
     res = r.latency.resolution_ms
-    rps = groups.rps_of(r)
+    rps, tried = stats.throughput(r), stats.attempted(r)
+    c = r.counts
+    errors = (c.requests_failed / c.requests_total * 100.0
+              if c.requests_failed is not None and c.requests_total else None)
     lat = r.latency
     links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts)
     version = f" {r.identity.tool_version}" if r.identity.tool_version else ""
@@ -65,7 +71,9 @@ def _row(ctx: Context, run: RunView, r: RunResult, with_cost: bool, with_probe: 
         num(str(r.identity.repetition), r.identity.repetition), text(r.outcome.status.value.replace("_", " ")),
         num(fmt.number(r.counts.requests_total), r.counts.requests_total),
         num(fmt.number(r.counts.requests_failed), r.counts.requests_failed),
-        num(fmt.number(rps), rps, derived=r.rates.rps is None and rps is not None),
+        num(fmt.number(rps), rps, derived=rps is not None and stats.throughput_derived(r)),
+        num(fmt.number(tried), tried, derived=r.rates.rps is None and tried is not None),
+        num(fmt.percent(errors), errors),
         _ms(lat.mean_ms, res), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
         _ms(lat.max_ms, res)]
     if with_cost:

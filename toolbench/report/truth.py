@@ -17,8 +17,11 @@ from toolbench.schema import LoadModel, ProbeSummary
 PROBE_RULE = ("agrees: the tool's median (its mean when it gives no median) lands in the range of the probe's "
               "median during the load: within the probe's own tolerance where it recorded a judgement, else "
               "within a factor of two or closer than the probe's unloaded time or the tool's rounding step.")
-LITTLE_RULE = ("own rate: in a closed model the mean latency must be close to concurrency ÷ requests/s "
-               "(within 25 % or the tool's rounding step).")
+LITTLE_RULE = ("own rate: in a closed model each connection's cycle lasts concurrency ÷ requests/s (all requests, "
+               "failed ones included); a mean latency within 25 % of it (or the tool's rounding step) fits. A mean "
+               "below it is time the connections spent outside the timed request (the client's own overhead or "
+               "think time), shown as how much; a mean above it means the tool timed more than its connections "
+               "could carry, e.g. waiting inside the tool before the send.")
 
 
 class Verdict(str, enum.Enum):
@@ -58,6 +61,20 @@ class CellTruth:
     server_bound: bool | None  # the probe slowed down far beyond its baseline: the server was the limit
     by_probe: Check
     by_rate: Check
+
+    @property
+    def outside_ms(self) -> float | None:
+        """Per request, the time a connection spent outside the timed request: c ÷ rate − mean."""
+        if self.by_rate.verdict is not Verdict.LOWER or self.implied_ms is None or self.mean_ms is None:
+            return None
+        return self.implied_ms - self.mean_ms
+
+    @property
+    def rate_text(self) -> str:
+        outside = self.outside_ms
+        if outside is not None and self.implied_ms:
+            return f"{fmt.number(outside)} ms outside the request ({outside / self.implied_ms * 100:.0f} %)"
+        return self.by_rate.text
 
 
 def compare(value: float | None, reference: float | None, resolution: float | None, slack: float,
@@ -110,7 +127,7 @@ def cell_truth(p: groups.Point) -> CellTruth:
     p50 = p.median(lambda r: r.latency.percentiles.p50_ms)
     mean = p.median(lambda r: r.latency.mean_ms)
     tool_ms = p50 if p50 is not None else mean
-    rps = p.rps
+    rps = p.attempted  # Little's law counts every request a connection made, failed ones too
     closed = all(r.identity.model is LoadModel.CLOSED for r in p.ok)
     implied = p.concurrency / rps * 1000.0 if closed and rps and p.concurrency else None
     probed = [r.probe for r in p.ok if r.probe is not None]
@@ -133,10 +150,12 @@ def truth_section(ctx: Context) -> Section:
     if not cells:
         return Section("truth", "Tool-reported vs probe latency", absent="No cell finished ok: nothing to check.")
     probed = any(c.probe_ms is not None for c in cells)
-    rows = [Row(tuple(_row(ctx, c, probed)), bad=c.by_probe.bad or c.by_rate.bad) for c in cells]
+    rows = [Row(tuple(_row(ctx, c, probed)), bad=c.by_probe.bad or c.by_rate.verdict is Verdict.HIGHER)
+            for c in cells]
     labels = (["run"] if ctx.several else []) + [
         "tool", "keep-alive", "concurrency", ("p50 ms", "the tool's median, else its mean"),
-        ("mean ms", "the tool's mean"), ("c ÷ rate ms", "the mean latency implied by the tool's rate")]
+        ("mean ms", "the tool's mean"),
+        ("c ÷ rate ms", "each connection's cycle: concurrency ÷ attempted requests/s")]
     if probed:
         labels += [("probe ms", "the probe's median during the load"),
                    ("idle ms", "the probe's median with no load"),
@@ -153,8 +172,15 @@ def truth_section(ctx: Context) -> Section:
 
 
 def _points(cells: list[CellTruth], probed: bool) -> tuple[str, ...]:
+    if not probed and any(r.probe is not None for c in cells for r in c.point.ok):
+        return ("The probe ran, but every request it timed during the load failed: the tools' latency is checked "
+                "only against their own rate.",) + _failed_probes(cells)
     if not probed:
         return ("No probe ran in this run: the tools' latency is checked only against their own rate.",)
+    return _failed_probes(cells)
+
+
+def _failed_probes(cells: list[CellTruth]) -> tuple[str, ...]:
     return tuple(f"{c.point.key.label}, concurrency {fmt.number(c.point.concurrency)}: {c.probe_failures} probe "
                  "requests failed during the load." for c in cells if c.probe_failures)
 
@@ -177,7 +203,7 @@ def _row(ctx: Context, c: CellTruth, probed: bool) -> list[Value]:
         values += [num(fmt.number(c.probe_ms), c.probe_ms), num(fmt.number(c.baseline_ms), c.baseline_ms),
                    text(fmt.yes_no(c.server_bound, "the limit", "had room")),
                    Value(c.by_probe.text, flag="disagrees" if c.by_probe.bad else "")]
-    values.append(Value(c.by_rate.text, flag="disagrees" if c.by_rate.bad else ""))
+    values.append(Value(c.rate_text, flag="disagrees" if c.by_rate.verdict is Verdict.HIGHER else ""))
     return values
 
 
@@ -185,7 +211,7 @@ def _figure(ctx: Context, cells: list[CellTruth]) -> Figure:
     panels = []
     for keepalive in (True, False, None):
         lines = []
-        for key, pts in groups.series([c.point for c in cells if c.point.key.keepalive is keepalive]).items():
+        for key, pts in groups.by_series([c.point for c in cells if c.point.key.keepalive is keepalive]).items():
             mine = [c for c in cells if c.point.key == key and c.point.concurrency is not None]
             tool = [(float(c.point.concurrency or 0), c.tool_ms) for c in mine if c.tool_ms is not None
                     and not fmt.below_resolution(c.tool_ms, c.point.resolution_ms)]

@@ -1,22 +1,30 @@
 """The verdict: plain sentences drawn from the data, and only the claims the data support.
 
-Which tool generated the most, at what cost, and which measured truthfully; where
-the data cannot answer (no monitor, no probe, no finished cell) it says so."""
+Which tool generated the most successful requests, like for like and beyond the noise;
+what limited each cell; what the load cost the generator; which tool measured truthfully;
+what failed. Where the data cannot answer (no monitor, no probe, no finished cell) it says
+so. Every figure it uses carries its noise (toolbench.stats.Estimate)."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
 
-from toolbench.report import fmt, groups
+from toolbench import stats
+from toolbench.report import fmt
+from toolbench.report.bounds import Bound
 from toolbench.report.context import Context, RunView
-from toolbench.report.cost import point_cpu
-from toolbench.report.truth import CellTruth, Verdict, truths
+from toolbench.report.groups import Series
+from toolbench.report.likewise import By, Cell, Comparison, leader
+from toolbench.report.truth import CellTruth, Verdict
+from toolbench.report.verdict_text import estimate, every, example, lead, limit_phrase, ranking_sentence
 from toolbench.schema import Status
+
+MAX_LISTED = 6  # per-comparison sentences in the verdict; the like-for-like table has them all
 
 
 @dataclass(frozen=True)
 class Topic:
-    name: str  # what the sentences answer: throughput, cost, truthfulness, failures
+    name: str  # what the sentences answer: throughput, limits, cost, truthfulness, failures
     sentences: tuple[str, ...]
 
 
@@ -28,74 +36,123 @@ class RunVerdict:
 
 
 def verdicts(ctx: Context) -> list[RunVerdict]:
-    checks = truths(ctx)
-    return [_run_verdict(run, [p for p in ctx.peaks if p.key.run == run.label],
-                         [c for c in checks if c.point.key.run == run.label]) for run in ctx.runs]
+    comps = ctx.comparisons
+    return [_run_verdict(run, [c for c in comps if c.run == run.label],
+                         [s for s in ctx.series if s.key.run == run.label]) for run in ctx.runs]
 
 
-def _run_verdict(run: RunView, peaks: list[groups.Peak], checks: list[CellTruth]) -> RunVerdict:
-    best = groups.leader(peaks)
-    topics = (Topic("Throughput", tuple(_ranking(peaks))), Topic("Cost", tuple(_cost(best, peaks))),
-              Topic("Truthfulness", tuple(_truth(checks))), Topic("Failures", tuple(_failures(run, peaks))))
-    return RunVerdict(run.label, _headline(best, peaks, run), tuple(t for t in topics if t.sentences))
+def _run_verdict(run: RunView, comps: list[Comparison], series: list[Series]) -> RunVerdict:
+    cells = [cell for comp in comps for cell in comp.cells]
+    topics = (Topic("Like for like", tuple(_ranking(comps))), Topic("Limits", tuple(_limits(cells))),
+              Topic("Cost", tuple(_cost(comps, cells))), Topic("Truthfulness", tuple(_truth([c.truth for c in cells]))),
+              Topic("Failures", tuple(_failures(run, cells, series))))
+    return RunVerdict(run.label, _headline(run, comps), tuple(t for t in topics if t.sentences))
 
 
-def _rate(peak: groups.Peak) -> str:
-    return f"{fmt.number(peak.rps)} requests/s"
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _where(peak: groups.Peak) -> str:
-    return f"at concurrency {fmt.number(peak.concurrency)} with keep-alive {peak.key.keepalive_text}"
+def _headline(run: RunView, comps: list[Comparison]) -> str:
+    prefix = (f"Interrupted run ({_plural(len(run.results), 'cell')} recorded). "
+              if run.manifest.get("status") == "interrupted" else "")
+    if not run.results:
+        return "This run has no results yet."
+    if not comps:
+        ok = sum(r.outcome.status is Status.OK for r in run.results)
+        if ok:
+            return (prefix + f"{_plural(ok, 'cell')} finished ok, but no tool said how many requests succeeded, "
+                    "so this run cannot say which tool generated the most.")
+        return (prefix + f"No cell finished ok ({_plural(len(run.results), 'cell')} recorded), so this run cannot "
+                "say which tool generated the most.")
+    several = [c for c in comps if len(c.cells) > 1]
+    if not several:
+        return prefix + _alone(comps)
+    ranked = [c for c in several if c.by is not By.NOTHING]
+    unranked = [c for c in several if c.by is By.NOTHING]
+    sentences = [lead(ranked)] if ranked else []
+    if unranked:
+        sentences.append(f"In {_plural(len(unranked), 'comparison')} the server was the limit and the generator's "
+                         "cost was not measured, so the tools there are not ranked.")
+    return prefix + " ".join(sentences)
 
 
-def _headline(best: groups.Peak | None, peaks: list[groups.Peak], run: RunView) -> str:
-    if best is None:
-        done = sum(p.cells for p in peaks)
-        return (f"No cell finished ok ({done} cells recorded), so this run cannot say which tool generated the most."
-                if done else "This run has no results yet.")
-    others = [p for p in peaks if p.key.name != best.key.name and p.rps]
-    if not others:
-        alone = "the only tool that finished" if len({p.key.name for p in peaks}) > 1 else "the only tool here"
-        return f"{best.key.name}, {alone}, peaked at {_rate(best)} {_where(best)}."
-    second = max(others, key=lambda p: p.rps or 0.0)
-    ratio = (best.rps or 0.0) / (second.rps or 1.0)
-    return (f"{best.key.name} generated the most load: {_rate(best)} {_where(best)}, {ratio:.1f}× the best of "
-            f"{second.key.name} ({fmt.number(second.rps)}/s, keep-alive {second.key.keepalive_text}).")
+def _alone(comps: list[Comparison]) -> str:
+    cells = [cell for comp in comps for cell in comp.cells]
+    best = max(cells, key=lambda c: c.rate.value)
+    tools = sorted({c.tool for c in cells})
+    failed = best.point.error_rate
+    errors = f"; {fmt.percent(failed * 100, 0)} of its requests failed" if failed and failed >= 0.01 else ""
+    limit = limit_phrase(best.limit.bound, 1)
+    comp = next(c for c in comps if any(cell is best for cell in c.cells))
+    where = f"at {comp.where}" + (f", {limit}" if limit else "")
+    rate = estimate(best.rate, " successful requests/s")
+    if len(tools) == 1:
+        return f"{best.tool}, the only tool here, peaked at {rate} {where}{errors}."
+    return (f"No two tools finished a like-for-like cell (same keep-alive and concurrency), so none is ranked; "
+            f"the highest was {best.tool}'s {rate} {where}{errors}.")
 
 
-def _ranking(peaks: list[groups.Peak]) -> list[str]:
-    out = []
-    for keepalive in (True, False):
-        rated = sorted((p for p in peaks if p.key.keepalive is keepalive and p.rps), key=lambda p: -(p.rps or 0.0))
-        if len(rated) > 1:
-            listed = ", ".join(f"{p.key.name} {fmt.number(p.rps)}/s (concurrency {fmt.number(p.concurrency)})"
-                               for p in rated)
-            out.append(f"Keep-alive {fmt.yes_no(keepalive)}, best first: {listed}.")
+def _ranking(comps: list[Comparison]) -> list[str]:
+    several = [c for c in comps if len(c.cells) > 1]
+    out = [ranking_sentence(c) for c in several[:MAX_LISTED]]
+    if len(several) > MAX_LISTED:
+        out.append(f"{len(several) - MAX_LISTED} more comparisons are in the like-for-like table.")
+    if several:
+        out.append(f"A difference counts only beyond the noise of both cells (half the range of their repetitions, "
+                   f"or of their whole seconds with one repetition; ±{stats.ASSUMED_NOISE_PCT:g} % assumed where "
+                   f"neither was measured) and beyond {stats.MIN_DIFFERENCE_PCT:g} %; anything closer is a tie.")
     return out
 
 
-def _cost(best: groups.Peak | None, peaks: list[groups.Peak]) -> list[str]:
-    costs = {p.key: point_cpu(p.point)[0] for p in peaks if p.point is not None}
-    if best is None:
+def _cells_text(cells: list[Cell]) -> str:
+    shown = [f"{c.tool} at c {fmt.number(c.point.concurrency)}, keep-alive {c.point.key.keepalive_text}"
+             for c in cells[:4]]
+    return "; ".join(shown) + (f" and {len(cells) - 4} more" if len(cells) > 4 else "")
+
+
+def _limits(cells: list[Cell]) -> list[str]:
+    out = []
+    for bound, what in ((Bound.SERVER, "Limited by the server (the probe far above its unloaded time, or the "
+                         "server's CPU saturated)"),
+                        (Bound.GENERATOR, "Limited by the generator (the tool's processes used all the CPU its "
+                         "design can use)"),
+                        (Bound.BOTH, "Limited by both"),
+                        (Bound.NEITHER, "Limited by neither the server nor the tool's own CPU"),
+                        (Bound.UNKNOWN, "Not known (a side not measured: no probe answer or no monitor)")):
+        mine = [c for c in cells if c.limit.bound is bound]
+        if mine:
+            out.append(f"{what}: {_cells_text(mine)}.")
+    return out
+
+
+def _cost(comps: list[Comparison], cells: list[Cell]) -> list[str]:
+    if not cells:
         return []
-    if not any(v is not None for v in costs.values()):
+    if not any(c.cpu is not None for c in cells):
         return ["What that load cost the generator was not measured (no monitor data), so no tool can be "
                 "called cheaper than another."]
-    out = []
-    mine = costs.get(best.key)
-    if mine is None:
-        out.append(f"The cost of {best.key.name}'s peak was not measured.")
-    else:
-        rss = best.point.median(lambda r: r.cost.rss_peak_bytes if r.cost else None) if best.point else None
-        out.append(f"At its peak {best.key.name} spent {fmt.number(mine)} µs of CPU per request "
-                   f"({fmt.number(mine / 10.0)} % of a core per 1,000 requests/s)"
-                   + (f", with a peak RSS of {fmt.size(rss)}." if rss is not None else "."))
-    known = {k: v for k, v in costs.items() if v is not None}
-    if len({k.name for k in known}) > 1:
-        cheapest = min(known, key=lambda k: known[k] or 0.0)
-        out.append(f"Cheapest per request at its peak: {cheapest.name} with keep-alive {cheapest.keepalive_text} "
-                   f"({fmt.number(known[cheapest])} µs).")
-    return out
+    rated = [c for c in comps if sum(len(t) for t in c.by_cost) > 1]
+    if not rated:
+        best = min((c for c in cells if c.cpu is not None), key=lambda c: c.cpu.value)  # type: ignore[union-attr]
+        return [f"{best.tool} spent {estimate(best.cpu, ' µs')} of CPU per request at concurrency "
+                f"{fmt.number(best.point.concurrency)}, keep-alive {best.point.key.keepalive_text}."]
+    leaders: dict[str, list[Comparison]] = {}
+    for comp in rated:
+        if (tool := leader(comp.by_cost)) is not None:
+            leaders.setdefault(tool, []).append(comp)
+    ties = [c for c in rated if leader(c.by_cost) is None]
+    tie_text = f"; {_plural(len(ties), 'comparison')} tied within the noise" if ties else ""
+    if not leaders:
+        return [f"Per request, like for like: no tool spent less CPU than another beyond the noise in "
+                f"{every(len(rated))}."]
+    if len(leaders) > 1:
+        listed = ", ".join(f"{tool} in {len(found)}" for tool, found in sorted(leaders.items()))
+        return [f"Least CPU per request, like for like: {listed} of {len(rated)} comparisons{tie_text}."]
+    (tool, mine), = leaders.items()
+    count = every(len(rated)) if not ties else f"{len(mine)} of {len(rated)} like-for-like comparisons"
+    return [f"Per request, like for like: {tool} spent the least CPU in {count}, beyond the noise "
+            f"({example(mine[0], By.COST)}){tie_text}."]
 
 
 def _truth(checks: list[CellTruth]) -> list[str]:
@@ -103,15 +160,13 @@ def _truth(checks: list[CellTruth]) -> list[str]:
         return []
     out = []
     probed = [c for c in checks if c.probe_ms is not None]
-    if not probed:
+    if not probed and any(r.probe is not None for c in checks for r in c.point.ok):
+        out.append("The probe ran but every request it timed during the load failed, so no tool's latency was "
+                   "checked against an independent measurement.")
+    elif not probed:
         out.append("No probe ran, so no tool's latency was checked against an independent measurement.")
     else:
         out += _probe_sentences(probed)
-        bound = [c for c in probed if c.server_bound]
-        if bound:
-            names = ", ".join(sorted({c.point.key.name for c in bound}))
-            out.append(f"In {len(bound)} of {len(probed)} probed cells ({names}) the probe slowed down far beyond "
-                       "its unloaded time: there the server, not the tool, set the rate.")
     return out + _rate_sentences(checks)
 
 
@@ -151,6 +206,19 @@ def _probe_sentences(checks: list[CellTruth]) -> list[str]:
     return out
 
 
+def _outside(checks: list[CellTruth]) -> str:
+    """Per tool, the largest share of a connection's cycle spent outside the timed request."""
+    found = []
+    for tool in sorted({c.point.key.name for c in checks}):
+        mine = [c for c in checks if c.point.key.name == tool and c.outside_ms is not None and c.implied_ms]
+        if mine:
+            top = max(mine, key=lambda c: (c.outside_ms or 0.0) / (c.implied_ms or 1.0))
+            share = (top.outside_ms or 0.0) / (top.implied_ms or 1.0) * 100.0
+            found.append(f"{tool} (up to {share:.0f} %: {fmt.number(top.outside_ms)} ms of a "
+                         f"{fmt.number(top.implied_ms)} ms cycle at concurrency {fmt.number(top.point.concurrency)})")
+    return ", ".join(found)
+
+
 def _rate_sentences(checks: list[CellTruth]) -> list[str]:
     tally = _tally(checks, probe=False)
     resolution = {c.point.key.name: c.point.resolution_ms for c in checks if c.point.resolution_ms}
@@ -162,8 +230,12 @@ def _rate_sentences(checks: list[CellTruth]) -> list[str]:
     partly = {t: c for t, c in tally.items() if t not in fits}
     if any(c[Verdict.AGREES] for c in partly.values()):
         out.append(f"Consistent with its own rate in some cells: {_listed(partly, Verdict.AGREES)}.")
-    if wrong := _listed(tally, Verdict.LOWER, Verdict.HIGHER):
-        out.append(f"Mean latency that does not fit the tool's own rate, so one of its two numbers is wrong: {wrong}.")
+    if outside := _outside(checks):
+        out.append("Mean latency below concurrency ÷ rate, so each connection spent time outside the timed request "
+                   f"(the client's own overhead or think time): {outside}.")
+    if higher := _listed(tally, Verdict.HIGHER):
+        out.append(f"Mean latency above concurrency ÷ rate, more than its connections could carry: {higher}; the "
+                   "latency includes waiting inside the tool before the send, or the rate counts other requests.")
     coarse = [(t, c) for t, c in sorted(tally.items()) if c[Verdict.SUB_RESOLUTION]]
     if coarse:
         listed = ", ".join(f"{t} (<{fmt.number(resolution.get(t))} ms, {c[Verdict.SUB_RESOLUTION]} of "
@@ -174,24 +246,33 @@ def _rate_sentences(checks: list[CellTruth]) -> list[str]:
     return out
 
 
-def _failures(run: RunView, peaks: list[groups.Peak]) -> list[str]:
+def _failures(run: RunView, cells: list[Cell], series: list[Series]) -> list[str]:
     by_status = Counter(r.outcome.status for r in run.results)
     out = []
     for status, verb in ((Status.FAILED, "failed"), (Status.TIMED_OUT, "timed out"),
-                         (Status.INTERRUPTED, "were interrupted")):
-        cells = [r.identity.cell_id for r in run.results if r.outcome.status is status]
-        if cells:
-            shown = ", ".join(cells[:4]) + (f" and {len(cells) - 4} more" if len(cells) > 4 else "")
-            out.append(f"{len(cells)} {'cell' if len(cells) == 1 else 'cells'} {verb}: {shown}.")
+                         (Status.INTERRUPTED, "was interrupted")):
+        ids = [r.identity.cell_id for r in run.results if r.outcome.status is status]
+        if ids:
+            shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
+            verb = verb if len(ids) == 1 else verb.replace("was ", "were ")
+            out.append(f"{_plural(len(ids), 'cell')} {verb}: {shown}.")
     skipped = by_status[Status.UNSUPPORTED] + by_status[Status.TOOL_MISSING]
     if skipped:
         reasons = sorted({r.outcome.error or r.outcome.status.value for r in run.results
                           if r.outcome.status in (Status.UNSUPPORTED, Status.TOOL_MISSING)})
         out.append(f"{skipped} {'cell was' if skipped == 1 else 'cells were'} not run: {'; '.join(reasons[:3])}.")
-    for p in peaks:
-        if p.errors_from is not None and p.cells_ok:
-            out.append(f"{p.key.name} with keep-alive {p.key.keepalive_text} saw failures from concurrency "
-                       f"{fmt.number(p.errors_from)} on.")
-    if run.manifest.get("status") not in (None, "complete"):
-        out.append(f"The run's status is “{run.manifest.get('status')}”: it may not hold every planned cell.")
+    for s in series:
+        if s.errors_from is not None and s.cells_ok:
+            out.append(f"{s.key.name} with keep-alive {s.key.keepalive_text} saw failures from concurrency "
+                       f"{fmt.number(s.errors_from)} on.")
+    failing = [c for c in cells if (c.point.error_rate or 0.0) > 0]
+    if failing:
+        listed = "; ".join(f"{c.tool} {fmt.percent((c.point.error_rate or 0) * 100)} at c "
+                           f"{fmt.number(c.point.concurrency)}, keep-alive {c.point.key.keepalive_text}"
+                           for c in sorted(failing, key=lambda c: -(c.point.error_rate or 0))[:4])
+        out.append(f"Failed requests, beside the successful rate the ranking uses: {listed}"
+                   + (f" and {len(failing) - 4} more cells." if len(failing) > 4 else "."))
+    status = run.manifest.get("status")
+    if status not in (None, "complete"):
+        out.append(f"The run's status is “{status}”: it may not hold every planned cell.")
     return out

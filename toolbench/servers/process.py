@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from toolbench import lifeline
 from toolbench.errors import TargetError
 
 KILL_WAIT_S = 5.0
@@ -50,16 +51,22 @@ def launched(argv: list[str], workdir: Path, label: str, stop_signal: int = sign
     out = open(workdir / f"{label}.stdout.txt", "wb")
     err = open(workdir / f"{label}.stderr.txt", "wb")
     try:
+        # Killed by the kernel should toolbench die without stopping it (see toolbench.lifeline).
         proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=lifeline.die_with_parent())
     except OSError as exc:
         out.close()
         err.close()
         raise TargetError(f"{label}: cannot start {argv[0]}: {exc.strerror}") from None
+    life = lifeline.current()
     try:
+        if life is not None:
+            life.adopt(proc.pid, f"target {label}")
         yield proc
     finally:
         left = stop_group(proc, stop_signal, grace_s)
+        if life is not None:
+            life.release(proc.pid)
         out.close()
         err.close()
     if left:
