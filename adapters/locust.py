@@ -102,7 +102,8 @@ class LocustAdapter(Adapter):
         processes = option(cell, "processes", 1)
         if processes != 1:
             args += ["--processes", str(processes)]
-        return Invocation(argv=[found.path, "-m", "locust", *args], files={LOCUSTFILE: locustfile(), PARAMS: parameters(cell, path)},
+        return Invocation(argv=[found.path, "-m", "locust", *args],
+                          files={LOCUSTFILE: locustfile(), PARAMS: parameters(cell, path)},
                           outputs=dict(OUTPUTS))
 
     def classify(self, path: Path, text: str) -> str:

@@ -243,7 +243,8 @@ def test_detect_finds_the_installed_jmeter_and_says_when_java_is_missing(monkeyp
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("JAVA_HOME", raising=False)
     missing = jmeter.ADAPTER.detect(LocalHost())
-    assert isinstance(missing, Missing) and "needs Java: no `java` on the PATH of local and no JAVA_HOME" in missing.reason
+    assert isinstance(missing, Missing)
+    assert "needs Java: no `java` on the PATH of local and no JAVA_HOME" in missing.reason
 
 
 def test_tools_shows_the_installed_version():

@@ -113,7 +113,8 @@ def test_build_writes_its_own_siegerc_and_never_uses_g(tmp_path):
 
 def test_build_requests_and_post(tmp_path):
     req = RequestSpec(method="POST", body='{"a":1}', content_type="application/json")
-    inv = siege.ADAPTER.build(cell(concurrency=10, keepalive=True, request=req, stop=StopSpec(requests=95)), tmp_path, FOUND)
+    inv = siege.ADAPTER.build(cell(concurrency=10, keepalive=True, request=req, stop=StopSpec(requests=95)), tmp_path,
+                              FOUND)
     assert inv.argv[inv.argv.index("-r") + 1] == "10"  # repetitions per user
     assert inv.argv[-1] == "http://127.0.0.1:8080/ POST <body"  # from the file toolbench writes
     assert inv.files["body"] == '{"a":1}'

@@ -106,8 +106,8 @@ class Adapter(abc.ABC):
     @abc.abstractmethod
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         """The tool on this host, looked for where it is usually installed, or at `path`
-        (the scenario's path for it on that host) alone. Never raises: a tool that is there
-        but cannot run is Missing, with the reason."""
+        (the scenario's path for it on that host) alone. A tool that is absent, or there but
+        unable to run, is Missing with the reason; only a failing host raises (HostError)."""
 
     def supports(self, cell: "Cell") -> Support:
         """Whether this tool can run the cell as planned, and why not."""
@@ -169,7 +169,8 @@ def missing_program(host: "Host", program: str) -> Missing:
     return Missing(f"{program} is not installed on {host.label} (not on its PATH)")
 
 
-def found_python(host: "Host", path: str | None, module: str, version_of: Callable[["Captured"], str | None]) -> Detection:
+def found_python(host: "Host", path: str | None, module: str,
+                 version_of: Callable[["Captured"], str | None]) -> Detection:
     """A tool run as `python -m <module>`: the first Python on the host whose module answers
     `--version`. Without a path from the scenario, the interpreter running toolbench is tried
     first (a host set up like this one has it at the same place), then python3 on the PATH."""
