@@ -141,7 +141,8 @@ def test_a_generator_sets_where_its_tools_are(tmp_path):
 
 
 @pytest.mark.parametrize("given, message", [
-    ("jmeter: jmeter", r"s.yaml:5: hosts.generator.tools.jmeter: expected an absolute path on that host .*got 'jmeter'"),
+    ("jmeter: jmeter",
+     r"s.yaml:5: hosts.generator.tools.jmeter: expected an absolute path on that host .*got 'jmeter'"),
     ("jmeter: ~/jmeter", r"s.yaml:5: hosts.generator.tools.jmeter: expected an absolute path .*got '~/jmeter'"),
     ('jmeter: "/opt/a\\nb"', r"s.yaml:5: hosts.generator.tools.jmeter: expected an absolute path .*got '/opt/a\\nb'"),
     ("jmeter: [/a]", r"s.yaml:5: hosts.generator.tools.jmeter: expected a value, got a list"),

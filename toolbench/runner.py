@@ -222,8 +222,8 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
                                    cost=cost, probe=probed)
 
 
-def _execute_with_retries(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host,
-                          scenario: Scenario, run_dir: store.RunDir) -> tuple[Completed, RawOutput, "Watched", list[str]]:
+def _execute_with_retries(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
+                          run_dir: store.RunDir) -> tuple[Completed, RawOutput, "Watched", list[str]]:
     """A tool known to hang now and then at the end of a run (`retries_on_hang`) is run
     again after a hang; the hung attempt's output is kept beside, and noted."""
     attempts = 1 + adapter.retries_on_hang
