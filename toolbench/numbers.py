@@ -78,15 +78,18 @@ class Numbers:
             raise self.error(what, f"{value!r} is beyond any figure a load tool measures (2^53)")
         return value
 
-    def loads(self, text: str, what: str = "JSON") -> Any:
+    def loads(self, text: str, what: str = "JSON", *, or_none: bool = False) -> Any:
         """JSON as the standard says it: NaN and Infinity are not numbers there, and a
-        number too large for a float is an error rather than Infinity."""
+        number too large for a float is an error rather than Infinity. Text that is not
+        JSON at all is an error too, or None with `or_none` (output that may hold JSON)."""
         try:
             return json.loads(text, parse_constant=self._constant, parse_float=self._json_float,
                               parse_int=self._json_int)
         except ParseError:
             raise
         except (ValueError, RecursionError) as exc:
+            if or_none:
+                return None
             raise self.error(what, f"not valid JSON: {_first_line(str(exc))}") from None
 
     def decoder(self) -> json.JSONDecoder:
