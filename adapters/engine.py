@@ -90,12 +90,15 @@ def parse(raw: RawOutput) -> Measurement:
     notes = list(result.notes)
     if result.outcome.error and result.outcome.error not in notes:
         notes.append(f"engine: {result.outcome.error}")
-    return Measurement(tool="engine", timing=result.timing, counts=result.counts, rates=result.rates,
-                       transfer=result.transfer, latency=result.latency, histogram=result.histogram,
-                       latency_uncorrected=result.latency_uncorrected,
-                       histogram_uncorrected=result.histogram_uncorrected, series=result.series,
-                       fidelity=result.fidelity, notes=notes, url=result.identity.url,
-                       concurrency=result.identity.concurrency, tool_version=result.identity.tool_version)
+    try:
+        return Measurement(tool="engine", timing=result.timing, counts=result.counts, rates=result.rates,
+                           transfer=result.transfer, latency=result.latency, histogram=result.histogram,
+                           latency_uncorrected=result.latency_uncorrected,
+                           histogram_uncorrected=result.histogram_uncorrected, series=result.series,
+                           fidelity=result.fidelity, notes=notes, url=result.identity.url,
+                           concurrency=result.identity.concurrency, tool_version=result.identity.tool_version)
+    except SchemaError as exc:  # e.g. a fidelity entry for a metric the schema does not have
+        raise ParseError("engine", f"not an engine result: {exc}", raw.source) from None
 
 
 def _result_text(raw: RawOutput) -> str:
