@@ -103,7 +103,7 @@ def parse(raw: RawOutput) -> Measurement:
     fidelity: dict[str, Fidelity] = {}
     received = _lead(fields, "Total transferred", num.integer)
     counts = _counts(fields, received, num, notes, fidelity)
-    latency = _latency(fields, conn, pcts, raw, num, fidelity)
+    latency = _latency(fields, conn, pcts, raw, num, notes)
     hist, series = _per_request(raw, num)
     if hist is not None:
         fidelity["histogram"] = Fidelity.DERIVED
@@ -199,7 +199,7 @@ def _counts(fields: dict[str, str], received: int | None, num: Numbers, notes: l
 
 
 def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[int, float],
-             raw: RawOutput, num: Numbers, fidelity: dict[str, Fidelity]) -> Latency:
+             raw: RawOutput, num: Numbers, notes: list[str]) -> Latency:
     csv_pcts = _read_csv(raw.files.get("csv"), num)
     if csv_pcts:
         percentiles = Percentiles(**{name: csv_pcts[p] for p, name in _PCT_NAMES.items() if p in csv_pcts})
@@ -209,13 +209,23 @@ def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[in
         resolution = 1.0
     total = conn.get("Total")
     max_ms = csv_pcts.get(100) if csv_pcts else (pcts.get(100) if pcts else None)
+    max_ms = max_ms if max_ms is not None else (total[4] if total else None)
     # The -e file's 0% row is the shortest request to the microsecond; the table's is whole ms.
     min_ms = csv_pcts.get(0) if csv_pcts else None
+    # ab's mean "Time per request" has three decimals; the table's is whole ms. It is
+    # concurrency x time taken / requests, though, and so also counts time spent outside
+    # any request (connections tried again): above the longest request, it is no mean of them.
+    min_ms = min_ms if min_ms is not None else (total[0] if total else None)
+    mean_ms = _lead(fields, "Time per request", num.decimal)
+    if mean_ms is not None and total and max_ms is not None and mean_ms > max_ms + 1.0:
+        notes.append(f"ab's Time per request, {mean_ms:g} ms, is above its longest request, {max_ms:g} ms: it "
+                     "counts time outside the requests; the mean is the Connection Times table's, in whole ms")
+        # Rounded to whole ms, it may fall outside the exact min and max, where no mean lies.
+        mean_ms = min(max(total[1], min_ms if min_ms is not None else 0.0), max_ms)
     return Latency(
-        min_ms=min_ms if min_ms is not None else (total[0] if total else None),
-        # ab's mean "Time per request" has three decimals; the table's is whole ms.
-        mean_ms=_lead(fields, "Time per request", num.decimal),
-        max_ms=max_ms if max_ms is not None else (total[4] if total else None),
+        min_ms=min_ms,
+        mean_ms=mean_ms,
+        max_ms=max_ms,
         stdev_ms=total[2] if total else None,
         percentiles=percentiles,
         connect_mean_ms=conn["Connect"][1] if "Connect" in conn else None,

@@ -74,6 +74,14 @@ def test_ab_time_per_request_dash(tmp_path: Path):
             "Time per request", "'-'")
 
 
+def test_ab_time_per_request_above_the_longest_request_is_not_taken_for_the_mean(tmp_path: Path):
+    m = mutated(tmp_path, "ab", "2.3-keepalive",
+                {".txt": (b"Time per request:       0.146", b"Time per request:       50.000")})
+    # The table's mean, 0 (whole ms: under 0.5 ms), brought up to the -e file's exact min.
+    assert m.latency.mean_ms == m.latency.min_ms == 0.049 and m.latency.max_ms == 2.829
+    assert any("counts time outside the requests" in note for note in m.notes)
+
+
 def test_ab_percentile_csv_with_nan(tmp_path: Path):
     refused(tmp_path, "ab", "2.3-keepalive", {".csv": (b"50,0.128", b"50,nan")}, "line 52: ms", "'nan'")
 
