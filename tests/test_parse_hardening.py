@@ -278,3 +278,27 @@ def test_the_runner_turns_a_parser_crash_into_a_reason():
     from toolbench import runner
     measurement, reason = runner._parse(CrashingAdapter(), RawOutput())  # type: ignore[arg-type]
     assert measurement is None and reason == "crashing: parser crashed: KeyError: 'missing'"
+
+
+# ---- `toolbench parse` as a user runs it ----
+
+@pytest.mark.parametrize("tool, case, ending, old, new", [
+    ("ab", "2.3-keepalive", ".txt", b"Complete requests:      20000", b"Complete requests:      1e5"),
+    ("engine", "0.1.0-keepalive", ".json", b'"duration_s": 2.001915825', b'"duration_s": NaN'),
+    ("locust", "2.47.0-timeout", ".txt", b'"1000": 4', b'"1000": -4'),  # once exit 134 in the HDR library
+    ("jmeter", "5.6.3-xml", ".jtl", b'encoding="UTF-8"', b'encoding="x-no-such-encoding"'),
+])
+def test_parse_command_ends_on_one_line_for_broken_output(tmp_path: Path, tool: str, case: str, ending: str,
+                                                          old: bytes, new: bytes):
+    import subprocess
+    from conftest import REPO
+    source = FIXTURES / tool / f"{case}{ending}"
+    data = source.read_bytes()
+    assert old in data
+    target = tmp_path / source.name
+    target.write_bytes(data.replace(old, new, 1))
+    done = subprocess.run([str(REPO / ".venv" / "bin" / "toolbench"), "parse", "--tool", tool, str(target)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "" and "NaN" not in done.stdout
+    assert done.stderr.startswith(f"toolbench: error: {tool}: cannot parse output") and done.stderr.count("\n") == 1

@@ -38,6 +38,8 @@ TOKENS = (b"UTF-8", b"utf-8", b"true", b"false", b"Aggregated", b'"', b"{", b"["
           b"ms", b"requests", b"Transactions")
 REPLACEMENTS = (b"x-no-such-encoding", b"", b"true", b"false", b"null", b'"x"', b"[]", b"{}", b"-1",
                 b"\xff\xfe", b"\n", b"\r\n")
+JSON_VALUE = re.compile(rb'(?<=:)\s*("[^"\n]*"|[^,}\]\n]+)')
+JSON_VALUES = (b"null", b'"x"', b"[]", b"{}", b"true", b"-1", b"1e400", b'{"a": 1}', b"[1, -2]", b'"1e5"')
 INSERTS = (b"x" * 200_000, b'"', b"\n", b",", b"\x00", b"\r", b"\xff", b"-", b"\n\n\n", b"[", b"{")
 
 TRIED: Counter[str] = Counter()
@@ -66,6 +68,7 @@ mutation = st.one_of(
     st.tuples(st.just("swap_lines"), positions, positions),
     st.tuples(st.just("insert"), positions, st.one_of(st.sampled_from(INSERTS), st.binary(max_size=64))),
     st.tuples(st.just("token"), st.sampled_from(TOKENS), st.sampled_from(REPLACEMENTS), positions),
+    st.tuples(st.just("json_value"), positions, st.sampled_from(JSON_VALUES)),
     st.tuples(st.just("random"), st.binary(max_size=512)),
     st.tuples(st.just("empty"),),
 )
@@ -80,8 +83,8 @@ def mutate(data: bytes, change: tuple) -> bytes:
         return data[:at] + bytes([args[1]]) + data[at + 1:]
     if kind == "truncate":
         return data[: args[0] % (len(data) + 1)]
-    if kind == "number":
-        found = list(NUMBER.finditer(data))
+    if kind in ("number", "json_value"):
+        found = list((NUMBER if kind == "number" else JSON_VALUE).finditer(data))
         if not found:
             return data
         m = found[args[0] % len(found)]

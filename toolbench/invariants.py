@@ -36,9 +36,8 @@ import math
 import typing
 from typing import Any, Callable, Iterator
 
-from toolbench import derive
+from toolbench import derive, numbers
 from toolbench.errors import ParseError, ParserCrash, SchemaError
-from toolbench.numbers import MAX_VALUE
 from toolbench.schema import PERCENTILES, Counts, Latency, Measurement, SecondSample
 
 if typing.TYPE_CHECKING:
@@ -115,15 +114,10 @@ def _numbers(value: Any, path: str, hint: Any = None) -> Iterator[str]:
 
 
 def _number(value: float, whole: bool) -> str | None:
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{value!r} is not a finite number"
-    if value < 0:
-        return f"{value!r} is negative"
-    if value > MAX_VALUE:
-        return f"{value!r} is beyond any figure a load tool measures (2^53)"
-    if whole and not isinstance(value, int):
+    why = numbers.problem(value)
+    if why is None and whole and not isinstance(value, int):
         return f"{value!r} is not a whole number"
-    return None
+    return why
 
 
 def _wants_int(hint: Any) -> bool:

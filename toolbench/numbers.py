@@ -39,20 +39,14 @@ class Numbers:
         stripped = text.strip()
         if not _INTEGER.fullmatch(stripped):
             raise self.error(what, f"expected a whole number, got {_show(text)}")
-        return self.bounded(int(stripped), what)
+        return self._bounded(int(stripped), what)
 
     def decimal(self, text: str, what: str) -> float:
         """A decimal number, with an optional exponent (`2.55908e+09`)."""
         stripped = text.strip()
         if not _DECIMAL.fullmatch(stripped):
             raise self.error(what, f"expected a number, got {_show(text)}")
-        return self.bounded(float(stripped), what)
-
-    def opt_integer(self, text: str | None, what: str) -> int | None:
-        return None if text is None else self.integer(text, what)
-
-    def opt_decimal(self, text: str | None, what: str) -> float | None:
-        return None if text is None else self.decimal(text, what)
+        return self._bounded(float(stripped), what)
 
     def whole(self, value: Any, what: str) -> int:
         """A whole number from a decoded document (JSON): an int, or a float without a
@@ -61,21 +55,18 @@ class Numbers:
             raise self.error(what, f"expected a whole number, got {_show(repr(value))}")
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
             raise self.error(what, f"expected a whole number, got {_show(repr(value))}")
-        return self.bounded(int(value), what)
+        return self._bounded(int(value), what)
 
     def real(self, value: Any, what: str) -> float:
         """A number from a decoded document (JSON)."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(what, f"expected a number, got {_show(repr(value))}")
-        return self.bounded(float(value), what)
+        return self._bounded(float(value), what)
 
-    def bounded(self, value: float, what: str) -> Any:
-        if not math.isfinite(value):
-            raise self.error(what, f"{value!r} is not a finite number")
-        if value < 0:
-            raise self.error(what, f"{value!r} is negative")
-        if value > MAX_VALUE:
-            raise self.error(what, f"{value!r} is beyond any figure a load tool measures (2^53)")
+    def _bounded(self, value: float, what: str) -> Any:
+        why = problem(value)
+        if why is not None:
+            raise self.error(what, why)
         return value
 
     def loads(self, text: str, what: str = "JSON", *, or_none: bool = False) -> Any:
@@ -112,6 +103,17 @@ class Numbers:
         if len(text.lstrip("-")) > 30:
             raise self.error("JSON", f"the number {_show(text)} is too large")
         return int(text)
+
+
+def problem(value: float) -> str | None:
+    """Why `value` cannot be a figure of a load tool, or None when it can."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if value < 0:
+        return f"{value!r} is negative"
+    if value > MAX_VALUE:
+        return f"{_show(repr(value))} is beyond any figure a load tool measures (2^53)"
+    return None
 
 
 def _show(text: str) -> str:
