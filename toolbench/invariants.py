@@ -61,7 +61,7 @@ def parse_checked(adapter: "Adapter", raw: "RawOutput") -> Measurement:
         return check(derive.complete(parsed), raw.source)
     except ParseError:
         raise
-    except Exception as exc:  # a parser may fail in any way; it costs its cell, not the run
+    except (Exception, SystemExit) as exc:  # a parser may fail in any way; it costs its cell, not the run
         raise ParserCrash(adapter.name, exc) from exc
 
 
