@@ -58,9 +58,14 @@ def fixture_groups(adapter: Adapter) -> list[list[Path]]:
 
 
 positions = st.integers(0, 1 << 20)
-number_change = st.tuples(st.just("number"), positions, st.sampled_from(SUBSTITUTES))
+substitute = st.sampled_from(SUBSTITUTES)
 mutation = st.one_of(
-    number_change, number_change, number_change,  # the numbers are what parsers get wrong most
+    # The numbers are what parsers get wrong most: one, every one on a line, every one in the file.
+    st.tuples(st.just("number"), positions, substitute),
+    st.tuples(st.just("number"), positions, substitute),
+    st.tuples(st.just("line_numbers"), positions, substitute),
+    st.tuples(st.just("line_numbers"), positions, substitute),
+    st.tuples(st.just("all_numbers"), substitute),
     st.tuples(st.just("flip"), positions, st.integers(0, 255)),
     st.tuples(st.just("truncate"), positions),
     st.tuples(st.just("delete_line"), positions),
@@ -89,6 +94,16 @@ def mutate(data: bytes, change: tuple) -> bytes:
             return data
         m = found[args[0] % len(found)]
         return data[: m.start()] + args[1] + data[m.end():]
+    if kind == "all_numbers":
+        return NUMBER.sub(lambda _: args[0], data)
+    if kind == "line_numbers":
+        lines = data.splitlines(keepends=True)
+        numbered = [i for i, line in enumerate(lines) if NUMBER.search(line)]
+        if not numbered:
+            return data
+        i = numbered[args[0] % len(numbered)]
+        lines[i] = NUMBER.sub(lambda _: args[1], lines[i])
+        return b"".join(lines)
     if kind in ("delete_line", "duplicate_line", "swap_lines"):
         lines = data.splitlines(keepends=True)
         if not lines:
