@@ -19,8 +19,8 @@ from toolbench.errors import ParseError
 # of many runs in 64-bit words: well below 2^63, they cannot overflow there either.
 MAX_VALUE = 2 ** 53
 
-_INTEGER = re.compile(r"\+?[0-9]{1,20}")
-_DECIMAL = re.compile(r"\+?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,4})?")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,4})?")
 _SHOWN = 60  # characters of a bad text quoted in a message
 
 
@@ -46,7 +46,7 @@ class Numbers:
         stripped = text.strip()
         if not _DECIMAL.fullmatch(stripped):
             raise self.error(what, f"expected a number, got {_show(text)}")
-        return self._bounded(float(stripped), what)
+        return self._bounded(float(stripped) + 0.0, what)  # + 0.0: "-0" is 0, not -0.0
 
     def whole(self, value: Any, what: str) -> int:
         """A whole number from a decoded document (JSON): an int, or a float without a
