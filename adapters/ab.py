@@ -104,7 +104,7 @@ def parse(raw: RawOutput) -> Measurement:
     received = _lead(fields, "Total transferred", num.integer)
     counts = _counts(fields, received, num, notes, fidelity)
     latency = _latency(fields, conn, pcts, raw, num, notes)
-    hist, series = _per_request(raw, num)
+    hist, series = _per_request(raw)
     if hist is not None:
         fidelity["histogram"] = Fidelity.DERIVED
         fidelity["series"] = Fidelity.DERIVED
@@ -200,7 +200,7 @@ def _counts(fields: dict[str, str], received: int | None, num: Numbers, notes: l
 
 def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[int, float],
              raw: RawOutput, num: Numbers, notes: list[str]) -> Latency:
-    csv_pcts = _read_csv(raw.files.get("csv"), num)
+    csv_pcts = _read_csv(raw.files.get("csv"))
     if csv_pcts:
         percentiles = Percentiles(**{name: csv_pcts[p] for p, name in _PCT_NAMES.items() if p in csv_pcts})
         resolution = 0.001
@@ -208,14 +208,14 @@ def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[in
         percentiles = Percentiles(**{name: pcts[p] for p, name in _PCT_NAMES.items() if p in pcts})
         resolution = 1.0
     total = conn.get("Total")
-    max_ms = csv_pcts.get(100) if csv_pcts else (pcts.get(100) if pcts else None)
-    max_ms = max_ms if max_ms is not None else (total[4] if total else None)
-    # The -e file's 0% row is the shortest request to the microsecond; the table's is whole ms.
-    min_ms = csv_pcts.get(0) if csv_pcts else None
+    table_min, table_max = (total[0], total[4]) if total else (None, None)
+    # The -e file's 0% and 100% rows are the shortest and longest requests to the
+    # microsecond; the table's are whole ms.
+    min_ms = csv_pcts.get(0, table_min) if csv_pcts else table_min
+    max_ms = csv_pcts.get(100, table_max) if csv_pcts else pcts.get(100, table_max)
     # ab's mean "Time per request" has three decimals; the table's is whole ms. It is
     # concurrency x time taken / requests, though, and so also counts time spent outside
     # any request (connections tried again): above the longest request, it is no mean of them.
-    min_ms = min_ms if min_ms is not None else (total[0] if total else None)
     mean_ms = _lead(fields, "Time per request", num.decimal)
     if mean_ms is not None and total and max_ms is not None and mean_ms > max_ms + 1.0:
         notes.append(f"ab's Time per request, {mean_ms:g} ms, is above its longest request, {max_ms:g} ms: it "
@@ -234,7 +234,7 @@ def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[in
     )
 
 
-def _read_csv(path: Path | None, num: Numbers) -> dict[int, float]:
+def _read_csv(path: Path | None) -> dict[int, float]:
     if path is None:
         return {}
     result = {}
@@ -253,7 +253,7 @@ def _read_csv(path: Path | None, num: Numbers) -> dict[int, float]:
     return result
 
 
-def _per_request(raw: RawOutput, num: Numbers) -> tuple[object | None, list[SecondSample]]:
+def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample]]:
     path = raw.files.get("tsv")
     if path is None:
         return None, []
