@@ -140,6 +140,19 @@ def test_ab_requests_that_received_no_byte_are_failed(tmp_path: Path):
     assert any("no byte" in note for note in m.notes)
 
 
+def test_ab_p999_from_whole_ms_times_is_brought_within_the_exact_max(tmp_path: Path):
+    """ab -g rounds each time to whole ms (8.4 ms is 8): read from them, p99.9 can exceed the
+    exact max of the -e file by that rounding; the true p99.9 cannot. Seen on real runs as
+    "latency.max_ms: 4.756 is below p999_ms, 5"."""
+    m = mutated(tmp_path, "ab", "2.3-nokeepalive", {".csv": (b"100,8.827", b"100,7.9")})
+    assert m.latency.max_ms == 7.9 and m.latency.percentiles.p999_ms == 7.9  # not the -g file's 8
+    assert any("p999_ms read from the per-request times, 8 ms" in note for note in m.notes)
+    far = tmp_path / "far"
+    far.mkdir()
+    with pytest.raises(ParseError, match="below p999_ms"):  # beyond the rounding: refused, not hidden
+        mutated(far, "ab", "2.3-nokeepalive", {".csv": (b"100,8.827", b"100,6.5")})
+
+
 # ---- the engine ----
 
 

@@ -30,6 +30,9 @@ LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
 SIGNIFICANT_DIGITS = 3
 MAX_COUNT = MAX_VALUE  # per histogram; far below the 2^63 at which the library breaks
+# A value read back (a percentile) is the highest of its bucket: at 3 significant digits
+# a bucket spans at most 1/1024 of its values, so it reads up to that much high.
+RELATIVE_STEP = 2.0 ** -10
 _EXTERNAL_HEADER = struct.Struct(">II")  # cookie, length of the compressed payload
 _PAYLOAD_HEADER = struct.Struct(">IIIIQQd")  # cookie, length, offset, digits, lowest, highest, ratio
 _VARINT_BYTES = 9  # the most a count takes in the encoding (LEB128 with ZigZag)

@@ -26,8 +26,9 @@ an HDR histogram is the highest value its bucket holds: at 3 significant digits 
 1/1024 above the value recorded, so above the exact max by at most that much; that
 relative slack is allowed too. Nothing wider is: a tool whose figures are rounded
 more coarsely (Locust's percentile buckets) must bring them into line itself where
-that is truthful (see derive), and anything else out of order is a ParseError, not
-a figure to publish. The check never changes a value."""
+that is truthful, as derive does for percentiles it reads from whole-millisecond
+per-request times; anything else out of order is a ParseError, not a figure to
+publish. The check never changes a value."""
 from __future__ import annotations
 
 import dataclasses
@@ -36,7 +37,7 @@ import math
 import typing
 from typing import Any, Callable, Iterator
 
-from toolbench import derive, numbers
+from toolbench import derive, histogram, numbers
 from toolbench.errors import ParseError, ParserCrash, SchemaError
 from toolbench.schema import PERCENTILES, Counts, Latency, Measurement, SecondSample
 
@@ -45,7 +46,6 @@ if typing.TYPE_CHECKING:
 
 MAX_SERIES_S = 1_000_000  # 11.6 days of per-second samples; beyond that, broken timestamps
 MAX_SERIES_SLACK_S = 10.0
-HDR_RELATIVE = 2.0 ** -10  # an HDR bucket at 3 significant digits spans 1/1024 of its value
 _FLOAT_NOISE = 1e-9
 
 
@@ -159,7 +159,7 @@ def _latency(lat: Latency, path: str) -> Iterator[str]:
 
     def after(low: float, high: float) -> bool:
         """high is not below low, within the figures' rounding."""
-        return low <= high + step + HDR_RELATIVE * max(low, high) + _FLOAT_NOISE
+        return low <= high + step + histogram.RELATIVE_STEP * max(low, high) + _FLOAT_NOISE
 
     pcts = [(name, getattr(lat.percentiles, name)) for name, _ in PERCENTILES]
     known = [(name, value) for name, value in pcts if value is not None]
@@ -187,8 +187,6 @@ def _order(lo_name: str, lo: float | None, hi_name: str, hi: float | None,
 def _histogram(encoded: str | None, name: str, total: int | None) -> Iterator[str]:
     if encoded is None:
         return
-    from toolbench import histogram
-
     try:
         count = histogram.decode(encoded).get_total_count()
     except SchemaError as exc:
