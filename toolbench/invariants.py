@@ -15,7 +15,7 @@ What `check` holds a Measurement to, naming the field that breaks it:
   non-decreasing from p50 to p99.9 -- within the figures' own rounding (below);
 - the histograms decode as toolbench's HDR histograms and hold at most requests_total
   values;
-- the per-second series runs forward, second by second, over at most twice the
+- the per-second series has increasing seconds, spanning at most twice the
   run's duration plus MAX_SERIES_SLACK_S, and never over MAX_SERIES_S.
 
 Rounding. Tools round their figures: ab's table to whole milliseconds, siege to
