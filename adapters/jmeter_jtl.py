@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolbench.adapters.jmeter_agg import Aggregate, Batch, JtlError, add
+from toolbench.adapters.jmeter_agg import Aggregate, Batch, JtlError, add, is_count
 from toolbench.adapters.jmeter_digits import Block
 
 BLOCK = 4 << 20
@@ -226,7 +226,7 @@ def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[
                 columns[field_].append(_int(row[index[name]], name, line))
         if codes is not None:
             text = row[index["responseCode"]]
-            codes.append(int(text) if text.isdigit() and len(text) <= 18 else -1)
+            codes.append(int(text) if is_count(text) else -1)
             if codes[-1] < 0 and not ok:
                 nonhttp[text] = nonhttp.get(text, 0) + 1
         if url is None and index["URL"] is not None:
@@ -238,7 +238,7 @@ def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[
 
 
 def _int(text: str, name: str, line: int) -> int:
-    if not text.isdigit() or len(text) > 18:
+    if not is_count(text):
         raise JtlError(_not_number(name, text), line)
     return int(text)
 
