@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toolbench import histogram
+from toolbench import failures, histogram
 from toolbench.invariants import MAX_SERIES_S
 from toolbench.numbers import MAX_VALUE
 from toolbench.schema import Failures, SecondSample
 
 # A failed sample whose responseCode is not a number carries the Java exception's class
 # (`Non HTTP response code: org.apache.http.conn.HttpHostConnectException`). Checked in
-# this order: a ConnectTimeoutException is a timeout, not a connect failure.
-_EXCEPTION_CLASSES = (
+# this order (toolbench.failures): a ConnectTimeoutException is a timeout, not a connect failure.
+FAILURE_TABLE: failures.Table = (
     ("timeout", ("SocketTimeoutException", "ConnectTimeoutException", "TimeoutException")),
     ("connect", ("ConnectException", "NoRouteToHostException", "UnknownHostException",
                  "PortUnreachableException", "BindException")),
@@ -34,13 +34,6 @@ def is_count(text: str) -> bool:
     """ASCII digits that fit a 64-bit integer (str.isdigit also takes '²' and '٣', which int()
     then refuses or reads as another number)."""
     return 0 < len(text) <= 18 and text.isascii() and text.isdigit()
-
-
-def failure_class(code_text: str) -> str:
-    for name, markers in _EXCEPTION_CLASSES:
-        if any(marker in code_text for marker in markers):
-            return name
-    return "other"
 
 
 @dataclass(frozen=True)
@@ -135,8 +128,8 @@ class Aggregate:
         # A 2xx or 3xx that failed an assertion, or a number outside HTTP's range.
         self.classes["other"] += len(failed_codes) - c4 - c5
         self.classes["other"] += int(np.count_nonzero(failed & (b.code >= 0) & ~answered))
-        for text, count in b.nonhttp.items():
-            self.classes[failure_class(text)] += count
+        for name, count in failures.tally(b.nonhttp, FAILURE_TABLE).items():
+            self.classes[name] += count
         return answered
 
     def _seconds(self, b: Batch, failed: np.ndarray) -> None:

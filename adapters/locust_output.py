@@ -13,7 +13,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench import histogram
+from toolbench import failures, histogram
 from toolbench.errors import ParseError
 from toolbench.invariants import MAX_SERIES_S
 from toolbench.numbers import Numbers
@@ -27,11 +27,11 @@ _ERROR_ROW = re.compile(r"^\s*(\d+)\s{2,}(\S.*?)\s*$")
 # HttpUser: "HTTPError('404 Client Error: ...')"; FastHttpUser: "LocustBadStatusCode(code=404)".
 _STATUS = re.compile(r"\b([1-5]\d\d) (?:Client|Server) Error\b|\bcode=([1-5]\d\d)\b")
 _PCT_NAMES = {f"{pct:g}%": name for name, pct in PERCENTILES}  # Locust's column heads: "50%" ... "99.9%"
-# Error texts (exception reprs) to failure classes, first match wins.
-_CLASSES = (
+# Error texts (exception reprs) to failure classes (toolbench.failures), first match wins.
+FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "timed out")),
-    ("connect", ("connectionrefused", "connection refused", "newconnectionerror", "name or service not known",
-                 "no route to host", "connecterror")),
+    ("connect", ("connectionrefused", "connection refused", "newconnectionerror", "no route to host",
+                 "connecterror")),
     ("read", ("connectionreset", "connection reset", "remotedisconnected", "brokenpipe", "incompleteread",
               "connection aborted", "connectionclosed", "protocolerror", "badstatusline")),
 )
@@ -315,17 +315,18 @@ def read_failures_csv(path: Path) -> dict[str, int]:
 
 
 def classify_errors(errors: dict[str, int]) -> tuple[Failures, dict[int, int]]:
-    counts = dict.fromkeys(("connect", "timeout", "read", "http_4xx", "http_5xx", "other"), 0)
+    """Failure classes of Locust's error report; an HTTP error's status comes from its text."""
     codes: dict[int, int] = {}
+    rest: dict[str, int] = {}
     for text, count in errors.items():
         if m := _STATUS.search(text):
             code = int(m.group(1) or m.group(2))
             codes[code] = codes.get(code, 0) + count
-            counts["http_4xx" if code < 500 else "http_5xx"] += count
-            continue
-        lowered = text.lower()
-        kind = next((k for k, needles in _CLASSES if any(n in lowered for n in needles)), "other")
-        counts[kind] += count
+        else:
+            rest[text] = count
+    counts = failures.tally(rest, FAILURE_TABLE)
+    counts["http_4xx"] = sum(n for code, n in codes.items() if code < 500)
+    counts["http_5xx"] = sum(n for code, n in codes.items() if code >= 500)
     return Failures(**counts), codes
 
 

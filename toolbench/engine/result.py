@@ -8,7 +8,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench import histogram
+from toolbench import failures, histogram
 from toolbench.engine.coordinator import Collected
 from toolbench.engine.stats import Moments, WorkerResult
 from toolbench.schema import (
@@ -35,9 +35,14 @@ TOOL = "engine"
 # A note for people: the engine's failure kinds are finer than the schema's classes (refused
 # vs other connect errors, reset vs closed). The classes are in Counts; nothing reads this back.
 FAILURE_DETAIL = "engine_failures"
-# Engine failure kinds -> the schema's failure classes.
-_CLASSES = {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout",
-            "timeout": "timeout", "reset": "read", "closed": "read", "malformed": "other"}
+# Engine failure kinds (engine.stats.FAILURE_KINDS) to the schema's classes (toolbench.failures):
+# connect_timeout is a timeout, so timeout comes first.
+FAILURE_TABLE: failures.Table = (
+    ("timeout", ("timeout",)),
+    ("connect", ("connect_refused", "connect_other")),
+    ("read", ("reset", "closed")),
+    ("other", ("malformed",)),
+)
 
 
 def measurement(out: Collected, version: str | None = None) -> Measurement:
@@ -125,9 +130,7 @@ def _counts(results: list[WorkerResult]) -> Counts:
             codes[code] += n
         for kind, n in r.failures.items():
             kinds[kind] += n
-    by_class: dict[str, int] = defaultdict(int)
-    for kind, n in kinds.items():
-        by_class[_CLASSES[kind]] += n
+    by_class = failures.tally(kinds, FAILURE_TABLE)
     http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
     http_5xx = sum(n for c, n in codes.items() if c >= 500)
     failures = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
