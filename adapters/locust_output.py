@@ -15,7 +15,6 @@ from hdrh.histogram import HdrHistogram
 
 from toolbench import failures, histogram
 from toolbench.errors import ParseError
-from toolbench.invariants import MAX_SERIES_S
 from toolbench.numbers import Numbers
 from toolbench.schema import PERCENTILES, Failures, Percentiles, SecondSample
 
@@ -155,14 +154,10 @@ def _opt_real(num: Numbers, value: Any, what: str) -> float | None:
 
 
 def histogram_of(entries: list[Entry], source: str | None) -> HdrHistogram | None:
-    hist = histogram.new()
+    tally = histogram.PerRequest("locust", source)
     for entry in entries:
-        for rounded_ms, count in entry.response_times.items():
-            try:
-                histogram.record_ms(hist, rounded_ms, count)
-            except ValueError as exc:  # more values than any run holds (the reader checks the rest)
-                raise ParseError("locust", f"response_times: {exc}", source) from None
-    return hist if hist.get_total_count() else None
+        tally.add_tally(entry.response_times)  # Locust's buckets: rounded ms
+    return tally.histogram()
 
 
 def bucket_percentiles(entries: list[Entry]) -> Percentiles:
@@ -212,21 +207,13 @@ def _half_bucket(ms: float) -> float:
 
 
 def series_from_json(entries: list[Entry], source: str | None) -> list[SecondSample]:
-    requests: dict[int, int] = {}
-    errors: dict[int, int] = {}
+    """Requests and failures by second; Locust keeps no times by second."""
+    tally = histogram.PerRequest("locust", source)
     for entry in entries:
-        for second, count in entry.num_reqs_per_sec.items():
-            requests[second] = requests.get(second, 0) + count
-        for second, count in entry.num_fail_per_sec.items():
-            errors[second] = errors.get(second, 0) + count
-    if not requests:
-        return []
-    first, last = min(requests), max(requests)
-    if last - first > MAX_SERIES_S:
-        raise ParseError("locust", f"num_reqs_per_sec: its seconds span {last - first} s, more than "
-                                   f"{MAX_SERIES_S} s: not the seconds of one run", source)
-    return [SecondSample(second=s - first, requests=requests.get(s, 0), errors=errors.get(s, 0))
-            for s in range(first, last + 1)]
+        seconds = sorted(set(entry.num_reqs_per_sec) | set(entry.num_fail_per_sec))
+        tally.add_seconds(seconds, [entry.num_reqs_per_sec.get(s, 0) for s in seconds],
+                          [entry.num_fail_per_sec.get(s, 0) for s in seconds])
+    return tally.series()
 
 
 def read_summary(stderr: str, source: str | None = None) -> Summary | None:
