@@ -142,20 +142,13 @@ def _counts(results: list[WorkerResult]) -> Counts:
 
 
 def _series(results: list[WorkerResult]) -> list[SecondSample]:
-    merged: dict[int, list[Any]] = {}
+    """The workers' seconds summed; the mean and max are of the responses, in µs."""
+    tally = histogram.PerRequest(TOOL, unit_ms=0.001)
     for r in results:
-        for s in r.series:
-            row = merged.setdefault(s.second, [0, 0, 0, 0, None])
-            row[0] += s.responses
-            row[1] += s.failed
-            row[2] += s.errors
-            row[3] += s.sum_us
-            if s.max_us is not None:
-                row[4] = s.max_us if row[4] is None else max(row[4], s.max_us)
-    return [SecondSample(second=sec, requests=resp + failed, errors=errors,
-                         latency_mean_ms=(total_us / resp / 1000.0) if resp else None,
-                         latency_max_ms=_ms(top))
-            for sec, (resp, failed, errors, total_us, top) in sorted(merged.items())]
+        tally.add_seconds([s.second for s in r.series], [s.responses + s.failed for s in r.series],
+                          [s.errors for s in r.series], [s.responses for s in r.series],
+                          [s.sum_us for s in r.series], [s.max_us for s in r.series])
+    return tally.series(first=0)
 
 
 def _latency(hist: HdrHistogram, moments: Moments) -> Latency:
