@@ -133,12 +133,12 @@ def _counts(results: list[WorkerResult]) -> Counts:
     by_class = failures.tally(kinds, FAILURE_TABLE)
     http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
     http_5xx = sum(n for c, n in codes.items() if c >= 500)
-    failures = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
+    classes = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
                         http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"])
     responses = sum(codes.values())
     failed = sum(kinds.values()) + http_4xx + http_5xx
     return Counts(requests_total=responses + sum(kinds.values()), requests_ok=responses - http_4xx - http_5xx,
-                  requests_failed=failed, failures=failures, status_codes=dict(sorted(codes.items())))
+                  requests_failed=failed, failures=classes, status_codes=dict(sorted(codes.items())))
 
 
 def _series(results: list[WorkerResult]) -> list[SecondSample]:
