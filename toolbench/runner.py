@@ -69,10 +69,11 @@ def _check_hosts(scenario: Scenario) -> None:
         raise ScenarioError(f"{scenario.source}: hosts.target: toolbench does not start targets on other "
                             "machines yet; start it there and give its `url` as the target")
     loopback = scenario.generator.address in ("localhost", "::1") or scenario.generator.address.startswith("127.")
-    if not scenario.generator.is_local and scenario.target.server and not loopback:
-        raise ScenarioError(f"{scenario.source}: target.server: the bundled {scenario.target.server} listens on "
-                            f"127.0.0.1, out of reach of a generator at {scenario.generator.address}; give a "
-                            "`url` that machine can reach")
+    for name, spec in scenario.targets.items():
+        if not scenario.generator.is_local and spec.bundled and not loopback:
+            raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}.server: the bundled {spec.kind} "
+                                f"listens on 127.0.0.1, out of reach of a generator at {scenario.generator.address}; "
+                                "give a `url` that machine can reach")
 
 
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
@@ -119,10 +120,18 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         run_dir.reserve_space()
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
-        with targets.started(scenario.target, run_dir.path / "target", life) as target:
-            run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
-                                            "version": target.version}, status="running")
-            interrupted = _run_cells(scenario, todo, run_dir, host, found, target, observer)
+        interrupted = False
+        # Each target in turn, started once for its cells (a stopgap until targets run per the
+        # runner's own loop with `restart` and failures per target).
+        for name in scenario.matrix.target:
+            mine = [c for c in todo if c.cell.target == name]
+            if interrupted or not mine:
+                continue
+            folder = run_dir.path / ("target" if len(scenario.targets) == 1 else f"target-{name}")
+            with targets.started(scenario.targets[name], folder, life, max(scenario.matrix.concurrency)) as target:
+                run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
+                                                "version": target.version}, status="running")
+                interrupted = _run_cells(scenario, mine, run_dir, host, found, target, observer)
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as exc:
