@@ -74,6 +74,13 @@ class StopSpec:
     requests: int | None = None
     requests_per_connection: int | None = None
 
+    def total_requests(self, concurrency: int) -> int | None:
+        """The request count for a tool that counts in total: `requests`, or
+        `requests_per_connection` for each of `concurrency` connections."""
+        if self.requests_per_connection is not None:
+            return self.requests_per_connection * concurrency
+        return self.requests
+
 
 @dataclass(frozen=True)
 class Matrix:
