@@ -19,6 +19,7 @@ from toolbench.errors import HostError, Interrupted, Notice, ParseError, Scenari
 from toolbench.hosts import Completed, Host, LocalHost, RemoteHost, Running
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
+from toolbench.servers.cost import ServerMonitor, summarize
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
                               RunResult, Status, Timing, result_from_measurement)
 
@@ -166,7 +167,16 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
         try:
             if runnable and last_ran and scenario.cooldown_s:
                 time.sleep(scenario.cooldown_s)
-            result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
+            watch = runnable and scenario.monitor.enabled and bool(target.pids)
+            server = ServerMonitor(target.pids, target.port, scenario.monitor.interval_s) if watch else None
+            if server:
+                server.start()
+            try:
+                result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
+            finally:
+                spent = server.stop() if server else None
+            if spent is not None and result.outcome.status is not Status.UNSUPPORTED:
+                result = dataclasses.replace(result, server_cost=summarize(spent, result.counts.requests_total))
         except KeyboardInterrupt:
             # Stopped outside the tool's run (its baseline, its parse): the cell is stored as
             # interrupted all the same, so that --resume runs it again.
