@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence, TypeVar
 
 from toolbench import stats
 from toolbench.report import bounds, fmt
@@ -42,6 +42,7 @@ class Cell:
 
 
 Tiers = tuple[tuple[Cell, ...], ...]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -93,12 +94,13 @@ def leader(ranking: Tiers) -> str | None:
     return ranking[0][0].tool
 
 
-def tiers(cells: list[Cell], get: Callable[[Cell], stats.Estimate | None], most_first: bool) -> Tiers:
+def tiers(cells: Sequence[T], get: Callable[[T], stats.Estimate | None], most_first: bool,
+          name: Callable[[T], str] = lambda c: c.tool) -> tuple[tuple[T, ...], ...]:  # type: ignore[attr-defined]
     """Cells in order, grouped: a cell joins the tier of the one before it when it does not
-    differ, beyond the noise, from that tier's first cell."""
+    differ, beyond the noise, from that tier's first cell. `name` breaks exact ties."""
     rated = sorted((c for c in cells if get(c) is not None),
-                   key=lambda c: (get(c).value, c.tool), reverse=most_first)  # type: ignore[union-attr]
-    out: list[list[Cell]] = []
+                   key=lambda c: (get(c).value, name(c)), reverse=most_first)  # type: ignore[union-attr]
+    out: list[list[T]] = []
     for cell in rated:
         if out and not stats.differs(get(out[-1][0]), get(cell)):  # type: ignore[arg-type]
             out[-1].append(cell)
