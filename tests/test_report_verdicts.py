@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from toolbench import derive, stats, store
-from toolbench.report import bounds, fmt, likewise, model, render
+from toolbench.report import bounds, fmt, groups, likewise, model, render
 from toolbench.report.context import Context, RunView
 from toolbench.schema import Counts, Fidelity, GeneratorCost, Rates, RunResult
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"
 CASES = ("tie", "server-bound", "generator-bound", "mixed-keepalive", "mostly-503", "all-failed", "interrupted",
-         "pair-a", "pair-b")
+         "pair-a", "pair-b", "two-targets")
 
 
 def views(*names: str) -> list[RunView]:
@@ -167,12 +167,16 @@ def test_every_section_agrees_with_the_results_table(case: str) -> None:
         assert "was not measured (no monitor data)" not in topics(case).get("Cost", "")
     # The ranking table shows each cell's median successful rate from the results, as stored.
     results = json_results(case)
+    several = len({r.identity.target_label for r in results}) > 1
     for ranking in section(data, "ranking").tables:
-        for keepalive, concurrency, tool, rate in zip(*(column(ranking, label) for label in
-                                                        ("keep-alive", "concurrency", "tool", "ok req/s"))):
+        variants = (column(ranking, "variant") if any(c.label == "variant" for c in ranking.columns)
+                    else [""] * len(ranking.rows))
+        for keepalive, concurrency, tool, rate, variant in zip(
+                *(column(ranking, label) for label in ("keep-alive", "concurrency", "tool", "ok req/s")), variants):
             mine = [stats.throughput(r) for r in results if r.identity.tool == tool and r.outcome.status.value == "ok"
                     and fmt.number(r.identity.concurrency) == concurrency
-                    and fmt.yes_no(r.identity.keepalive) == keepalive]
+                    and fmt.yes_no(r.identity.keepalive) == keepalive
+                    and groups.variant_of(r, several) == variant]
             assert rate.rstrip("†") == fmt.number(statistics.median(mine)), (case, tool, concurrency, keepalive)
 
 
