@@ -79,8 +79,9 @@ class Comparison:
 
     @property
     def where(self) -> str:
-        variant = f"{self.variant}, " if self.variant else ""
-        return f"{variant}concurrency {fmt.number(self.concurrency)}, keep-alive {fmt.yes_no(self.keepalive)}"
+        # The variant last: "at concurrency 10, keep-alive on, on nginx" reads where "at on nginx, ..." does not.
+        variant = f", {self.variant}" if self.variant else ""
+        return f"concurrency {fmt.number(self.concurrency)}, keep-alive {fmt.yes_no(self.keepalive)}{variant}"
 
     def order(self, tool: str) -> int | None:
         """The tier of a tool in the ranking used, 0 first; None when it is not ranked."""
