@@ -124,7 +124,7 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         interrupted = False
         # Each target in turn, started once for its cells (a stopgap until targets run per the
         # runner's own loop with `restart` and failures per target).
-        for name in scenario.matrix.target:
+        for name in scenario.matrix.target or tuple(scenario.targets):
             mine = [c for c in todo if c.cell.target == name]
             if interrupted or not mine:
                 continue

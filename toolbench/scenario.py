@@ -85,7 +85,7 @@ class StopSpec:
 @dataclass(frozen=True)
 class Matrix:
     tool: tuple[str, ...]
-    target: tuple[str, ...] = ()  # names in `Scenario.targets`; parsed as all of them when not given
+    target: tuple[str, ...] = ()  # names in `Scenario.targets`, all of them when not given ((): all too)
     concurrency: tuple[int, ...] = (10,)
     keepalive: tuple[bool, ...] = (True,)
     rate: tuple[float | None, ...] = (None,)  # requests/s for an open model; None: closed
