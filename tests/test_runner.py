@@ -200,21 +200,23 @@ stop: {{requests: 50}}
     summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
     (result,) = store.RunDir.open(summary.run_dir).results()
     assert result.outcome.status is Status.OK and result.counts.requests_ok == 50
-    pid = json.loads((summary.run_dir / "manifest.json").read_text())["target"]
-    assert pid["url"] == f"http://127.0.0.1:{port}"
+    recorded = json.loads((summary.run_dir / "manifest.json").read_text())["targets"]
+    assert recorded == {"command": {"kind": "command", "label": "command", "restart": "once",
+                                    "url": f"http://127.0.0.1:{port}", "version": None}}
+    assert result.identity.target_label == "command" and result.identity.url == f"http://127.0.0.1:{port}/index.html"
     with pytest.raises(OSError):  # stopped with the run: nothing answers any more
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
-def test_a_command_target_that_dies_is_one_clear_error(tmp_path):
+def test_a_command_target_that_dies_fails_its_cells_with_the_reason(tmp_path):
     text = f"""\
 name: dies
 target: {{command: "{sys.executable} -c 'import sys; sys.exit(3)'", url: "http://127.0.0.1:9"}}
 matrix: {{tool: [ab]}}
 """
-    from toolbench.errors import TargetError
-    with pytest.raises(TargetError, match="target: exited with code 3 before it was ready"):
-        runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
-    (manifest,) = (tmp_path / "reports").glob("dies-*/manifest.json")
-    recorded = json.loads(manifest.read_text())
-    assert recorded["status"] == "failed" and "exited with code 3" in recorded["error"]
+    summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
+    (result,) = store.RunDir.open(summary.run_dir).results()
+    assert result.outcome.status is Status.FAILED
+    assert "the target did not start: command: exited with code 3 before it was ready" in result.outcome.error
+    recorded = json.loads((summary.run_dir / "manifest.json").read_text())
+    assert recorded["status"] == "complete" and "exited with code 3" in recorded["targets"]["command"]["error"]

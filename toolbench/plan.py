@@ -27,6 +27,8 @@ class Cell:
     options: dict[str, Any] = field(default_factory=dict)
     url: str | None = None  # known once the target runs
     variant: str | None = None  # the scenario's name for a configured tool, e.g. `locust-2p`
+    target: str = ""  # the name of the target it loads
+    several_targets: bool = False  # the scenario has more than one: the id names the target
 
     @property
     def label(self) -> str:
@@ -36,7 +38,8 @@ class Cell:
     def id(self) -> str:
         rate = f"-rate{self.rate_rps:g}" if self.rate_rps is not None else ""
         conn = "ka" if self.keepalive else "close"
-        return f"{self.label}-c{self.concurrency}-{conn}{rate}-rep{self.repetition}"
+        prefix = f"{self.target}-" if self.several_targets else ""
+        return f"{prefix}{self.label}-c{self.concurrency}-{conn}{rate}-rep{self.repetition}"
 
     def at(self, base_url: str) -> "Cell":
         return dataclasses.replace(self, url=base_url.rstrip("/") + self.request.path)
@@ -58,13 +61,15 @@ def expand(scenario: Scenario) -> list[PlannedCell]:
     _check_tools_section(scenario, known)
     m = scenario.matrix
     planned = []
-    for rep in range(1, scenario.repeat + 1):
+    targets = m.target or tuple(scenario.targets)
+    for target, rep in itertools.product(targets, range(1, scenario.repeat + 1)):
         for concurrency, keepalive, rate, name in itertools.product(m.concurrency, m.keepalive, m.rate, m.tool):
             adapter, options = resolved[name]
             cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,
                         repetition=rep, request=scenario.request, stop=scenario.stop,
                         timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options,
-                        variant=name if name != adapter.name else None)
+                        variant=name if name != adapter.name else None, target=target,
+                        several_targets=len(targets) > 1)
             planned.append(PlannedCell(cell, adapter.supports(cell)))
     return planned
 

@@ -1,11 +1,15 @@
 """Scenario files, parsed once at the boundary into typed, frozen objects."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from toolbench import httpvalues, names, yamlread
+from toolbench.servers.nginx import LEGACY_WORKER_CONNECTIONS
+from toolbench.servers.spec import NAME, NginxOptions, ReadySpec
+from toolbench.servers.spec import TargetSpec as ServerTarget
 from toolbench.yamlread import Node
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "request", "matrix",
@@ -92,6 +96,7 @@ class Matrix:
     concurrency: tuple[int, ...] = (10,)
     keepalive: tuple[bool, ...] = (True,)
     rate: tuple[float | None, ...] = (None,)  # requests/s for an open model; None: closed
+    target: tuple[str, ...] = ()  # names in `targets`; empty: every target
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,7 @@ class Scenario:
     source: str
     target: TargetSpec
     matrix: Matrix
+    targets: dict[str, ServerTarget] = field(default_factory=dict)  # name -> spec, in the scenario's order
     description: str = ""
     generator: HostSpec = field(default_factory=HostSpec)
     target_host: HostSpec = field(default_factory=HostSpec)
@@ -148,6 +154,7 @@ def load(path: str | Path) -> Scenario:
         target_host=hosts.get("target", HostSpec()),
         prerequisites=_prerequisites(top["prerequisites"]) if "prerequisites" in top else Prerequisites(),
         target=_target(top["target"]),
+        targets=_targets_of(_target(top["target"])),
         request=_request(top["request"]) if "request" in top else RequestSpec(),
         matrix=_matrix(top["matrix"], locations),
         stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
@@ -192,6 +199,19 @@ def _prerequisites(node: Node) -> Prerequisites:
         sysctl = {k: str(v.scalar()) for k, v in keys["sysctl"].items().items()}
     required = keys["required"].boolean() if "required" in keys else True
     return Prerequisites(ulimit=ulimit, sysctl=sysctl, required=required)
+
+
+def _targets_of(spec: TargetSpec) -> dict[str, ServerTarget]:
+    """The single `target:` as a one-entry map named by its label or its kind."""
+    if spec.server == "nginx-static":
+        # One worker and room for 16384 connections: what the single `target:` has always run.
+        target = ServerTarget(kind="nginx-static", label=spec.label,
+                              nginx=NginxOptions(workers=1, worker_connections=LEGACY_WORKER_CONNECTIONS))
+    else:
+        target = ServerTarget(kind="command" if spec.command else "url", label=spec.label, command=spec.command,
+                              url=spec.url, ready=ReadySpec(path=spec.ready_path, timeout_s=spec.ready_timeout_s))
+    name = spec.label if spec.label and NAME.match(spec.label) and ".." not in spec.label else target.kind
+    return {name: dataclasses.replace(target, name=name)}
 
 
 def _target(node: Node) -> TargetSpec:

@@ -103,6 +103,7 @@ class TargetSpec:
     command: str | None = None
     url: str | None = None
     where: str = ""  # file:line of the entry, for errors found when it starts
+    restart: str = "once"  # once: one start for all its cells; per-cell: a fresh start for each cell
 
     @property
     def display(self) -> str:
@@ -111,6 +112,18 @@ class TargetSpec:
     @property
     def bundled(self) -> bool:
         return self.kind in BUNDLED
+
+    def workers(self, cores: int) -> int | None:
+        """How many processes (cores) the server may keep busy at once; None when toolbench
+        does not know (a command or a URL). nginx's default is one worker per core."""
+        nginx = (self.nginx.workers or cores) if self.nginx else 0
+        if self.kind in ("flask-dev",) + SOCKET_KINDS:
+            return 1
+        if self.kind == "gunicorn":
+            return (self.gunicorn or GunicornOptions()).workers
+        if self.kind in ("uwsgi", "nginx-uwsgi"):
+            return nginx + (self.uwsgi or UwsgiOptions()).processes
+        return nginx or None
 
 
 def parse_target(node: Node, name: str | None = None) -> TargetSpec:
