@@ -220,3 +220,32 @@ matrix: {{tool: [ab]}}
     assert "the target did not start: command: exited with code 3 before it was ready" in result.outcome.error
     recorded = json.loads((summary.run_dir / "manifest.json").read_text())
     assert recorded["status"] == "complete" and "exited with code 3" in recorded["targets"]["command"]["error"]
+
+
+def test_two_bundled_targets_each_serve_their_cells_and_are_watched(tmp_path):
+    need("ab")
+    import dataclasses
+    from toolbench.servers.spec import NginxOptions, SocketOptions, TargetSpec
+    text = "name: two\ntarget: {server: nginx-static}\nmatrix: {tool: [ab], concurrency: [4], keepalive: [false]}\n" \
+           "stop: {duration: 1s}\nprobe: {enabled: false}\nmonitor: {interval: 0.2s}\n"
+    s = scenario.load(write_scenario(tmp_path, text))
+    specs = {"nginx": TargetSpec(kind="nginx-static", name="nginx", nginx=NginxOptions(workers=1)),
+             "gevent": TargetSpec(kind="socket-gevent", name="gevent", socket=SocketOptions(sleep_s=0.05))}
+    s = dataclasses.replace(s, targets=specs, matrix=dataclasses.replace(s.matrix, target=("nginx", "gevent")))
+    summary = runner.run(s, tmp_path / "reports")
+    run = store.RunDir.open(summary.run_dir)
+    nginx, gevent = run.results()
+    assert (nginx.identity.cell_id, nginx.identity.target_label) == ("nginx-ab-c4-close-rep1", "nginx")
+    assert (gevent.identity.cell_id, gevent.identity.target_label) == ("gevent-ab-c4-close-rep1", "gevent")
+    for result in (nginx, gevent):
+        assert result.outcome.status is Status.OK, result.outcome.error
+        assert result.server_cost is not None and result.server_cost.workers == 1
+        assert result.server_cost.samples >= 2 and result.server_cost.cpu_us_per_request is not None
+        assert (run.path / "raw" / result.identity.cell_id / "server.jsonl").is_file()
+    assert nginx.server_cost.cpu_user_s + nginx.server_cost.cpu_system_s > 0
+    # 4 connections each waiting 0.05 s: the gevent server cannot pass 80 requests a second.
+    assert 0 < gevent.counts.requests_ok <= 80 * gevent.timing.wall_s + 4
+    manifest = run.manifest()
+    assert manifest["targets"]["nginx"]["version"].startswith("nginx")
+    assert manifest["targets"]["gevent"]["kind"] == "socket-gevent"
+    assert nginx.identity.url != gevent.identity.url  # each on its own free port
