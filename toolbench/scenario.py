@@ -93,10 +93,10 @@ class StopSpec:
 @dataclass(frozen=True)
 class Matrix:
     tool: tuple[str, ...]
+    target: tuple[str, ...] = ()  # names in `Scenario.targets`; parsed as all of them when not given
     concurrency: tuple[int, ...] = (10,)
     keepalive: tuple[bool, ...] = (True,)
     rate: tuple[float | None, ...] = (None,)  # requests/s for an open model; None: closed
-    target: tuple[str, ...] = ()  # names in `targets`; empty: every target
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def load(path: str | Path) -> Scenario:
         target=_target(top["target"]),
         targets=_targets_of(_target(top["target"])),
         request=_request(top["request"]) if "request" in top else RequestSpec(),
-        matrix=_matrix(top["matrix"], locations),
+        matrix=dataclasses.replace(_matrix(top["matrix"], locations), target=tuple(_targets_of(_target(top["target"])))),
         stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
         timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
         repeat=top["repeat"].positive_int() if "repeat" in top else 1,

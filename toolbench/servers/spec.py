@@ -102,8 +102,8 @@ class TargetSpec:
     limit_req: LimitReq | None = None
     command: str | None = None
     url: str | None = None
+    restart: str = "once"  # "once": started once for all its cells; "per-cell": before each cell
     where: str = ""  # file:line of the entry, for errors found when it starts
-    restart: str = "once"  # once: one start for all its cells; per-cell: a fresh start for each cell
 
     @property
     def display(self) -> str:
