@@ -14,13 +14,13 @@ from typing import Protocol
 
 from toolbench import derive, diagnose, lifeline, monitor, plan, prereq, probe, registry, serving, ssh, store
 from toolbench.adapter import Adapter, RawOutput
+from toolbench.execute import Watched, execute_with_retries
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
 from toolbench.hosts import Completed, Host, LocalHost
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
                               RunResult, Status, Timing, result_from_measurement)
-from toolbench.execute import Watched, execute_with_retries
 from toolbench.serving import Serving, TargetStarter
 
 
