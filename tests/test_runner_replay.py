@@ -112,3 +112,11 @@ def test_the_manifest_names_each_target_in_json(tmp_path):
     run_dir, _ = run(load(tmp_path, ONE), tmp_path, [AB_OK, AB_OK])
     stored = json.loads((run_dir.path / store.MANIFEST).read_text())
     assert list(stored["targets"]) == ["url"]
+
+
+def test_a_target_on_another_machine_is_refused_in_one_line(tmp_path):
+    from toolbench.errors import ScenarioError
+    text = ONE + "hosts: {target: {address: 10.0.0.7, user: bench}}\n"
+    with pytest.raises(ScenarioError, match=r"s\.yaml: hosts\.target: toolbench does not start targets on other"):
+        run(load(tmp_path, text), tmp_path, [])
+    assert not (tmp_path / "reports").exists()
