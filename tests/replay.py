@@ -73,8 +73,11 @@ class ReplayHost:
         out, err = Replay(self.versions[argv[0]]).files()
         return Captured(0, out.read_text(), err.read_text() if err.exists() else "")
 
-    def stage(self, workdir: Path, names: Sequence[str]) -> Path:
+    def workspace(self, workdir: Path) -> Path:
         return workdir
+
+    def stage(self, workdir: Path, tool_dir: str | Path, names: Sequence[str]) -> None:
+        pass
 
     def collect(self, tool_dir: str | Path, names: Sequence[str], workdir: Path) -> None:
         pass

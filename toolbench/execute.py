@@ -26,21 +26,23 @@ class Watched:
 
 
 def execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
-             target: Serving) -> tuple[Completed, RawOutput, Watched]:
-    """The host stages the tool's input files where it runs and collects its output files
-    after (nothing to do on this machine); stdout and stderr stream back live."""
-    invocation = adapter.build(cell, workdir)
-    for name, content in invocation.files.items():
-        (workdir / name).write_text(content)
-    tool_dir = host.stage(workdir, list(invocation.files))
+            target: Serving) -> tuple[Completed, RawOutput, Watched]:
+    """The tool runs in the host's workspace (on another machine, a folder there): its input
+    files are staged there and its output files collected after, nothing to do on this
+    machine; stdout and stderr stream back live."""
+    tool_dir = host.workspace(workdir)
+    outputs: list[str] = []  # nothing to collect should the build fail: the workspace goes all the same
     try:
-        if tool_dir != workdir:
-            invocation = adapter.build(cell, Path(tool_dir))
+        invocation = adapter.build(cell, Path(tool_dir))
+        outputs = list(invocation.outputs.values())
+        for name, content in invocation.files.items():
+            (workdir / name).write_text(content)
+        host.stage(workdir, tool_dir, list(invocation.files))
         (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n")
         completed, watched = _observed(invocation.argv, invocation.env, Path(tool_dir), cell, workdir, host,
                                        scenario, target)
     finally:
-        host.collect(tool_dir, list(invocation.outputs.values()), workdir)
+        host.collect(tool_dir, outputs, workdir)
     files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
     raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
                     stderr=(workdir / "stderr.txt").read_text(errors="replace"),

@@ -87,12 +87,15 @@ class Host(Protocol):
     def run(self, argv: list[str], cwd: Path, stdout: Path, stderr: Path, timeout_s: float,
             env: dict[str, str] | None = None) -> Completed: ...
 
-    def stage(self, workdir: Path, names: Sequence[str]) -> str | Path:
-        """Where the tool runs, with the input files `names` of `workdir` there."""
+    def workspace(self, workdir: Path) -> str | Path:
+        """Where a tool whose files are kept in `workdir` runs: `workdir` itself on this machine."""
+
+    def stage(self, workdir: Path, tool_dir: str | Path, names: Sequence[str]) -> None:
+        """Puts the input files `names` of `workdir` where the tool runs."""
 
     def collect(self, tool_dir: str | Path, names: Sequence[str], workdir: Path) -> None:
         """Brings the files `names` the tool wrote (those it did) back into `workdir`, and
-        removes the folder `stage` made; nothing to do where the tool ran in `workdir`."""
+        removes the workspace; nothing to do where the tool ran in `workdir`."""
 
     def with_limits(self, wanted: Mapping[str, int]) -> "Host": ...
 
@@ -122,8 +125,11 @@ class LocalHost:
     def which(self, program: str) -> str | None:
         return shutil.which(program)
 
-    def stage(self, workdir: Path, names: Sequence[str]) -> Path:
-        return workdir  # the tool runs where its inputs were written
+    def workspace(self, workdir: Path) -> Path:
+        return workdir
+
+    def stage(self, workdir: Path, tool_dir: str | Path, names: Sequence[str]) -> None:
+        """The tool runs where its inputs were written."""
 
     def collect(self, tool_dir: str | Path, names: Sequence[str], workdir: Path) -> None:
         """The tool wrote its files in `workdir` itself."""

@@ -297,16 +297,13 @@ class SSHHost:
             raise HostError(f"{self.label}: cannot make a temporary folder: {captured.stderr.strip()}")
         return path
 
-    def stage(self, workdir: Path, names: Sequence[str]) -> str:
-        """A temporary folder there, with the tool's input files copied over."""
-        remote = self.mkdtemp()
-        try:
-            for name in names:
-                self.put(workdir / name, f"{remote}/{name}")
-        except BaseException:
-            self.remove_tree(remote)
-            raise
-        return remote
+    def workspace(self, workdir: Path) -> str:
+        """A temporary folder there, removed by collect()."""
+        return self.mkdtemp()
+
+    def stage(self, workdir: Path, tool_dir: str | PurePath, names: Sequence[str]) -> None:
+        for name in names:
+            self.put(workdir / name, f"{tool_dir}/{name}")
 
     def collect(self, tool_dir: str | PurePath, names: Sequence[str], workdir: Path) -> None:
         try:
