@@ -37,7 +37,8 @@ def two_targets(s: scenario.Scenario, restart: str = "once") -> scenario.Scenari
     return dataclasses.replace(s, targets=specs, matrix=dataclasses.replace(s.matrix, target=("fast", "slow")))
 
 
-ONE = "name: one\ntarget: {url: 'http://127.0.0.1:9'}\nmatrix: {tool: [ab], concurrency: [4, 8]}\nstop: {requests: 20000}\n"
+ONE = ("name: one\ntarget: {url: 'http://127.0.0.1:9'}\nmatrix: {tool: [ab], concurrency: [4, 8]}\n"
+       "stop: {requests: 20000}\n")
 
 
 def test_recorded_runs_become_results_with_their_status(tmp_path):
@@ -52,7 +53,8 @@ def test_recorded_runs_become_results_with_their_status(tmp_path):
 
 
 def test_a_tool_that_hangs_is_run_again(tmp_path):
-    text = "name: h\ntarget: {url: 'http://127.0.0.1:9'}\nmatrix: {tool: [siege], concurrency: [10]}\nstop: {duration: 1s}\n"
+    text = ("name: h\ntarget: {url: 'http://127.0.0.1:9'}\nmatrix: {tool: [siege], concurrency: [10]}\n"
+            "stop: {duration: 1s}\n")
     run_dir, host = run(load(tmp_path, text), tmp_path, [Replay("siege/4.0.7-benchmark", hang=True),
                                                           Replay("siege/4.0.7-benchmark")])
     (result,) = run_dir.results()

@@ -146,6 +146,7 @@ def load(path: str | Path) -> Scenario:
             raise root.error(f"missing required key {required!r}")
     locations: dict[str, str] = {}
     hosts = _hosts(top["hosts"]) if "hosts" in top else {}
+    targets = _targets_of(_target(top["target"]))
     return Scenario(
         name=top["name"].name(),
         source=str(path),
@@ -154,9 +155,9 @@ def load(path: str | Path) -> Scenario:
         target_host=hosts.get("target", HostSpec()),
         prerequisites=_prerequisites(top["prerequisites"]) if "prerequisites" in top else Prerequisites(),
         target=_target(top["target"]),
-        targets=_targets_of(_target(top["target"])),
+        targets=targets,
         request=_request(top["request"]) if "request" in top else RequestSpec(),
-        matrix=dataclasses.replace(_matrix(top["matrix"], locations), target=tuple(_targets_of(_target(top["target"])))),
+        matrix=dataclasses.replace(_matrix(top["matrix"], locations), target=tuple(targets)),
         stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
         timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
         repeat=top["repeat"].positive_int() if "repeat" in top else 1,
