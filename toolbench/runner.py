@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from toolbench import derive, diagnose, lifeline, monitor, plan, prereq, probe, registry, serving, ssh, store
+from toolbench import (derive, diagnose, invariants, lifeline, monitor, plan, prereq, probe, registry, serving, ssh,
+                       store)
 from toolbench.adapter import Adapter, RawOutput
 from toolbench.execute import Watched, execute_with_retries
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
@@ -318,8 +319,10 @@ def _observations(scenario: Scenario, cell: Cell, completed: Completed, watched:
 
 
 def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | None]:
+    """The cell's measurement, or the one-line reason there is none: a ParseError, an
+    invariant the figures break, or `<tool>: parser crashed: <Type>: <message>`."""
     try:
-        return derive.complete(adapter.parse(raw)), None
+        return invariants.parse_checked(adapter, raw), None
     except ParseError as exc:
         return None, str(exc)
 
