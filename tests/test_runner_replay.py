@@ -116,9 +116,10 @@ def test_the_manifest_names_each_target_in_json(tmp_path):
     assert list(stored["targets"]) == ["url"]
 
 
-def test_a_target_on_another_machine_is_refused_in_one_line(tmp_path):
+def test_a_bundled_target_on_another_machine_is_refused_in_one_line(tmp_path):
     from toolbench.errors import ScenarioError
-    text = ONE + "hosts: {target: {address: 10.0.0.7, user: bench}}\n"
-    with pytest.raises(ScenarioError, match=r"s\.yaml: hosts\.target: toolbench does not start targets on other"):
+    text = ONE.replace("{url: 'http://127.0.0.1:9'}", "{server: nginx-static}")
+    text += "hosts: {target: {address: 10.0.0.7, user: bench}}\n"
+    with pytest.raises(ScenarioError, match=r"targets\.nginx-static: toolbench starts a `command` on hosts\.target"):
         run(load(tmp_path, text), tmp_path, [])
     assert not (tmp_path / "reports").exists()

@@ -62,17 +62,23 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
     tools and `start_target` starts the targets (by default the generator of the scenario
     and toolbench.servers on this machine)."""
     _check_hosts(scenario)
-    if host is not None:
+    with contextlib.ExitStack() as stack:
+        if start_target is None and not scenario.target_host.is_local:
+            far = stack.enter_context(contextlib.closing(ssh.connect(
+                scenario.target_host, known_hosts=known_hosts, trust_new_key=trust_new_key)))
+            start_target = serving.remote_starter(far)
+        if host is None:
+            host = stack.enter_context(contextlib.closing(ssh.connect(
+                scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))
         return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target)
-    with contextlib.closing(ssh.connect(scenario.generator, known_hosts=known_hosts,
-                                        trust_new_key=trust_new_key)) as generator:
-        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), generator, go_on, start_target)
 
 
 def _check_hosts(scenario: Scenario) -> None:
-    if not scenario.target_host.is_local:
-        raise ScenarioError(f"{scenario.source}: hosts.target: toolbench does not start targets on other "
-                            "machines yet; start it there and give its `url` as the target")
+    for name, spec in scenario.targets.items():
+        if not scenario.target_host.is_local and spec.kind not in serving.REMOTE_KINDS:
+            raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}: toolbench starts a `command` "
+                                f"on hosts.target, not yet the bundled {spec.kind}; start it there and give its "
+                                "`url`")
     loopback = scenario.generator.address in ("localhost", "::1") or scenario.generator.address.startswith("127.")
     for name, spec in scenario.targets.items():
         if not scenario.generator.is_local and spec.kind not in ("url", "command") and not loopback:

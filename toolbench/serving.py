@@ -8,15 +8,19 @@ import contextlib
 import dataclasses
 import itertools
 import os
+import shlex
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator
 
+from toolbench.errors import TargetError
+from toolbench.hosts import Host
 from toolbench.lifeline import Lifeline, watching
 from toolbench.plan import PlannedCell
 from toolbench.scenario import Scenario
 from toolbench.schema import ServerCost
 from toolbench.servers import cost, stacks
 from toolbench.servers.process import RunningTarget
+from toolbench.servers.ready import wait_until_ready
 from toolbench.servers.spec import TargetSpec
 
 # (spec, its folder in the run, the highest concurrency it will serve) -> the running target
@@ -30,6 +34,43 @@ def local_starter(life: Lifeline | None) -> TargetStarter:
     def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
         with watching(life), stacks.start(spec, workdir, max_concurrency) as target:
             yield target
+
+    return start
+
+
+REMOTE_KINDS = ("command", "url")
+_LOGS = ("target.stdout.txt", "target.stderr.txt")
+
+
+def remote_starter(host: Host) -> TargetStarter:
+    """Targets on another machine (`hosts.target`): a command started there in a process group
+    of its own, in a folder of its own, its output kept there and fetched when it stops;
+    checked ready from this machine; stopped by killing its group. Its cost is not sampled
+    there (absent). The bundled stacks are not started on other machines."""
+
+    @contextlib.contextmanager
+    def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
+        if spec.kind not in REMOTE_KINDS or spec.url is None:
+            raise TargetError(f"{spec.display}: the bundled {spec.kind} is not started on {host.label}")
+        workdir.mkdir(parents=True, exist_ok=True)
+        if spec.command is None:
+            wait_until_ready(spec.ready, spec.url, spec.name or "target")
+            yield RunningTarget(base_url=spec.url, label=spec.display)
+            return
+        folder = host.workspace(workdir)
+        try:
+            # Its output goes to files there: a server's log streamed over SSH while nobody
+            # reads it would fill the channel and stall the server.
+            argv = ["sh", "-c", 'exec "$@" >target.stdout.txt 2>target.stderr.txt', "sh", *shlex.split(spec.command)]
+            running = host.start(argv, cwd=Path(folder), stdout=workdir / "launch.stdout.txt",
+                                 stderr=workdir / "launch.stderr.txt")
+            try:
+                wait_until_ready(spec.ready, spec.url, spec.name or "target")
+                yield RunningTarget(base_url=spec.url, label=spec.display)
+            finally:
+                running.wait(0)  # kills its process group there
+        finally:
+            host.collect(folder, list(_LOGS), workdir)
 
     return start
 
