@@ -59,8 +59,8 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         start_target: TargetStarter | None = None) -> RunSummary:
     """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
     unmet, unless `go_on`; the findings go into the manifest either way. `host` runs the
-    tools and `start_target` starts the targets (by default the generator of the scenario
-    and toolbench.servers on this machine)."""
+    tools and `start_target` starts the targets: by default the scenario's generator, and
+    toolbench.servers on this machine or a command on `hosts.target` over SSH."""
     _check_hosts(scenario)
     with contextlib.ExitStack() as stack:
         if start_target is None and not scenario.target_host.is_local:
