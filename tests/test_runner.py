@@ -223,10 +223,9 @@ matrix: {{tool: [ab]}}
 
 
 def test_two_bundled_targets_each_serve_their_cells_and_are_watched(tmp_path):
-    need("ab")
     import dataclasses
     from toolbench.servers.spec import NginxOptions, SocketOptions, TargetSpec
-    text = "name: two\ntarget: {server: nginx-static}\nmatrix: {tool: [ab], concurrency: [4], keepalive: [false]}\n" \
+    text = "name: two\ntarget: {server: nginx-static}\nmatrix: {tool: [engine], concurrency: [4], keepalive: [false]}\n" \
            "stop: {duration: 1s}\nprobe: {enabled: false}\nmonitor: {interval: 0.2s}\n"
     s = scenario.load(write_scenario(tmp_path, text))
     specs = {"nginx": TargetSpec(kind="nginx-static", name="nginx", nginx=NginxOptions(workers=1)),
@@ -235,8 +234,8 @@ def test_two_bundled_targets_each_serve_their_cells_and_are_watched(tmp_path):
     summary = runner.run(s, tmp_path / "reports")
     run = store.RunDir.open(summary.run_dir)
     nginx, gevent = run.results()
-    assert (nginx.identity.cell_id, nginx.identity.target_label) == ("nginx-ab-c4-close-rep1", "nginx")
-    assert (gevent.identity.cell_id, gevent.identity.target_label) == ("gevent-ab-c4-close-rep1", "gevent")
+    assert (nginx.identity.cell_id, nginx.identity.target_label) == ("nginx-engine-c4-close-rep1", "nginx")
+    assert (gevent.identity.cell_id, gevent.identity.target_label) == ("gevent-engine-c4-close-rep1", "gevent")
     for result in (nginx, gevent):
         assert result.outcome.status is Status.OK, result.outcome.error
         assert result.server_cost is not None and result.server_cost.workers == 1
