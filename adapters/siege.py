@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolbench import failures
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
@@ -63,6 +64,12 @@ _LOG_HEADER = re.compile(r"^\s*Date & Time,\s*Trans,")
 _VERSION = re.compile(r"SIEGE (\d[\w.\-]*)")
 _ERROR = re.compile(r"\[error\]\s*(.*)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # siege colours "[error]" unless told not to
+# siege's [error] lines to failure classes (toolbench.failures), first match wins.
+FAILURE_TABLE: failures.Table = (
+    ("connect", ("refused", "unable to connect")),
+    ("timeout", ("timed out", "timeout")),
+    ("read", ("reset", "socket read")),
+)
 _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 
@@ -95,7 +102,9 @@ class SiegeAdapter:
                             timeout=option(cell, "timeout_s", 30))
         # Never -g: with keep-alive it hangs. -R makes siege ignore every other siegerc.
         argv = ["siege", "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
-        if cell.stop.requests is not None:
+        if cell.stop.requests_per_connection is not None:
+            argv += ["-r", str(cell.stop.requests_per_connection)]  # siege's own: each user N times
+        elif cell.stop.requests is not None:
             argv += ["-r", str(math.ceil(cell.stop.requests / cell.concurrency))]
         else:
             assert cell.stop.duration_s is not None
@@ -190,15 +199,8 @@ def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measuremen
 
 def _failure_classes(failed: int, stderr: str, http_errors: int | None) -> Failures:
     """siege counts socket failures without classes; its [error] lines on stderr name them."""
-    connect = timeout = read = 0
-    for line in _errors(stderr):
-        low = line.lower()
-        if "refused" in low or "unable to connect" in low:
-            connect += 1
-        elif "timed out" in low or "timeout" in low:
-            timeout += 1
-        elif "reset" in low or "socket read" in low:
-            read += 1
+    by_class = failures.tally(_errors(stderr), FAILURE_TABLE)
+    connect, timeout, read = by_class["connect"], by_class["timeout"], by_class["read"]
     classified = connect + timeout + read
     if classified > failed:  # more lines than failures: keep the tool's count, unclassified
         connect = timeout = read = 0

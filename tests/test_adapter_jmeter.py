@@ -106,7 +106,7 @@ def test_fast_and_slow_paths_and_block_sizes_give_the_same_figures(monkeypatch):
     split = jmeter_jtl.read(FOLDER / "5.6.3-assertion.jtl").aggregate
     assert (split.rows, split.ok, split.classes, split.received, split.sent) == \
         (whole.rows, whole.ok, whole.classes, whole.received, whole.sent)
-    assert (split.elapsed == whole.elapsed).all() and split.latency == whole.latency
+    assert (split.times.tally == whole.times.tally).all() and split.latency == whole.latency
     assert split.series() == whole.series()
 
 
@@ -343,3 +343,9 @@ def test_classify_roles():
     assert classify(Path("r.xml"), (FOLDER / "5.6.3-xml.jtl").read_text()[:500]) == "jtl"
     assert classify(Path("run.txt"), (FOLDER / "5.6.3-csv.txt").read_text()) == "stdout"
     assert classify(Path("p.jmx"), (FOLDER / "5.6.3-csv.jmx").read_text()) == "plan"
+
+
+def test_requests_per_connection_loops_each_thread_n_times():
+    text = jmeter.test_plan(cell(stop=StopSpec(requests_per_connection=7), concurrency=4))
+    assert '<stringProp name="LoopController.loops">7</stringProp>' in text and "rounded" not in text
+    assert jmeter.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=7))).ok

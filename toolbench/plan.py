@@ -64,7 +64,7 @@ def expand(scenario: Scenario) -> list[PlannedCell]:
     m = scenario.matrix
     planned = []
     several = len(scenario.targets) > 1
-    for target, rep in itertools.product(m.target, range(1, scenario.repeat + 1)):
+    for target, rep in itertools.product(m.target or tuple(scenario.targets), range(1, scenario.repeat + 1)):
         for concurrency, keepalive, rate, name in itertools.product(m.concurrency, m.keepalive, m.rate, m.tool):
             adapter, options = resolved[name]
             cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,

@@ -81,10 +81,10 @@ def _check_hosts(scenario: Scenario) -> None:
                                 "`url`")
     loopback = scenario.generator.address in ("localhost", "::1") or scenario.generator.address.startswith("127.")
     for name, spec in scenario.targets.items():
-        if not scenario.generator.is_local and spec.kind not in ("url", "command") and not loopback:
-            raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}: the bundled {spec.kind} listens "
-                                f"on 127.0.0.1, out of reach of a generator at {scenario.generator.address}; give "
-                                "a `url` that machine can reach")
+        if not scenario.generator.is_local and spec.bundled and not loopback:
+            raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}.server: the bundled {spec.kind} "
+                                f"listens on 127.0.0.1, out of reach of a generator at {scenario.generator.address}; "
+                                "give a `url` that machine can reach")
 
 
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,

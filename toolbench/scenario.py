@@ -7,15 +7,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolbench import httpvalues, names, yamlread
-from toolbench.servers.nginx import LEGACY_WORKER_CONNECTIONS
-from toolbench.servers.spec import NAME, NginxOptions, ReadySpec
-from toolbench.servers.spec import TargetSpec as ServerTarget
+from toolbench.servers.spec import TargetSpec, parse_target
 from toolbench.yamlread import Node
 
-TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "request", "matrix",
+TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-BUNDLED_SERVERS = ("nginx-static",)
 
 
 @dataclass(frozen=True)
@@ -60,22 +57,6 @@ class MonitorSpec:
 
 
 @dataclass(frozen=True)
-class TargetSpec:
-    """One of: a bundled `server`, a `command` with its `url`, or a running `url`."""
-
-    server: str | None = None
-    command: str | None = None
-    url: str | None = None
-    ready_path: str = "/"
-    ready_timeout_s: float = 15.0
-    label: str | None = None
-
-    @property
-    def display(self) -> str:
-        return self.label or self.server or self.url or "target"
-
-
-@dataclass(frozen=True)
 class RequestSpec:
     method: str = "GET"
     path: str = "/"
@@ -86,14 +67,25 @@ class RequestSpec:
 
 @dataclass(frozen=True)
 class StopSpec:
+    """Exactly one of: a duration, a total request count, or a count per connection
+    (siege's `-r`: each of the `concurrency` connections sends that many)."""
+
     duration_s: float | None = None
     requests: int | None = None
+    requests_per_connection: int | None = None
+
+    def total_requests(self, concurrency: int) -> int | None:
+        """The request count for a tool that counts in total: `requests`, or
+        `requests_per_connection` for each of `concurrency` connections."""
+        if self.requests_per_connection is not None:
+            return self.requests_per_connection * concurrency
+        return self.requests
 
 
 @dataclass(frozen=True)
 class Matrix:
     tool: tuple[str, ...]
-    target: tuple[str, ...] = ()  # names in `Scenario.targets`; parsed as all of them when not given
+    target: tuple[str, ...] = ()  # names in `Scenario.targets`, all of them when not given ((): all too)
     concurrency: tuple[int, ...] = (10,)
     keepalive: tuple[bool, ...] = (True,)
     rate: tuple[float | None, ...] = (None,)  # requests/s for an open model; None: closed
@@ -110,9 +102,8 @@ class ToolOptions:
 class Scenario:
     name: str
     source: str
-    target: TargetSpec
+    targets: dict[str, TargetSpec]  # by name, in the file's order; a single `target:` is a one-entry map
     matrix: Matrix
-    targets: dict[str, ServerTarget] = field(default_factory=dict)  # name -> spec, in the scenario's order
     description: str = ""
     generator: HostSpec = field(default_factory=HostSpec)
     target_host: HostSpec = field(default_factory=HostSpec)
@@ -141,12 +132,12 @@ def load(path: str | Path) -> Scenario:
     path = Path(path)
     root = yamlread.load(path)
     top = root.items(TOP_KEYS)
-    for required in ("name", "target", "matrix"):
+    for required in ("name", "matrix"):
         if required not in top:
             raise root.error(f"missing required key {required!r}")
     locations: dict[str, str] = {}
+    targets = _targets(root, top)
     hosts = _hosts(top["hosts"]) if "hosts" in top else {}
-    targets = _targets_of(_target(top["target"]))
     return Scenario(
         name=top["name"].name(),
         source=str(path),
@@ -154,10 +145,9 @@ def load(path: str | Path) -> Scenario:
         generator=hosts.get("generator", HostSpec()),
         target_host=hosts.get("target", HostSpec()),
         prerequisites=_prerequisites(top["prerequisites"]) if "prerequisites" in top else Prerequisites(),
-        target=_target(top["target"]),
         targets=targets,
         request=_request(top["request"]) if "request" in top else RequestSpec(),
-        matrix=dataclasses.replace(_matrix(top["matrix"], locations), target=tuple(targets)),
+        matrix=_matrix(top["matrix"], locations, targets),
         stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
         timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
         repeat=top["repeat"].positive_int() if "repeat" in top else 1,
@@ -202,37 +192,21 @@ def _prerequisites(node: Node) -> Prerequisites:
     return Prerequisites(ulimit=ulimit, sysctl=sysctl, required=required)
 
 
-def _targets_of(spec: TargetSpec) -> dict[str, ServerTarget]:
-    """The single `target:` as a one-entry map named by its label or its kind."""
-    if spec.server == "nginx-static":
-        # One worker and room for 16384 connections: what the single `target:` has always run.
-        target = ServerTarget(kind="nginx-static", label=spec.label,
-                              nginx=NginxOptions(workers=1, worker_connections=LEGACY_WORKER_CONNECTIONS))
-    else:
-        target = ServerTarget(kind="command" if spec.command else "url", label=spec.label, command=spec.command,
-                              url=spec.url, ready=ReadySpec(path=spec.ready_path, timeout_s=spec.ready_timeout_s))
-    name = spec.label if spec.label and NAME.match(spec.label) and ".." not in spec.label else target.kind
-    return {name: dataclasses.replace(target, name=name)}
-
-
-def _target(node: Node) -> TargetSpec:
-    keys = node.items(("server", "command", "url", "ready", "label"))
-    label = keys["label"].string() if "label" in keys else None
-    if "server" in keys:
-        if "command" in keys or "url" in keys:
-            raise keys["server"].error("give either `server` or `command`/`url`, not both")
-        return TargetSpec(server=keys["server"].choice(BUNDLED_SERVERS), label=label)
-    if "url" not in keys:
-        raise node.error("expected `server`, or `url` (with an optional `command` that serves it)")
-    url = _checked(keys["url"], httpvalues.base_url)
-    ready_path, ready_timeout = "/", 15.0
-    if "ready" in keys:
-        ready = keys["ready"].items(("path", "timeout"))
-        ready_path = _checked(ready["path"], httpvalues.request_path) if "path" in ready else "/"
-        ready_timeout = ready["timeout"].duration_s() if "timeout" in ready else 15.0
-    command = keys["command"].string() if "command" in keys else None
-    return TargetSpec(command=command, url=url, ready_path=ready_path,
-                      ready_timeout_s=ready_timeout, label=label)
+def _targets(root: Node, top: dict[str, Node]) -> dict[str, TargetSpec]:
+    """`targets:` maps names to targets; a single `target:` becomes a one-entry map named by
+    its label when that is a valid name, else by its kind (`nginx-static`, `command`, `url`)."""
+    if "target" in top and "targets" in top:
+        raise top["targets"].error("give either `target` or `targets`, not both")
+    if "target" in top:
+        spec = parse_target(top["target"])
+        name = spec.label if spec.label is not None and names.problem(spec.label) is None else spec.kind
+        return {name: dataclasses.replace(spec, name=name)}
+    if "targets" not in top:
+        raise root.error("missing required key 'target' (or 'targets', a map of named targets)")
+    entries = top["targets"].items()
+    if not entries:
+        raise top["targets"].error("expected at least one named target")
+    return {name: parse_target(child, name) for name, child in entries.items()}
 
 
 def _request(node: Node) -> RequestSpec:
@@ -286,12 +260,20 @@ def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:
     return tuple(read(child) for child in children)
 
 
-def _matrix(node: Node, locations: dict[str, str]) -> Matrix:
-    keys = node.items(("tool", "concurrency", "keepalive", "rate"))
+def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec]) -> Matrix:
+    keys = node.items(("tool", "target", "concurrency", "keepalive", "rate"))
     if "tool" not in keys:
         raise node.error("missing required key 'tool'")
+
+    def known_target(child: Node) -> str:
+        name = child.name()
+        if name not in targets:
+            raise child.error(f"unknown target {name!r} (known: {', '.join(targets)})")
+        return name
+
     return Matrix(
         tool=_axis(keys["tool"], Node.name, locations),
+        target=_axis(keys["target"], known_target, locations) if "target" in keys else tuple(targets),
         concurrency=_axis(keys["concurrency"], Node.positive_int, locations)
         if "concurrency" in keys else (10,),
         keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
@@ -309,15 +291,17 @@ def _rate(node: Node) -> float | None:
 
 
 def _stop(node: Node) -> StopSpec:
-    keys = node.items(("duration", "requests"))
+    keys = node.items(("duration", "requests", "requests_per_connection"))
     if len(keys) != 1:
-        raise node.error("give exactly one of `duration` or `requests`")
+        raise node.error("give exactly one of `duration`, `requests` or `requests_per_connection`")
     if "duration" in keys:
         duration = keys["duration"].duration_s()
         if duration <= 0:
             raise keys["duration"].error("expected a positive duration")
         return StopSpec(duration_s=duration)
-    return StopSpec(requests=keys["requests"].positive_int())
+    if "requests" in keys:
+        return StopSpec(requests=keys["requests"].positive_int())
+    return StopSpec(requests_per_connection=keys["requests_per_connection"].positive_int())
 
 
 PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",
