@@ -191,6 +191,7 @@ class GeneratorCost:
     samples: int = 0
     interval_s: float | None = None
     monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
+    workers: int | None = None  # worker processes (cores) the server may keep busy; None: unknown
     notes: list[str] = field(default_factory=list)
 
 
@@ -220,6 +221,7 @@ class ServerCost:
     samples: int = 0
     interval_s: float | None = None
     monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
+    workers: int | None = None  # worker processes (cores) the server may keep busy; None: unknown
     notes: list[str] = field(default_factory=list)
 
 
