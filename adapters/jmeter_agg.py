@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from toolbench import histogram
+from toolbench.errors import ToolbenchError
 from toolbench.schema import Failures, SecondSample
 
 # A failed sample whose responseCode is not a number carries the Java exception's class
@@ -258,7 +259,7 @@ def _mean_into(acc: list[int], values: np.ndarray | None, mask: np.ndarray | Non
     return True
 
 
-class JtlError(Exception):
+class JtlError(ToolbenchError):
     """A JTL that cannot be read; the adapter turns it into a ParseError. `line` is the
     line of the file it is about, where known."""
 

@@ -13,6 +13,9 @@ from toolbench.engine.options import EngineOptions
 from toolbench.engine.result import run_result
 from toolbench.schema import LoadModel, RunResult, Status
 
+# Timing-sensitive: real delays and stalls measured on a shared machine, so not in the fast tier.
+pytestmark = pytest.mark.integration
+
 
 def run_engine(url: str, **kw: Any) -> RunResult:
     opts = EngineOptions(url=url + "/", **{"connections": 2, "workers": 1, **kw})

@@ -52,6 +52,7 @@ def run_cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[st
     return subprocess.run(ENGINE + list(args), capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_unreachable_url_is_one_clear_line(tmp_path: Path) -> None:
     port = free_port()
     out = tmp_path / "r.json"
@@ -106,6 +107,7 @@ def test_a_close_mid_response_counts_a_read_failure() -> None:
     assert "closed=10" in " ".join(result.notes)
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_timeouts_are_counted_and_the_run_ends() -> None:
     started = time.monotonic()
     with serve(silent) as (url, _):
@@ -114,6 +116,7 @@ def test_timeouts_are_counted_and_the_run_ends() -> None:
     assert result.counts.failures.timeout == 4 and result.outcome.status is Status.FAILED
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_connect_timeouts_are_counted_and_the_run_ends() -> None:
     """A listener that never accepts: once its backlog is full, connects hang (SYNs dropped)."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=0)
@@ -126,6 +129,7 @@ def test_connect_timeouts_are_counted_and_the_run_ends() -> None:
     assert "connect_timeout=" in " ".join(result.notes)
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_connect_refused_mid_run_is_counted() -> None:
     """Keep-alive off against a server that stops listening after 20 connections:
     the refusals that follow are counted, and the run still ends on time."""
@@ -197,6 +201,7 @@ def test_method_headers_and_body_are_sent(tmp_path: Path) -> None:
     assert raw.endswith(b'\r\n\r\n{"hello": "world"}')
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_ctrl_c_stops_cleanly_with_the_figures_so_far() -> None:
     with serve(delayed(0.005)) as (url, _):
         proc = subprocess.Popen(ENGINE + [url + "/", "-c", "2", "-w", "2", "-d", "60s"],

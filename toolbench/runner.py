@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
-from toolbench import derive, diagnose, lifeline, monitor, plan, prereq, probe, registry, ssh, store, targets
+from toolbench import derive, diagnose, lifeline, manifest, monitor, plan, prereq, probe, registry, ssh, store, targets
 from toolbench.adapter import Adapter, RawOutput
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, ToolbenchError
 from toolbench.hosts import Completed, Host, LocalHost, RemoteHost, Running
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
-                              RunResult, Status, Timing, result_from_measurement)
+                              RunResult, Status, Timing)
 
 
 class Observer(Protocol):
@@ -94,9 +94,10 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
         with life:
             if isinstance(host, LocalHost):
                 host = host.with_lifeline(life)
-            checked = {"checked_at": store.utc_now(), "host": host.label,
-                       "went_on": bool(prereq.blocking(findings)), "findings": [f.to_dict() for f in findings]}
-            resumed = {"at": store.utc_now(), "stopped_leftovers": left, "repaired": repaired}
+            checked = manifest.Prerequisites(
+                checked_at=store.utc_now(), host=host.label, went_on=bool(prereq.blocking(findings)),
+                findings=[manifest.Finding(**f.to_dict()) for f in findings])
+            resumed = manifest.Resumed(at=store.utc_now(), stopped_leftovers=list(left), repaired=repaired)
             for said in ([f"stopped what the earlier run left running: {', '.join(left)}"] if left else []) + (
                     [repaired] if repaired else []):
                 warnings.warn(Notice(said), stacklevel=2)
@@ -104,7 +105,8 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
 
 
 def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.RunDir, observer: Observer, host: Host,
-                life: lifeline.Lifeline, checked: dict[str, object], resumed: dict[str, object] | None) -> RunSummary:
+                life: lifeline.Lifeline, checked: manifest.Prerequisites,
+                resumed: manifest.Resumed | None) -> RunSummary:
     """The run proper, with its folder locked. The manifest ends saying how the run ended:
     complete, interrupted, or failed with the error."""
     try:
@@ -113,15 +115,16 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         if resumed is None:
             run_dir.write_manifest(_manifest(scenario, host, found, checked))
         else:
-            earlier = run_dir.manifest().get("resumed")
-            run_dir.update_manifest(prerequisites=checked, status="starting",
-                                    resumed=[*(earlier if isinstance(earlier, list) else []), resumed])
+            earlier = run_dir.manifest().resumed
+            run_dir.update_manifest(prerequisites=checked, status=manifest.RunStatus.STARTING,
+                                    resumed=[*earlier, resumed])
         run_dir.reserve_space()
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
         with targets.started(scenario.target, run_dir.path / "target", life) as target:
-            run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
-                                            "version": target.version}, status="running")
+            run_dir.update_manifest(targets=[manifest.TargetRecord(
+                label=target.label, url=target.base_url, version=target.version,
+                kind=targets.kind_of(scenario.target))], status=manifest.RunStatus.RUNNING)
             interrupted = _run_cells(scenario, todo, run_dir, host, found, target, observer)
     except KeyboardInterrupt:
         interrupted = True
@@ -130,11 +133,11 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         said = problem or exc
         error = str(said) if isinstance(said, ToolbenchError) else f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(ToolbenchError):  # the error in flight says more
-            run_dir.record_end("failed", error)
+            run_dir.record_end(manifest.RunStatus.FAILED, error)
         if problem is not None:
             raise problem from None
         raise
-    run_dir.record_end("interrupted" if interrupted else "complete", None)
+    run_dir.record_end(manifest.RunStatus.INTERRUPTED if interrupted else manifest.RunStatus.COMPLETE, None)
     if interrupted:
         raise Interrupted(run_dir.path)
     return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
@@ -163,7 +166,7 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
             # interrupted all the same, so that --resume runs it again.
             result = RunResult(_identity(scenario, cell, found[cell.tool].version, target.label),
                                Outcome(Status.INTERRUPTED, error="interrupted before the cell ended"),
-                               timing=Timing(started_at=started_at, ended_at=store.utc_now()))
+                               Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
         last_ran = runnable
         run_dir.append(result)
         observer.cell_finished(index, result)
@@ -195,7 +198,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
         completed, raw, watched, hangs = _execute_with_retries(adapter, cell, workdir, host, scenario, run_dir)
     except HostError as exc:
         return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
-                         timing=Timing(started_at=started_at, ended_at=store.utc_now()))
+                         Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
     ended_at = store.utc_now()
     artifacts = [Artifact(role="stdout", path=run_dir.relative(workdir / "stdout.txt")),
                  Artifact(role="stderr", path=run_dir.relative(workdir / "stderr.txt"))]
@@ -216,11 +219,11 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
                     duration_s=measurement.timing.duration_s if measurement else None)
     cost, probed = _observations(scenario, cell, completed, watched, measurement)
     if measurement is None:
-        return RunResult(identity, outcome, timing=timing, cost=cost, probe=probed, notes=hangs)
+        return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
+                         notes=hangs)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
-    notes = measurement.notes + hangs + _short_run_note(cell, completed.wall_s)
-    return result_from_measurement(identity, outcome, dataclasses.replace(measurement, timing=timing, notes=notes),
-                                   cost=cost, probe=probed)
+    return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
+                     notes=hangs + _short_run_note(cell, completed.wall_s))
 
 
 def _execute_with_retries(adapter: Adapter, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
@@ -371,16 +374,16 @@ def _detect_tools(host: Host, tools: set[str]) -> dict[str, ToolFound]:
 
 
 def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
-              prerequisites: dict[str, object]) -> dict[str, object]:
+              prerequisites: manifest.Prerequisites) -> manifest.Manifest:
     facts = host.facts()
-    return {
-        "toolbench_manifest": 1,
-        "scenario": {"name": scenario.name, "source": scenario.source, "text": scenario.raw_text},
-        "started_at": store.utc_now(),
-        "status": "starting",
-        "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
-                        "argv": sys.argv},
-        "tools": {tool: f.version for tool, f in found.items()},
-        "prerequisites": prerequisites,
-        "observation": {"monitor": dataclasses.asdict(scenario.monitor), "probe": dataclasses.asdict(scenario.probe)},
-    }
+    return manifest.Manifest(
+        scenario=manifest.ScenarioRecord(name=scenario.name, description=scenario.description,
+                                         source=scenario.source, text=scenario.raw_text),
+        started_at=store.utc_now(),
+        environment=manifest.Environment(host=host.label, **dataclasses.asdict(facts),
+                                         python=platform.python_version(), argv=list(sys.argv)),
+        tools=[manifest.ToolRecord(tool, f.version) for tool, f in sorted(found.items())],
+        prerequisites=prerequisites,
+        observation=manifest.Observation(monitor=manifest.MonitorSettings(**dataclasses.asdict(scenario.monitor)),
+                                         probe=manifest.ProbeSettings(**dataclasses.asdict(scenario.probe))),
+    )

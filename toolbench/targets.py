@@ -15,7 +15,7 @@ from toolbench.servers.ready import http_get, wait_ready
 from toolbench.servers.spec import NginxOptions, ReadySpec, TargetSpec
 from toolbench.servers.stacks import start
 
-__all__ = ["HELLO", "RunningTarget", "free_port", "http_get", "nginx_static", "started", "wait_ready"]
+__all__ = ["HELLO", "RunningTarget", "free_port", "http_get", "kind_of", "nginx_static", "started", "wait_ready"]
 
 
 @contextlib.contextmanager
@@ -23,6 +23,11 @@ def started(spec: ScenarioTarget, workdir: Path, lifeline: Lifeline | None = Non
     """`lifeline`, when given, records every server process started and kills it should toolbench die."""
     with watching(lifeline), start(_from_scenario(spec), workdir / "nginx" if spec.server else workdir) as target:
         yield target
+
+
+def kind_of(spec: ScenarioTarget) -> str:
+    """What kind of target a scenario's `target:` is, as the manifest records it."""
+    return _from_scenario(spec).kind
 
 
 def _from_scenario(spec: ScenarioTarget) -> TargetSpec:

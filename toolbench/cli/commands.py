@@ -156,8 +156,8 @@ def _print_results_table(results: list[RunResult]) -> None:
     for column in ("cell", "status", "requests", "failed", "ok req/s", "mean ms", "p99 ms"):
         table.add_column(column, justify="left" if column in ("cell", "status") else "right")
     for r in results:
-        table.add_row(r.identity.cell_id, r.outcome.status.value, number(r.counts.requests_total),
-                      number(r.counts.requests_failed), number(throughput(r)),
-                      number(r.latency.mean_ms, r.latency.resolution_ms),
-                      number(r.latency.percentiles.p99_ms, r.latency.resolution_ms))
+        table.add_row(r.identity.cell_id, r.outcome.status.value, number(r.measurement.counts.requests_total),
+                      number(r.measurement.counts.requests_failed), number(throughput(r)),
+                      number(r.measurement.latency.mean_ms, r.measurement.latency.resolution_ms),
+                      number(r.measurement.latency.percentiles.p99_ms, r.measurement.latency.resolution_ms))
     Console(file=sys.stderr).print(table)
