@@ -331,21 +331,35 @@ def _last_line_start(fh: BinaryIO, size: int) -> int:
     return 0
 
 
+# What toolbench.load() leaves out of its columns: bulky per-request data stay in the record,
+# and the measurement's own identity duplicates the identity columns.
+_NOT_COLUMNS = frozenset(["histogram", "histogram_uncorrected", "series", "probe.samples_ms", "probe.baseline_ms",
+                          "probe.sample_offsets_s", "measurement.tool", "measurement.url",
+                          "measurement.concurrency", "measurement.tool_version"])
+_KEPT_WHOLE = frozenset(["counts.status_codes", "fidelity", "identity.params"])
+
+
 def flatten(result: RunResult) -> dict[str, Any]:
-    """One row per result: nested fields become dotted columns, for tables and DataFrames."""
+    """One row per result: nested fields become dotted columns, for tables and DataFrames.
+    The tool's figures keep the names they had before schema 2 moved them into `measurement`
+    (`counts.requests_total`, `rates.rps_ok`, `latency.percentiles.p99_ms`, ...); the tool's
+    notes are `tool_notes`, toolbench's `notes`."""
     row: dict[str, Any] = {}
 
     def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and prefix not in ("counts.status_codes", "fidelity", "identity.params"):
+        if isinstance(value, dict) and prefix not in _KEPT_WHOLE:
             for key, sub in value.items():
                 walk(f"{prefix}.{key}" if prefix else key, sub)
-        elif prefix in ("histogram", "histogram_uncorrected", "series", "probe.samples_ms", "probe.baseline_ms",
-                        "probe.sample_offsets_s"):
-            return  # bulky per-request data stay in the record, not in the table
-        else:
+        elif prefix not in _NOT_COLUMNS:
             row[prefix] = value
 
-    walk("", result.to_dict())
+    data = result.to_dict()
+    measured = data.pop("measurement")
+    data["tool_notes"] = measured.pop("notes")
+    walk("", data)
+    for key in ("tool", "url", "concurrency", "tool_version"):
+        measured.pop(key)
+    walk("", measured)
     return row
 
 

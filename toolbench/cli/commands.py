@@ -12,7 +12,7 @@ from pathlib import Path
 from toolbench import derive, registry, store
 from toolbench.adapter import Adapter, RawOutput, group_of
 from toolbench.errors import Interrupted, Notice, ToolbenchError
-from toolbench.schema import Identity, Outcome, RunResult, result_from_measurement
+from toolbench.schema import Identity, Outcome, RunResult
 
 CLASSIFY_CHARS = 64 * 1024
 
@@ -106,7 +106,7 @@ def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
     identity = Identity(scenario="parsed", cell_id=Path(name).name, tool=measurement.tool,
                         tool_version=measurement.tool_version, url=measurement.url,
                         concurrency=measurement.concurrency)
-    return result_from_measurement(identity, Outcome(status, error=error), measurement)
+    return RunResult(identity, Outcome(status, error=error), measurement)
 
 
 def tools(args: argparse.Namespace) -> int:

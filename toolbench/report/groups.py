@@ -197,7 +197,8 @@ def series(all_points: list[Point]) -> list[Series]:
     for key, pts in by_series(all_points).items():
         # Peaks need no latency histogram: without them stats does not merge any, which on a
         # large run would cost seconds for nothing shown here.
-        bare = [dataclasses.replace(r, histogram=None) for p in pts for r in p.results]
+        bare = [dataclasses.replace(r, measurement=dataclasses.replace(r.measurement, histogram=None))
+                for p in pts for r in p.results]
         found = stats.peaks(bare)  # one line: the series is one tool and keep-alive setting
         out.append(Series(key=key, points=tuple(pts), peak=found[0] if len(found) == 1 else None))
     return out
