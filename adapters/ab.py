@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from toolbench import histogram
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
+from toolbench.numbers import Numbers
 from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Percentiles,
                               Rates, SecondSample, Timing, Transfer)
 
@@ -25,9 +26,11 @@ _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9 \-]*?):\s+(.*)$")
 _CONN_ROW = re.compile(r"^(Connect|Processing|Waiting|Total):\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+(\d+)\s*$")
 _PCT_ROW = re.compile(r"^\s*(\d+)%\s+(\d+)")
 _FAILED_BREAKDOWN = re.compile(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)")
+_BREAKDOWN_NAMES = ("Connect", "Receive", "Length", "Exceptions")
 _VERSION = re.compile(r"This is ApacheBench, Version (\S+)")
 # ab prints whole percents only: every schema percentile but p99.9.
 _PCT_NAMES = {int(pct): name for name, pct in PERCENTILES if pct.is_integer()}
+T = TypeVar("T")
 
 
 class AbAdapter:
@@ -91,34 +94,36 @@ def _request_args(cell: "Cell", files: dict[str, str]) -> list[str]:
 
 
 def parse(raw: RawOutput) -> Measurement:
-    fields, conn, pcts = _scan_stdout(raw.stdout)
+    num = Numbers("ab", raw.source)
+    fields, conn, pcts = _scan_stdout(raw.stdout, num)
     version = _VERSION.search(raw.stdout)
     if version is None and not raw.files:
         raise ParseError("ab", "no ApacheBench banner in the output", raw.source)
     notes: list[str] = []
     fidelity: dict[str, Fidelity] = {}
-    counts = _counts(fields, notes, fidelity)
-    latency = _latency(fields, conn, pcts, raw, fidelity)
+    received = _lead(fields, "Total transferred", num.integer)
+    counts = _counts(fields, received, num, notes, fidelity)
+    latency = _latency(fields, conn, pcts, raw, num, notes)
     hist, series = _per_request(raw)
     if hist is not None:
         fidelity["histogram"] = Fidelity.DERIVED
         fidelity["series"] = Fidelity.DERIVED
         notes.append("histogram and series come from ab -g, whose times are whole milliseconds")
-    complete = fields.get("Complete requests")
-    if complete is not None and int(complete) == AB_T_ALONE_CAP:
+    if counts.requests_total == AB_T_ALONE_CAP:
         notes.append("ab stopped at 50,000 requests, its cap for -t without -n: the run may be shorter than asked")
     error = _error_line(raw.stderr)
     if error:
         notes.append(f"ab: {error}")
+    rate = _lead(fields, "Transfer rate", num.decimal)
     return Measurement(
         tool="ab",
-        timing=Timing(duration_s=_number(fields.get("Time taken for tests"))),
+        timing=Timing(duration_s=_lead(fields, "Time taken for tests", num.decimal)),
         counts=counts,
-        rates=Rates(rps=_number(fields.get("Requests per second"))),
+        rates=Rates(rps=_lead(fields, "Requests per second", num.decimal)),
         transfer=Transfer(
-            received_bytes=_int(fields.get("Total transferred")),
-            sent_bytes=_int(fields.get("Total body sent")),
-            received_bytes_per_s=_kbytes_per_s(fields.get("Transfer rate")),
+            received_bytes=received,
+            sent_bytes=_lead(fields, "Total body sent", num.integer),
+            received_bytes_per_s=rate * 1024 if rate is not None else None,
         ),
         latency=latency,
         histogram=histogram.encode(hist) if hist is not None else None,
@@ -127,20 +132,20 @@ def parse(raw: RawOutput) -> Measurement:
         fidelity=fidelity,
         notes=notes,
         url=_url(fields),
-        concurrency=_int(fields.get("Concurrency Level")),
+        concurrency=_lead(fields, "Concurrency Level", num.integer),
         tool_version=version.group(1) if version else None,
     )
 
 
-def _scan_stdout(text: str) -> tuple[dict[str, str], dict[str, list[float]], dict[int, float]]:
+def _scan_stdout(text: str, num: Numbers) -> tuple[dict[str, str], dict[str, list[float]], dict[int, float]]:
     fields: dict[str, str] = {}
     conn: dict[str, list[float]] = {}
     pcts: dict[int, float] = {}
     for line in text.splitlines():
         if m := _CONN_ROW.match(line):
-            conn[m.group(1)] = [float(v) for v in m.groups()[1:]]
+            conn[m.group(1)] = [num.decimal(v, f"{m.group(1)} row of Connection Times") for v in m.groups()[1:]]
         elif m := _PCT_ROW.match(line):
-            pcts[int(m.group(1))] = float(m.group(2))
+            pcts[num.integer(m.group(1), "percentage served")] = num.decimal(m.group(2), f"{m.group(1)}% served")
         elif m := _FAILED_BREAKDOWN.search(line):
             fields["breakdown"] = line
         elif m := _FIELD.match(line):
@@ -149,33 +154,54 @@ def _scan_stdout(text: str) -> tuple[dict[str, str], dict[str, list[float]], dic
     return fields, conn, pcts
 
 
-def _counts(fields: dict[str, str], notes: list[str], fidelity: dict[str, Fidelity]) -> Counts:
-    complete = _int(fields.get("Complete requests"))
+def _counts(fields: dict[str, str], received: int | None, num: Numbers, notes: list[str],
+            fidelity: dict[str, Fidelity]) -> Counts:
+    """ab's "Failed requests" counts error events, not requests (ab.c adds one to it with
+    each of err_conn, err_recv, err_length and err_except): a connection reset is both a
+    receive error and an exception (a poll error) on the one request, so 100 resets are
+    "200 failed" of 100; a connect error or an exception alone starts the request again
+    on a new connection, outside the complete requests. A complete request failed when
+    its read failed or its status was not 2xx; length "errors" are not failures here."""
+    complete = _lead(fields, "Complete requests", num.integer)
     if complete is None:
         return Counts()
     connect = receive = length = exceptions = 0
     if (m := _FAILED_BREAKDOWN.search(fields.get("breakdown", ""))) is not None:
-        connect, receive, length, exceptions = (int(v) for v in m.groups())
-    non2xx = _int(fields.get("Non-2xx responses")) or 0
+        connect, receive, length, exceptions = (num.integer(v, f"failed requests ({name})")
+                                                for v, name in zip(m.groups(), _BREAKDOWN_NAMES))
+    events = _lead(fields, "Failed requests", num.integer) or 0
+    non2xx = _lead(fields, "Non-2xx responses", num.integer) or 0
     if length:
         # ab compares every body's length with the first one's: a dynamic page "fails".
         notes.append(f"ab counted {length} responses as failed because their length differed from the "
                      "first response's; toolbench does not count those as failures")
-    failed = receive + exceptions + non2xx + connect
+    read = min(receive, complete)
+    if complete and received == 0 and read < complete:
+        # ab counts a connection closed before any byte as a good request; no byte came back at all.
+        notes.append(f"ab received no byte in {complete} requests and called them complete: each is counted "
+                     "as a failed read here")
+        read = complete
+    failed = min(complete, read + non2xx)
+    if events > length and connect + exceptions:
+        notes.append(f"ab reported {events} failed requests (Connect: {connect}, Receive: {receive}, Length: "
+                     f"{length}, Exceptions: {exceptions}): it counts error events, and a reset request is both a "
+                     f"receive error and an exception; {failed} of its {complete} complete requests failed")
     for name in ("counts.requests_ok", "counts.requests_failed"):
         fidelity[name] = Fidelity.DERIVED
     return Counts(
         requests_total=complete,
-        requests_ok=max(0, complete - receive - exceptions - non2xx),
+        requests_ok=complete - failed,
         requests_failed=failed,
-        # ab tells 2xx from the rest only: a 3xx, 4xx or 5xx all count as Non-2xx.
-        failures=Failures(connect=connect, read=receive, other=exceptions, http=non2xx),
+        # ab tells 2xx from the rest only: a 3xx, 4xx or 5xx all count as Non-2xx. Its connect
+        # errors are attempts it made again, outside the complete requests.
+        failures=Failures(connect=connect, read=read, http=min(non2xx, complete)),
     )
 
 
 def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[int, float],
-             raw: RawOutput, fidelity: dict[str, Fidelity]) -> Latency:
-    csv_pcts = _read_csv(raw.files.get("csv"))
+             raw: RawOutput, num: Numbers, notes: list[str]) -> Latency:
+    csv_pcts = _past_the_table(_read_csv(raw.files.get("csv")), _lead(fields, "Complete requests", num.integer),
+                               notes)
     if csv_pcts:
         percentiles = Percentiles(**{name: csv_pcts[p] for p, name in _PCT_NAMES.items() if p in csv_pcts})
         resolution = 0.001
@@ -183,12 +209,24 @@ def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[in
         percentiles = Percentiles(**{name: pcts[p] for p, name in _PCT_NAMES.items() if p in pcts})
         resolution = 1.0
     total = conn.get("Total")
-    max_ms = csv_pcts.get(100) if csv_pcts else (pcts.get(100) if pcts else None)
+    table_min, table_max = (total[0], total[4]) if total else (None, None)
+    # The -e file's 0% and 100% rows are the shortest and longest requests to the
+    # microsecond; the table's are whole ms.
+    min_ms = csv_pcts.get(0, table_min) if csv_pcts else table_min
+    max_ms = csv_pcts.get(100, table_max) if csv_pcts else pcts.get(100, table_max)
+    # ab's mean "Time per request" has three decimals; the table's is whole ms. It is
+    # concurrency x time taken / requests, though, and so also counts time spent outside
+    # any request (connections tried again): above the longest request, it is no mean of them.
+    mean_ms = _lead(fields, "Time per request", num.decimal)
+    if mean_ms is not None and total and max_ms is not None and mean_ms > max_ms + 1.0:
+        notes.append(f"ab's Time per request, {mean_ms:g} ms, is above its longest request, {max_ms:g} ms: it "
+                     "counts time outside the requests; the mean is the Connection Times table's, in whole ms")
+        # Rounded to whole ms, it may fall outside the exact min and max, where no mean lies.
+        mean_ms = min(max(total[1], min_ms if min_ms is not None else 0.0), max_ms)
     return Latency(
-        min_ms=total[0] if total else None,
-        # ab's mean "Time per request" has three decimals; the table's is whole ms.
-        mean_ms=_number(fields.get("Time per request")),
-        max_ms=max_ms if max_ms is not None else (total[4] if total else None),
+        min_ms=min_ms,
+        mean_ms=mean_ms,
+        max_ms=max_ms,
         stdev_ms=total[2] if total else None,
         percentiles=percentiles,
         connect_mean_ms=conn["Connect"][1] if "Connect" in conn else None,
@@ -204,19 +242,38 @@ def _read_csv(path: Path | None) -> dict[int, float]:
     lines = path.read_text(errors="replace").splitlines()
     if not lines or not lines[0].startswith("Percentage served"):
         raise ParseError("ab", "the -e file has no 'Percentage served' header", str(path))
+    at = Numbers("ab", str(path))
     for number, line in enumerate(lines[1:], 2):
-        try:
-            pct, ms = line.split(",")
-            result[int(pct)] = float(ms)
-        except ValueError:
-            raise ParseError("ab", f"line {number}: expected 'percent,ms', got {line!r}", str(path)) from None
+        parts = line.split(",")
+        if len(parts) != 2:
+            raise ParseError("ab", f"line {number}: expected 'percent,ms', got {line!r:.80}", str(path))
+        pct = at.integer(parts[0], f"line {number}: percent")
+        if pct > 100:
+            raise ParseError("ab", f"line {number}: {pct} is not a percent", str(path))
+        result[pct] = at.decimal(parts[1], f"line {number}: ms")
     return result
+
+
+def _past_the_table(csv_pcts: dict[int, float], done: int | None, notes: list[str]) -> dict[int, float]:
+    """ab writes the -e file's row i from stats[(int)(0.5 + done * i / 100.0)]: for the top
+    rows of a short run (99% of 50 requests) that index is `done`, one past its table, and
+    the row holds whatever memory lies there (0.257 ms beside a 98% of 4.966). The rank
+    meant is the last one, the longest request: its 100% row."""
+    if not done or 100 not in csv_pcts:
+        return csv_pcts
+    past = [i for i in csv_pcts if 0 < i < 100 and int(0.5 + done * i / 100.0) >= done]
+    if not past:
+        return csv_pcts
+    notes.append(f"ab's -e file reads past its table for the {', '.join(f'{i}%' for i in sorted(past))} row "
+                 f"of {done} requests: the longest request is taken for it")
+    return {**csv_pcts, **{i: csv_pcts[100] for i in past}}
 
 
 def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample]]:
     path = raw.files.get("tsv")
     if path is None:
         return None, []
+    at = Numbers("ab", str(path))
     hist = histogram.new()
     per_second: dict[int, list[int]] = {}
     with open(path, errors="replace") as fh:
@@ -225,10 +282,10 @@ def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample]]:
             raise ParseError("ab", "the -g file has no 'starttime seconds' header", str(path))
         for number, line in enumerate(fh, 2):
             parts = line.rstrip("\n").split("\t")
-            try:
-                second, ttime = int(parts[1]), int(parts[4])
-            except (IndexError, ValueError):
-                raise ParseError("ab", f"line {number}: not a -g row: {line.strip()!r}", str(path)) from None
+            if len(parts) != 6:
+                raise ParseError("ab", f"line {number}: not a -g row: {line.strip()!r:.80}", str(path))
+            second = at.integer(parts[1], f"line {number}: seconds")
+            ttime = at.integer(parts[4], f"line {number}: ttime")
             histogram.record_ms(hist, ttime)
             bucket = per_second.setdefault(second, [0, 0, 0])
             bucket[0] += 1
@@ -257,21 +314,13 @@ def _url(fields: dict[str, str]) -> str | None:
     return f"http://{host}:{port or 80}{path}"
 
 
-def _number(text: str | None) -> float | None:
+def _lead(fields: dict[str, str], name: str, read: Callable[[str, str], T]) -> T | None:
+    """The number a summary line starts with (`0.293 seconds`, `68280.13 [#/sec] (mean)`)."""
+    text = fields.get(name)
     if text is None:
         return None
-    m = re.match(r"[-\d.]+", text)
-    return float(m.group(0)) if m else None
-
-
-def _int(text: str | None) -> int | None:
-    value = _number(text)
-    return int(value) if value is not None else None
-
-
-def _kbytes_per_s(text: str | None) -> float | None:
-    value = _number(text)
-    return value * 1024 if value is not None else None
+    words = text.split()
+    return read(words[0] if words else "", name)
 
 
 ADAPTER = AbAdapter()

@@ -3,7 +3,6 @@ and reads the RunResult it writes natively (--json-out)."""
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
 from toolbench.errors import HostError, ParseError, SchemaError
+from toolbench.numbers import Numbers
 from toolbench.schema import Measurement, RunResult
 
 if TYPE_CHECKING:
@@ -80,8 +80,8 @@ class EngineAdapter:
 def parse(raw: RawOutput) -> Measurement:
     """The engine's RunResult (from --json-out, or from stdout with --json) as a Measurement."""
     text = _result_text(raw)
+    data: Any = Numbers("engine", raw.source).loads(text, "the result")
     try:
-        data: Any = json.loads(text)
         result = RunResult.from_dict(data)
     except (ValueError, SchemaError) as exc:
         raise ParseError("engine", f"not an engine result: {exc}", raw.source) from None
@@ -92,17 +92,24 @@ def parse(raw: RawOutput) -> Measurement:
     notes = result.all_notes
     if result.outcome.error and result.outcome.error not in notes:
         notes.append(f"engine: {result.outcome.error}")
-    return dataclasses.replace(result.measurement, tool="engine", notes=notes, url=result.identity.url,
-                               concurrency=result.identity.concurrency, tool_version=result.identity.tool_version)
+    try:
+        return dataclasses.replace(result.measurement, tool="engine", notes=notes, url=result.identity.url,
+                                   concurrency=result.identity.concurrency,
+                                   tool_version=result.identity.tool_version)
+    except SchemaError as exc:  # e.g. a fidelity entry for a metric the schema does not have
+        raise ParseError("engine", f"not an engine result: {exc}", raw.source) from None
 
 
 def _result_text(raw: RawOutput) -> str:
     path = raw.files.get("json")
     if path is not None:
         try:
-            return path.read_text()
+            return path.read_bytes().decode("utf-8")
         except OSError as exc:
             raise ParseError("engine", f"cannot read {path}: {exc.strerror}", raw.source) from None
+        except UnicodeDecodeError as exc:
+            raise ParseError("engine", f"{path} is not UTF-8 text (byte {exc.start}): not an engine result",
+                             raw.source) from None
     if raw.stdout.lstrip().startswith("{"):
         return raw.stdout
     last = raw.stderr.strip().splitlines()[-1:] or ["no result file and no JSON on stdout"]

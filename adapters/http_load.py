@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
 from toolbench.errors import HostError, ParseError
+from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing, Transfer
 
 if TYPE_CHECKING:
@@ -99,20 +100,22 @@ class HttpLoadAdapter:
 
 
 def parse(raw: RawOutput) -> Measurement:
+    num = Numbers("http_load", raw.source)
     lines = [line.rstrip() for line in raw.stdout.splitlines()]
     summary = next((m for line in lines if (m := _SUMMARY.match(line))), None)
     errors = _stderr_errors(raw.stderr)
     if summary is None:
         raise ParseError("http_load", _no_summary(raw.stderr, errors), raw.source)
-    fetches, max_parallel = int(summary.group(1)), int(summary.group(2))
-    received = float(summary.group(3))
+    fetches, max_parallel = num.integer(summary.group(1), "fetches"), num.integer(summary.group(2), "max parallel")
+    received = num.decimal(summary.group(3), "bytes")
     notes: list[str] = []
     rates = next((m for line in lines if (m := _RATES.match(line))), None)
     if rates is None:
         notes.append("http_load printed no fetches/sec line (it drops it for runs of 10 ms or less)")
-    msecs = {m.group(1): tuple(float(m.group(i)) for i in (2, 3, 4)) for line in lines if (m := _MSECS.match(line))}
-    tallies = {m.group(2): int(m.group(1)) for line in lines if (m := _TALLY.match(line))}
-    codes = {int(m.group(1)): int(m.group(2)) for line in lines if (m := _CODE.match(line))}
+    msecs = {m.group(1): tuple(num.decimal(m.group(i), f"msecs/{m.group(1)}") for i in (2, 3, 4))
+             for line in lines if (m := _MSECS.match(line))}
+    tallies = {m.group(2): num.integer(m.group(1), m.group(2)) for line in lines if (m := _TALLY.match(line))}
+    codes = _codes(lines, num)
     counts = _counts(fetches, codes, tallies, errors, notes)
     for kind, (mean, top, bottom) in msecs.items():
         notes.append(f"msecs/{kind}: {mean:g} mean, {top:g} max, {bottom:g} min")
@@ -123,11 +126,11 @@ def parse(raw: RawOutput) -> Measurement:
     notes.append("bytes are response bodies only; fetches include failed connections")
     return Measurement(
         tool="http_load",
-        timing=Timing(duration_s=float(summary.group(4))),
+        timing=Timing(duration_s=num.decimal(summary.group(4), "seconds")),
         counts=counts,
-        rates=Rates(rps=float(rates.group(1)) if rates else None),
+        rates=Rates(rps=num.decimal(rates.group(1), "fetches/sec") if rates else None),
         transfer=Transfer(received_bytes=round(received),
-                          received_bytes_per_s=float(rates.group(2)) if rates else None),
+                          received_bytes_per_s=num.decimal(rates.group(2), "bytes/sec") if rates else None),
         latency=Latency(connect_mean_ms=msecs["connect"][0] if "connect" in msecs else None,
                         ttfb_mean_ms=msecs["first-response"][0] if "first-response" in msecs else None,
                         resolution_ms=0.001 if msecs else None),
@@ -135,6 +138,16 @@ def parse(raw: RawOutput) -> Measurement:
         notes=notes,
         concurrency=max_parallel,
     )
+
+
+def _codes(lines: list[str], num: Numbers) -> dict[int, int]:
+    """Responses by status; http_load prints each code once, a repeated one is added up."""
+    codes: dict[int, int] = {}
+    for line in lines:
+        if m := _CODE.match(line):
+            code = int(m.group(1))
+            codes[code] = codes.get(code, 0) + num.integer(m.group(2), f"code {code}")
+    return codes
 
 
 def _counts(fetches: int, codes: dict[int, int], tallies: dict[str, int], errors: dict[str, int],

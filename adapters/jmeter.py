@@ -32,6 +32,7 @@ from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
 from toolbench.adapters import jmeter_jtl
 from toolbench.adapters.jmeter_agg import Jtl, JtlError
 from toolbench.errors import AdapterError, HostError, ParseError
+from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def locate_local() -> str | None:
 
 def parse(raw: RawOutput) -> Measurement:
     _refuse_failed_start(raw)
-    summary = _summary(raw.stdout)
+    summary = _summary(raw.stdout, raw.source)
     path = raw.files.get("jtl")
     if path is not None:
         try:
@@ -254,7 +255,7 @@ def _last_words(raw: RawOutput) -> str:
     return f" (last output: {lines[-1].strip()[:200]})" if lines else ""
 
 
-def _summary(stdout: str) -> dict[str, float] | None:
+def _summary(stdout: str, source: str | None) -> dict[str, float] | None:
     """The summariser's running total: the last `summary =` line, else the one `summary +`
     line (JMeter prints `=` only from the second report on)."""
     matches = list(_SUMMARY.finditer(stdout))
@@ -263,8 +264,12 @@ def _summary(stdout: str) -> dict[str, float] | None:
     if chosen is None:
         return None
     _, n, h, mi, s, rate, avg, low, high, err, _pct = chosen.groups()
-    return {"count": int(n), "seconds": int(h) * 3600 + int(mi) * 60 + int(s), "rate": float(rate),
-            "avg": float(avg), "min": float(low), "max": float(high), "errors": int(err)}
+    num = Numbers("jmeter", source)
+    return {"count": num.integer(n, "summary count"),
+            "seconds": num.integer(h, "summary hours") * 3600 + int(mi) * 60 + int(s),
+            "rate": num.decimal(rate, "summary rate"), "avg": num.integer(avg, "summary Avg"),
+            "min": num.integer(low, "summary Min"), "max": num.integer(high, "summary Max"),
+            "errors": num.integer(err, "summary Err")}
 
 
 def _from_summary(s: dict[str, float]) -> Measurement:

@@ -13,6 +13,8 @@ import numpy as np
 
 from toolbench import histogram
 from toolbench.errors import ToolbenchError
+from toolbench.invariants import MAX_SERIES_S
+from toolbench.numbers import MAX_VALUE
 from toolbench.schema import Failures, SecondSample
 
 # A failed sample whose responseCode is not a number carries the Java exception's class
@@ -27,7 +29,12 @@ _EXCEPTION_CLASSES = (
 )
 MAX_STATUS = 1000
 MAX_ELAPSED_MS = 3_600_000  # the histogram's ceiling; a longer sample is tallied at it
-MAX_SPAN_S = 31 * 86400  # a per-second series longer than this means broken timestamps
+
+
+def is_count(text: str) -> bool:
+    """ASCII digits that fit a 64-bit integer (str.isdigit also takes '²' and '٣', which int()
+    then refuses or reads as another number)."""
+    return 0 < len(text) <= 18 and text.isascii() and text.isdigit()
 
 
 def failure_class(code_text: str) -> str:
@@ -90,6 +97,7 @@ class Aggregate:
         n = len(b.ts_ms)
         if n == 0:
             return
+        _check_columns(b)
         self.rows += n
         failed = ~b.ok
         self.ok += n - int(np.count_nonzero(failed))
@@ -136,8 +144,8 @@ class Aggregate:
         sec = b.ts_ms // 1000
         lo, hi = int(sec.min()), int(sec.max())
         first = lo if len(self.sec_requests) == 0 else min(lo, self.sec_base)
-        if max(hi, self.sec_base + len(self.sec_requests) - 1) - first > MAX_SPAN_S:
-            raise ValueError("the samples' timeStamps span more than 31 days: not epoch milliseconds?")
+        if max(hi, self.sec_base + len(self.sec_requests) - 1) - first > MAX_SERIES_S:
+            raise ValueError(f"the samples' timeStamps span more than {MAX_SERIES_S} s: not epoch milliseconds?")
         if len(self.sec_requests) == 0:
             self.sec_base = lo
         if lo < self.sec_base:
@@ -173,8 +181,8 @@ class Aggregate:
             self.sec_base = other.sec_base
         lo = min(self.sec_base, other.sec_base)
         hi = max(self.sec_base + len(self.sec_requests), other.sec_base + len(other.sec_requests))
-        if hi - lo > MAX_SPAN_S:
-            raise ValueError("the samples' timeStamps span more than 31 days: not epoch milliseconds?")
+        if hi - lo > MAX_SERIES_S:
+            raise ValueError(f"the samples' timeStamps span more than {MAX_SERIES_S} s: not epoch milliseconds?")
         self._grow_seconds(front=self.sec_base - lo, back=hi - self.sec_base - len(self.sec_requests))
         at = other.sec_base - self.sec_base
         for name in ("sec_requests", "sec_errors", "sec_elapsed"):
@@ -240,6 +248,19 @@ class Aggregate:
 
     def connect_mean_ms(self) -> float | None:
         return self.connect[0] / self.connect[1] if self.has_connect and self.connect[1] else None
+
+
+def _check_columns(b: Batch) -> None:
+    """Every figure and every column's sum within MAX_VALUE, so that no int64 sum here can
+    wrap round (numpy's integer sums do so silently)."""
+    for name in ("ts_ms", "elapsed_ms", "received", "sent", "latency_ms", "connect_ms", "threads"):
+        values = getattr(b, name)
+        if values is None or not len(values):
+            continue
+        if int(values.max()) > MAX_VALUE:
+            raise ValueError(f"a sample's {name} is {int(values.max())}, beyond any figure a load tool measures")
+        if name != "ts_ms" and float(values.sum(dtype=np.float64)) > MAX_VALUE:
+            raise ValueError(f"the samples' {name} add up to more than any run measures")
 
 
 def _add(total: int | None, values: np.ndarray | None, mask: np.ndarray | None) -> int | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from toolbench.adapters import jmeter_parallel
-from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl, JtlError, add
+from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl, JtlError, add, is_count
 from toolbench.adapters.jmeter_digits import Block
 from toolbench.adapters.jmeter_xml import read_xml
 
@@ -251,7 +251,7 @@ def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[
                 columns[field_].append(_int(row[index[name]], name, line))
         if codes is not None:
             text = row[index["responseCode"]]
-            codes.append(int(text) if text.isdigit() and len(text) <= 18 else -1)
+            codes.append(int(text) if is_count(text) else -1)
             if codes[-1] < 0 and not ok:
                 nonhttp[text] = nonhttp.get(text, 0) + 1
         if url is None and index["URL"] is not None:
@@ -263,7 +263,7 @@ def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[
 
 
 def _int(text: str, name: str, line: int) -> int:
-    if not text.isdigit() or len(text) > 18:
+    if not is_count(text):
         raise JtlError(_not_number(name, text), line)
     return int(text)
 

@@ -86,7 +86,10 @@ def _merge(parts: list["Part"], header_lines: int) -> "Part":
     last = None if last is None else last + header_lines + sum(p.lines for p in parts[:-1])
     merged = parts[0]
     for part in parts[1:]:
-        merged.aggregate.merge(part.aggregate)
+        try:
+            merged.aggregate.merge(part.aggregate)
+        except ValueError as exc:  # timestamps that no run spans
+            raise JtlError(str(exc)) from None
         merged.url = merged.url or part.url
         merged.lines += part.lines
         merged.quotes += part.quotes

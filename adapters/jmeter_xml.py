@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl, JtlError, add
+from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl, JtlError, add, is_count
 
 BATCH = 65536
 # expat's codes for a document that ends too early: no element found, unclosed token, partial character.
@@ -36,6 +36,8 @@ def read_xml(path: Path) -> Jtl:
                 add(agg, _xml_batch(rows, nonhttp), None)
                 rows = {name: [] for name in rows}
                 nonhttp = {}
+    except LookupError as exc:  # the XML declaration names an encoding Python does not know
+        raise JtlError(f"not a readable XML JTL: {exc}") from None
     except ET.ParseError as exc:
         line = exc.position[0]
         if exc.code not in _ENDS_EARLY or agg.rows + len(rows["ts_ms"]) == 0:
@@ -61,11 +63,11 @@ def _xml_sample(elem: ET.Element, rows: dict[str, list], nonhttp: dict[str, int]
     rows["ok"].append(ok)
     for attr, name in _XML_INT.items():
         text = attrs.get(attr)
-        if text is not None and not text.isdigit():
-            raise JtlError(f"an XML sample whose {attr!r} is not a whole number: {text!r}")
+        if text is not None and not is_count(text):
+            raise JtlError(f"an XML sample whose {attr!r} is not a whole number: {text[:40]!r}")
         rows[name].append(int(text) if text is not None else None)
     code = attrs.get("rc", "")
-    rows["code"].append(int(code) if code.isdigit() and len(code) <= 18 else -1)
+    rows["code"].append(int(code) if is_count(code) else -1)
     if rows["code"][-1] < 0 and not ok:
         nonhttp[code] = nonhttp.get(code, 0) + 1
 

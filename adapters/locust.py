@@ -26,8 +26,8 @@ from toolbench import histogram
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, group_by_suffix, option
 from toolbench.adapters import locust_output as out
 from toolbench.errors import HostError, ParseError
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Percentiles, Rates,
-                              SecondSample, Timing, Transfer)
+from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Percentiles,
+                              Rates, SecondSample, Timing, Transfer)
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
@@ -162,7 +162,7 @@ def _parse(raw: RawOutput) -> Measurement:
 
 
 def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
-    summary = out.read_summary(raw.stderr)
+    summary = out.read_summary(raw.stderr, raw.source)
     notes = ["figures from Locust's JSON output (final)",
              "duration runs from the first logged response to the last (a JSON entry starts when its first "
              "response is logged); Locust's own req/s counts from the start of the test"]
@@ -174,18 +174,24 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
     starts = [e.start_time for e in entries if e.start_time]
     ends = [e.last_request_timestamp for e in entries if e.last_request_timestamp]
     duration = max(ends) - min(starts) if starts and ends and max(ends) > min(starts) else None
-    hist = out.histogram_of(entries)
+    hist = out.histogram_of(entries, raw.source)
     if hist is not None:
         notes.append("histogram from Locust's response_times buckets: Locust rounds each time before "
                      "bucketing (to 1 ms below 100 ms, 10 ms below 1 s, then 100 ms and 1 s)")
     failures, codes = _failures(failed, raw, summary, notes)
+    low = min((e.min_response_time for e in entries if e.min_response_time is not None), default=None)
+    high = max((e.max_response_time for e in entries), default=None) if timed else None
+    percentiles = summary.percentiles if summary else Percentiles()
+    if percentiles == Percentiles() and hist is not None:
+        # Locust's own reading of its buckets, as its summary would print it.
+        percentiles = out.bucket_percentiles(entries)
+        fidelity.update({f"latency.percentiles.{name}": Fidelity.DERIVED for name, _ in PERCENTILES})
     latency = Latency(
-        min_ms=min((e.min_response_time for e in entries if e.min_response_time is not None), default=None),
-        max_ms=max((e.max_response_time for e in entries), default=None) if timed else None,
+        min_ms=low, max_ms=high,
         mean_ms=sum(e.total_response_time for e in entries) / timed if timed else None,
-        percentiles=summary.percentiles if summary else Percentiles(),
+        percentiles=out.within_bounds(percentiles, low, high, notes),
         resolution_ms=1.0 if timed else None)
-    series = out.series_from_json(entries)
+    series = out.series_from_json(entries, raw.source)
     if series:
         fidelity["series"] = Fidelity.REPORTED
     else:
@@ -212,7 +218,7 @@ def _from_csv(path: Path, raw: RawOutput) -> Measurement:
     row = out.read_stats_csv(path)
     notes = ["figures from Locust's stats CSV: Locust rewrites it once a second, so in a single-process "
              "run it can miss the last second of traffic (the JSON output has no such lag)"]
-    summary = out.read_summary(raw.stderr)
+    summary = out.read_summary(raw.stderr, raw.source)
     failures, codes = _failures(row.failures, raw, summary, notes)
     duration = row.requests / row.rps if row.rps else None
     series = _history_series(raw, notes)
@@ -225,7 +231,8 @@ def _from_csv(path: Path, raw: RawOutput) -> Measurement:
         rates=Rates(rps=row.rps),
         transfer=Transfer(received_bytes=round(row.avg_content_size * row.requests)),
         latency=Latency(min_ms=row.min_ms, max_ms=row.max_ms, mean_ms=row.mean_ms,
-                        percentiles=row.percentiles, resolution_ms=1.0 if row.requests else None),
+                        percentiles=out.within_bounds(row.percentiles, row.min_ms, row.max_ms, notes),
+                        resolution_ms=1.0 if row.requests else None),
         series=series,
         fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED,
                   "transfer.received_bytes": Fidelity.DERIVED},

@@ -4,6 +4,7 @@ history, failures, exceptions). Each raises only ParseError."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from hdrh.histogram import HdrHistogram
 
 from toolbench import histogram
 from toolbench.errors import ParseError
+from toolbench.invariants import MAX_SERIES_S
+from toolbench.numbers import Numbers
 from toolbench.schema import PERCENTILES, Failures, Percentiles, SecondSample
 
 _VERSION = re.compile(r"\blocust (\d+\.\d+[\w.\-]*)")
@@ -99,7 +102,8 @@ def classify(text: str) -> str:
 def read_json(text: str, source: str | None) -> list[Entry] | None:
     """The stats entries of every JSON list on stdout (with --processes each worker
     prints its own, usually empty, list before the master's), or None without any."""
-    decoder = json.JSONDecoder()
+    num = Numbers("locust", source)
+    decoder = num.decoder()
     docs: list[Any] = []
     for match in re.finditer(r"^\[", text, re.MULTILINE):
         try:
@@ -110,47 +114,104 @@ def read_json(text: str, source: str | None) -> list[Entry] | None:
             docs.append(doc)
     if not docs:
         return None
-    return [_entry(item, source) for doc in docs for item in doc]
+    return [_entry(item, num) for doc in docs for item in doc]
 
 
-def _entry(item: Any, source: str | None) -> Entry:
+def _entry(item: Any, num: Numbers) -> Entry:
     if not isinstance(item, dict):
-        raise ParseError("locust", f"a JSON stats entry is not an object: {item!r:.80}", source)
+        raise num.error("JSON stats", f"an entry is not an object: {item!r:.80}")
     try:
         return Entry(
             name=str(item["name"]), method=str(item["method"]),
-            num_requests=int(item["num_requests"]), num_none_requests=int(item.get("num_none_requests", 0)),
-            num_failures=int(item["num_failures"]), total_response_time=float(item["total_response_time"]),
-            min_response_time=_opt_float(item.get("min_response_time")),
-            max_response_time=float(item["max_response_time"]),
-            total_content_length=int(item["total_content_length"]), start_time=float(item["start_time"]),
-            last_request_timestamp=_opt_float(item.get("last_request_timestamp")),
-            response_times=_int_dict(item["response_times"]),
-            num_reqs_per_sec=_int_dict(item.get("num_reqs_per_sec", {})),
-            num_fail_per_sec=_int_dict(item.get("num_fail_per_sec", {})))
+            num_requests=num.whole(item["num_requests"], "num_requests"),
+            num_none_requests=num.whole(item.get("num_none_requests", 0), "num_none_requests"),
+            num_failures=num.whole(item["num_failures"], "num_failures"),
+            total_response_time=num.real(item["total_response_time"], "total_response_time"),
+            min_response_time=_opt_real(num, item.get("min_response_time"), "min_response_time"),
+            max_response_time=num.real(item["max_response_time"], "max_response_time"),
+            total_content_length=num.whole(item["total_content_length"], "total_content_length"),
+            start_time=num.real(item["start_time"], "start_time"),
+            last_request_timestamp=_opt_real(num, item.get("last_request_timestamp"), "last_request_timestamp"),
+            response_times=_counts_by(num, item["response_times"], "response_times"),
+            num_reqs_per_sec=_counts_by(num, item.get("num_reqs_per_sec", {}), "num_reqs_per_sec"),
+            num_fail_per_sec=_counts_by(num, item.get("num_fail_per_sec", {}), "num_fail_per_sec"))
     except KeyError as exc:
-        raise ParseError("locust", f"a JSON stats entry has no {exc.args[0]!r}", source) from None
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise ParseError("locust", f"a JSON stats entry has a malformed field: {exc}", source) from None
+        raise num.error("JSON stats", f"an entry has no {exc.args[0]!r}") from None
 
 
-def _int_dict(value: Any) -> dict[int, int]:
-    return {int(float(k)): int(v) for k, v in value.items()}
+def _counts_by(num: Numbers, value: Any, what: str) -> dict[int, int]:
+    """A JSON object of whole-number keys (ms, or unix seconds) to counts."""
+    if not isinstance(value, dict):
+        raise num.error(what, f"expected an object, got {value!r:.80}")
+    counts: dict[int, int] = {}
+    for key, count in value.items():
+        at = num.whole(num.decimal(str(key), f"{what} key"), f"{what} key")
+        counts[at] = counts.get(at, 0) + num.whole(count, f"{what}[{key!r:.20}]")
+    return counts
 
 
-def _opt_float(value: Any) -> float | None:
-    return None if value is None else float(value)
+def _opt_real(num: Numbers, value: Any, what: str) -> float | None:
+    return None if value is None else num.real(value, what)
 
 
-def histogram_of(entries: list[Entry]) -> HdrHistogram | None:
+def histogram_of(entries: list[Entry], source: str | None) -> HdrHistogram | None:
     hist = histogram.new()
     for entry in entries:
         for rounded_ms, count in entry.response_times.items():
-            histogram.record_ms(hist, rounded_ms, count)
+            try:
+                histogram.record_ms(hist, rounded_ms, count)
+            except ValueError as exc:  # more values than any run holds (the reader checks the rest)
+                raise ParseError("locust", f"response_times: {exc}", source) from None
     return hist if hist.get_total_count() else None
 
 
-def series_from_json(entries: list[Entry]) -> list[SecondSample]:
+def bucket_percentiles(entries: list[Entry]) -> Percentiles:
+    """The percentiles as Locust itself reads them from its buckets (the response time
+    at or below which the given share of requests fall), over every entry together."""
+    times: dict[int, int] = {}
+    for entry in entries:
+        for rounded_ms, count in entry.response_times.items():
+            times[rounded_ms] = times.get(rounded_ms, 0) + count
+    total = sum(times.values())
+    if not total:
+        return Percentiles()
+    values = {}
+    for name, pct in PERCENTILES:
+        left = total - int(total * round(pct / 100.0, 6))  # requests at or above it; 0.999 as Locust writes it
+        for rounded_ms in sorted(times, reverse=True):
+            left -= times[rounded_ms]
+            if left <= 0:
+                values[name] = float(rounded_ms)
+                break
+    return Percentiles(**values)
+
+
+def within_bounds(p: Percentiles, low: float | None, high: float | None, notes: list[str]) -> Percentiles:
+    """Locust rounds each response time to about two significant digits before it
+    buckets it (1 ms below 100 ms, 10 ms below 1 s, 100 ms below 10 s, then 1 s), and
+    reads percentiles from those buckets: a percentile can lie up to half a bucket
+    beyond the exact min or max it also reports (1,002.7 ms is bucket 1,000). The true
+    percentile lies within [min, max], so such a value is set to the bound, which is
+    within that rounding of it. A value further out is left for the invariants to refuse."""
+    changes = {}
+    for name, _ in PERCENTILES:
+        value = getattr(p, name)
+        if value is None:
+            continue
+        for bound, beyond in ((low, value < (low or 0.0)), (high, high is not None and value > high)):
+            if bound is not None and beyond and abs(value - bound) <= _half_bucket(max(value, bound)):
+                changes[name] = bound
+                notes.append(f"{name} {value:g} is Locust's bucket of {bound:g} ms, its exact "
+                             f"{'min' if bound is low else 'max'}: set to it")
+    return dataclasses.replace(p, **changes)
+
+
+def _half_bucket(ms: float) -> float:
+    """Half the width of Locust's response time bucket at `ms` (locust.stats)."""
+    return 0.5 if ms < 100 else 5.0 if ms < 1000 else 50.0 if ms < 10000 else 500.0
+
+
+def series_from_json(entries: list[Entry], source: str | None) -> list[SecondSample]:
     requests: dict[int, int] = {}
     errors: dict[int, int] = {}
     for entry in entries:
@@ -161,11 +222,15 @@ def series_from_json(entries: list[Entry]) -> list[SecondSample]:
     if not requests:
         return []
     first, last = min(requests), max(requests)
+    if last - first > MAX_SERIES_S:
+        raise ParseError("locust", f"num_reqs_per_sec: its seconds span {last - first} s, more than "
+                                   f"{MAX_SERIES_S} s: not the seconds of one run", source)
     return [SecondSample(second=s - first, requests=requests.get(s, 0), errors=errors.get(s, 0))
             for s in range(first, last + 1)]
 
 
-def read_summary(stderr: str) -> Summary | None:
+def read_summary(stderr: str, source: str | None = None) -> Summary | None:
+    num = Numbers("locust", source)
     rps = None
     pct_names: list[str] = []
     pcts: dict[str, float] = {}
@@ -173,18 +238,18 @@ def read_summary(stderr: str) -> Summary | None:
     in_errors = False
     for line in stderr.splitlines():
         if m := _AGGREGATED.match(line):
-            rps = float(m.group(3))
+            rps = num.decimal(m.group(3), "req/s of the Aggregated row")
         elif m := _PCT_HEADER.match(line):
             pct_names = m.group(1).split()
         elif (m := _PCT_ROW.match(line)) and pct_names:
             values = m.group(1).split()
             for label, value in zip(pct_names, values):
                 if label in _PCT_NAMES and value != "N/A":
-                    pcts[_PCT_NAMES[label]] = float(value)
+                    pcts[_PCT_NAMES[label]] = num.decimal(value, f"the {label} percentile")
         elif line.startswith("Error report"):
             in_errors = True
         elif in_errors and (m := _ERROR_ROW.match(line)):
-            errors[m.group(2)] = errors.get(m.group(2), 0) + int(m.group(1))
+            errors[m.group(2)] = errors.get(m.group(2), 0) + num.integer(m.group(1), "error report occurrences")
         elif in_errors and not line.strip():
             in_errors = False
     if rps is None and not pcts and not errors:
@@ -199,7 +264,17 @@ def _rows(path: Path, header_start: str, what: str) -> list[dict[str, str]]:
                                    "it every few: a run killed early leaves it empty)", str(path))
     if not text.startswith(header_start):
         raise ParseError("locust", f"the {what} CSV does not start with {header_start!r}", str(path))
-    return list(csv.DictReader(text.splitlines()))
+    # Locust writes a whole error message in one field (a server's error page, say): a field
+    # may be as long as the file, beyond the csv module's default limit of 128 KiB. The
+    # limit is the module's global; it is raised for this read only.
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text)))
+    try:
+        return list(csv.DictReader(text.splitlines()))
+    except csv.Error as exc:
+        raise ParseError("locust", f"the {what} CSV is malformed: {exc}", str(path)) from None
+    finally:
+        csv.field_size_limit(limit)
 
 
 def read_stats_csv(path: Path) -> StatsRow:
@@ -207,30 +282,35 @@ def read_stats_csv(path: Path) -> StatsRow:
     if not rows:
         raise ParseError("locust", "the stats CSV has no Aggregated row", str(path))
     row = rows[-1]
-    try:
-        requests = int(row["Request Count"])
-        pcts = {name: float(row[label]) for label, name in _PCT_NAMES.items()
-                if row.get(label) not in (None, "", "N/A") and requests}
-        return StatsRow(
-            requests=requests, failures=int(row["Failure Count"]),
-            mean_ms=float(row["Average Response Time"]) if requests else None,
-            min_ms=float(row["Min Response Time"]) if requests else None,
-            max_ms=float(row["Max Response Time"]) if requests else None,
-            avg_content_size=float(row["Average Content Size"]),
-            rps=float(row["Requests/s"]) if requests else None,
-            percentiles=Percentiles(**pcts))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ParseError("locust", f"the stats CSV's Aggregated row is malformed: {exc}", str(path)) from None
+    num = Numbers("locust", str(path))
+
+    def cell(label: str) -> str:
+        value = row.get(label)
+        if not isinstance(value, str):
+            raise num.error(f"the stats CSV's Aggregated row, {label}", "missing")
+        return value
+
+    requests = num.integer(cell("Request Count"), "Request Count")
+    pcts = {name: num.decimal(cell(label), label) for label, name in _PCT_NAMES.items()
+            if row.get(label) not in (None, "", "N/A") and requests}
+    timed = {label: num.decimal(cell(label), label) if requests else None
+             for label in ("Average Response Time", "Min Response Time", "Max Response Time", "Requests/s")}
+    return StatsRow(
+        requests=requests, failures=num.integer(cell("Failure Count"), "Failure Count"),
+        mean_ms=timed["Average Response Time"], min_ms=timed["Min Response Time"],
+        max_ms=timed["Max Response Time"],
+        avg_content_size=num.decimal(cell("Average Content Size"), "Average Content Size"),
+        rps=timed["Requests/s"], percentiles=Percentiles(**pcts))
 
 
 def read_failures_csv(path: Path) -> dict[str, int]:
+    num = Numbers("locust", str(path))
     errors: dict[str, int] = {}
     for number, row in enumerate(_rows(path, "Method,Name,Error,Occurrences", "failures"), 2):
-        try:
-            key = f"{row['Method']} {row['Name']}: {row['Error']}"
-            errors[key] = errors.get(key, 0) + int(row["Occurrences"])
-        except (KeyError, TypeError, ValueError):
-            raise ParseError("locust", f"failures CSV line {number} is malformed", str(path)) from None
+        if not all(isinstance(row.get(k), str) for k in ("Method", "Name", "Error", "Occurrences")):
+            raise ParseError("locust", f"failures CSV line {number} is malformed", str(path))
+        key = f"{row['Method']} {row['Name']}: {row['Error']}"
+        errors[key] = errors.get(key, 0) + num.integer(row["Occurrences"], f"failures CSV line {number}, Occurrences")
     return errors
 
 
@@ -261,15 +341,15 @@ def series_from_history(path: Path) -> list[SecondSample]:
     """Per-second requests from the Aggregated rows' cumulative totals."""
     if not path.read_text(errors="replace").strip():
         return []
+    num = Numbers("locust", str(path))
     samples: list[tuple[int, int, int]] = []
-    for row in _rows(path, "Timestamp,User Count", "stats history"):
+    for number, row in enumerate(_rows(path, "Timestamp,User Count", "stats history"), 2):
         if row.get("Name") != "Aggregated":
             continue
-        try:
-            samples.append((int(row["Timestamp"]), int(row["Total Request Count"]),
-                            int(row["Total Failure Count"])))
-        except (KeyError, TypeError, ValueError):
-            raise ParseError("locust", "a stats history row is malformed", str(path)) from None
+        cells = [row.get(k) for k in ("Timestamp", "Total Request Count", "Total Failure Count")]
+        if not all(isinstance(c, str) for c in cells):
+            raise ParseError("locust", f"stats history line {number} is malformed", str(path))
+        samples.append(tuple(num.integer(c, f"stats history line {number}") for c in cells))  # type: ignore
     series = []
     previous = (0, 0)
     first = samples[0][0] if samples else 0

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
+from toolbench.numbers import Numbers
 from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing,
                               Transfer)
 
@@ -56,6 +57,8 @@ _KEYS = {
     "longest transaction": "longest_transaction", "shortest transaction": "shortest_transaction",
 }
 _TEXT_LINE = re.compile(r"^([A-Z][a-z ]+):\s+([\d.]+)")
+# Summary figures that count transactions: whole numbers.
+_COUNTS = ("transactions", "successful_transactions", "failed_transactions")
 _LOG_HEADER = re.compile(r"^\s*Date & Time,\s*Trans,")
 _VERSION = re.compile(r"SIEGE (\d[\w.\-]*)")
 _ERROR = re.compile(r"\[error\]\s*(.*)")
@@ -127,7 +130,8 @@ class SiegeAdapter:
 
 
 def parse(raw: RawOutput) -> Measurement:
-    summary = _json_summary(raw.stdout) or _text_summary(raw.stderr) or _text_summary(raw.stdout)
+    num = Numbers("siege", raw.source)
+    summary = _json_summary(raw.stdout, num) or _text_summary(raw.stderr, num) or _text_summary(raw.stdout, num)
     source = "summary"
     if summary is None and "log" in raw.files:
         summary, source = _log_summary(raw.files["log"]), "log line"
@@ -135,6 +139,9 @@ def parse(raw: RawOutput) -> Measurement:
         if _errors(raw.stderr):
             raise ParseError("siege", "no summary; siege said: " + _errors(raw.stderr)[-1], raw.source)
         raise ParseError("siege", "no summary (text, JSON or log line) in the output", raw.source)
+    for name in _COUNTS:
+        if name in summary and not float(summary[name]).is_integer():
+            raise num.error(name, f"{summary[name]!r} is not a whole number")
     return _measurement(summary, raw, source)
 
 
@@ -153,7 +160,10 @@ def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measuremen
         # keep its figures, but never a negative count of errors.
         http_errors = max(0, transactions - int(ok))
         if int(ok) > transactions:
-            notes.append(f"siege reported {int(ok)} successful transactions out of {transactions}")
+            # A success is a transaction: the successes counted here are at most the transactions.
+            notes.append(f"siege reported {int(ok)} successful transactions out of {transactions}; "
+                         f"{transactions} are counted")
+            ok = float(transactions)
         if http_errors:
             notes.append(f"{http_errors} responses had a status of 400 or more; siege counted them as "
                          "transactions and as available")
@@ -196,25 +206,22 @@ def _failure_classes(failed: int, stderr: str, http_errors: int | None) -> Failu
     return Failures(connect=connect, timeout=timeout, read=read, http=http_errors, other=failed - classified)
 
 
-def _json_summary(text: str) -> dict[str, float] | None:
+def _json_summary(text: str, num: Numbers) -> dict[str, float] | None:
     start = text.find("{")
     if start < 0:
         return None
     end = text.rfind("}")
-    try:
-        data = json.loads(text[start:end + 1])
-    except ValueError:
-        return None
+    data = num.loads(text[start:end + 1], "the JSON summary", or_none=True)
     if not isinstance(data, dict) or "transactions" not in data:
         return None
-    return {k: float(v) for k, v in data.items() if k in _KEYS.values() and isinstance(v, (int, float))}
+    return {k: num.real(v, k) for k, v in data.items() if k in _KEYS.values() and v is not None}
 
 
-def _text_summary(text: str) -> dict[str, float] | None:
+def _text_summary(text: str, num: Numbers) -> dict[str, float] | None:
     found = {}
     for line in text.splitlines():
         if (m := _TEXT_LINE.match(line.strip())) and m.group(1).strip().lower() in _KEYS:
-            found[_KEYS[m.group(1).strip().lower()]] = float(m.group(2))
+            found[_KEYS[m.group(1).strip().lower()]] = num.decimal(m.group(2), m.group(1).strip())
     return found if "transactions" in found else None
 
 
@@ -228,13 +235,10 @@ def _log_summary(path: Path) -> dict[str, float] | None:
     if not rows:
         return None
     cells = [c.strip() for c in rows[-1].split(",")]
-    try:
-        values = [float(c) for c in cells[1:1 + len(names)]]
-    except ValueError:
-        raise ParseError("siege", f"not a log line: {rows[-1]!r}", str(path)) from None
-    if len(values) != len(names):
+    if len(cells) != len(names) + 1:
         raise ParseError("siege", f"expected {len(names) + 1} fields in the log line, got {len(cells)}", str(path))
-    return dict(zip(names, values))
+    num = Numbers("siege", str(path))
+    return {name: num.decimal(cell, f"log line, {name}") for name, cell in zip(names, cells[1:])}
 
 
 def _errors(stderr: str) -> list[str]:

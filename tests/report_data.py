@@ -10,7 +10,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolbench import derive, registry, store
+from toolbench import derive, invariants, registry, store
 from toolbench.adapter import RawOutput
 from toolbench.manifest import (Environment, Finding, Manifest, Prerequisites, RunStatus, ScenarioRecord, TargetRecord,
                                 ToolRecord)
@@ -51,7 +51,7 @@ def measured(run: store.RunDir, scenario: str, cell: Recorded) -> RunResult:
     """Parses the fixture as the runner parses a tool's output, and keeps it as the cell's raw artifacts."""
     raw, paths = raw_output(cell.tool, cell.case)
     adapter = registry.get(cell.tool)
-    measurement = derive.complete(adapter.parse(raw))
+    measurement = invariants.parse_checked(adapter, raw)
     status, error = derive.judge(measurement, 0, timed_out=False, interrupted=False, timeout_s=30, stderr=raw.stderr)
     cell_id = f"{cell.tool}-c{cell.concurrency}-{'ka' if cell.keepalive else 'close'}-rep{cell.repetition}"
     folder = run.cell_dir(cell_id)

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from conftest import recorded
+from toolbench import invariants
 from toolbench.adapters import ab
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
@@ -75,6 +76,16 @@ def test_refused_connection_leaves_a_partial_header_and_no_counts():
     assert "Connection refused (111)" in m.notes[-1]
     status, error = judge(m, 111, timed_out=False, interrupted=False, timeout_s=10, stderr=raw.stderr)
     assert status is Status.FAILED and error == "exit code 111: apr_socket_recv: Connection refused (111)"
+
+
+def test_a_row_ab_read_past_its_table_is_its_longest_request():
+    """50 requests: ab's -e file says 99% = 0.257 ms beside 98% = 4.966 ms (it read one past
+    its table); that row is the longest request, and the figures are in order."""
+    raw = recorded("ab", "2.3-small-n", csv="csv", tsv="tsv")
+    assert "\n99,0.257\n" in raw.files["csv"].read_text()
+    m = invariants.parse_checked(ab.ADAPTER, raw)
+    assert m.latency.percentiles.p98_ms == m.latency.percentiles.p99_ms == m.latency.max_ms == 4.966
+    assert any("reads past its table for the 99% row of 50 requests" in note for note in m.notes)
 
 
 def test_t_without_n_stops_at_50000_and_says_so():

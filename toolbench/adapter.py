@@ -101,6 +101,27 @@ def group_of(adapter: Adapter, path: Path) -> str:
     return custom(path) if custom is not None else group_by_suffix(path)
 
 
+# The head of a file that tells what it is; a result file may be gigabytes.
+CLASSIFY_CHARS = 64 * 1024
+
+
+def raw_from_files(adapter: Adapter, name: str, paths: list[Path]) -> RawOutput:
+    """One run's existing output files as the adapter's input: each file's role comes
+    from its head (`classify`), the tool's streams are read whole and every other file
+    is handed over by path, for the adapter to stream."""
+    streams = {"stdout": "", "stderr": ""}
+    files: dict[str, Path] = {}
+    for path in paths:
+        with open(path, errors="replace") as fh:
+            head = fh.read(CLASSIFY_CHARS)
+        role = "stderr" if path.name.endswith(".stderr.txt") else adapter.classify(path, head)
+        if role in streams:
+            streams[role] += path.read_text(errors="replace")
+        else:
+            files[role] = path
+    return RawOutput(stdout=streams["stdout"], stderr=streams["stderr"], files=files, source=name)
+
+
 def version_from_output(host: "Host", argv: list[str], pattern: re.Pattern[str]) -> str | None:
     """The version a tool prints about itself (on either stream), or None when the
     program is not on the host's PATH or says nothing that matches."""

@@ -90,7 +90,7 @@ def _from_histogram(encoded: str, step_ms: float | None, latency: Latency,
         if getattr(latency.percentiles, name) is None:
             value = settle(name.replace("_ms", ""), getattr(derived, name))
             if value is not None:
-                pct_changes[name] = value
+                pct_changes[name] = _within(name, value, latency, step_ms, notes)
                 mark(f"latency.percentiles.{name}")
     changes["percentiles"] = dataclasses.replace(latency.percentiles, **pct_changes)
     return dataclasses.replace(latency, **changes)
@@ -104,6 +104,26 @@ class Reach(str, enum.Enum):
     CONNECT_TIMEOUT = "connect timeout"
     REFUSED = "refused"
     UNKNOWN = "unknown"
+
+def _within(name: str, value: float, latency: Latency, step_ms: float | None, notes: list[str]) -> float:
+    """A percentile read from per-request times rounded to a step (ab -g rounds 4.756 ms to
+    5) can lie beyond the tool's exact figures by that rounding: above its max or a higher
+    percentile it reports, below its min or a lower one. The true percentile lies within
+    them, so such a value is set to the nearest: nearer the truth, never further. A value
+    beyond by more than the rounding is left for the invariants to refuse."""
+    names = [n for n, _ in PERCENTILES]
+    at = names.index(name)
+    lows = [latency.min_ms] + [getattr(latency.percentiles, n) for n in names[:at]]
+    highs = [latency.max_ms] + [getattr(latency.percentiles, n) for n in names[at + 1:]]
+    low = max((v for v in lows if v is not None), default=None)
+    high = min((v for v in highs if v is not None), default=None)
+    slack = (step_ms or 0.0) + histogram.RELATIVE_STEP * value
+    for bound, beyond in ((high, high is not None and value > high), (low, low is not None and value < low)):
+        if bound is not None and beyond and abs(value - bound) <= slack:
+            notes.append(f"{name} read from the per-request times, {value:g} ms, is beyond the tool's own "
+                         f"figures by less than their rounding: set to {bound:g} ms")
+            return bound
+    return value
 
 
 def judge(m: Measurement | None, exit_code: int | None, *, timed_out: bool, interrupted: bool,

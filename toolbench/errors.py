@@ -23,6 +23,17 @@ class ParseError(ToolbenchError):
 class AdapterError(ToolbenchError):
     """An adapter built something toolbench refuses to run (e.g. a file name outside its folder)."""
 
+class ParserCrash(ParseError):
+    """An adapter's parser failed with something other than a ParseError: a defect of
+    the parser, reported on one line as `<tool>: parser crashed: <Type>: <message>`."""
+
+    def __init__(self, tool: str, exc: BaseException) -> None:
+        lines = str(exc).strip().splitlines()
+        message = lines[0][:300] if lines else ""
+        Exception.__init__(self, f"{tool}: parser crashed: {type(exc).__name__}: {message}".rstrip(": "))
+        self.tool = tool
+        self.source = None
+
 
 class TargetError(ToolbenchError):
     """The target could not be started or never became ready."""

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
-from toolbench import derive, diagnose, lifeline, manifest, monitor, plan, prereq, probe, registry, ssh, store, targets
+from toolbench import (derive, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe, registry, ssh,
+                       store, targets)
 from toolbench.adapter import Adapter, RawOutput
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, ToolbenchError
 from toolbench.hosts import Completed, Host, LocalHost, RemoteHost, Running
@@ -355,8 +356,10 @@ def _observations(scenario: Scenario, cell: Cell, completed: Completed, watched:
 
 
 def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | None]:
+    """The cell's measurement, or the one-line reason there is none: a ParseError, an
+    invariant the figures break, or `<tool>: parser crashed: <Type>: <message>`."""
     try:
-        return derive.complete(adapter.parse(raw)), None
+        return invariants.parse_checked(adapter, raw), None
     except ParseError as exc:
         return None, str(exc)
 

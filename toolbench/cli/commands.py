@@ -9,13 +9,10 @@ import sys
 import warnings
 from pathlib import Path
 
-from toolbench import derive, registry, store
-from toolbench.adapter import Adapter, RawOutput, group_of
-from toolbench.errors import Interrupted, Notice, ToolbenchError
+from toolbench import derive, invariants, registry, store
+from toolbench.adapter import Adapter, group_of, raw_from_files
+from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError
 from toolbench.schema import Identity, Outcome, RunResult
-
-CLASSIFY_CHARS = 64 * 1024
-
 
 def run(args: argparse.Namespace) -> int:
     from toolbench import runner, scenario
@@ -64,8 +61,13 @@ def parse(args: argparse.Namespace) -> int:
     adapter = registry.get(args.tool)
     results = [_parse_group(adapter, name, paths) for name, paths in _group(adapter, args.files).items()]
     if args.format == "json":
-        json.dump([r.to_dict() for r in results], sys.stdout, indent=2, sort_keys=True)
-        print()
+        # NaN and Infinity are not JSON: the invariants keep them out, and if one ever got
+        # through, this refuses to print it rather than write a file no reader accepts.
+        try:
+            text = json.dumps([r.to_dict() for r in results], indent=2, sort_keys=True, allow_nan=False)
+        except ValueError as exc:
+            raise ToolbenchError(f"the parsed result is not JSON: {exc}") from None
+        print(text)
     elif args.format == "csv":
         rows = [store.flatten(r) for r in results]
         columns = sorted({key for row in rows for key in row})
@@ -82,25 +84,22 @@ def _group(adapter: Adapter, paths: list[Path]) -> dict[str, list[Path]]:
     for path in paths:
         if not path.is_file():
             raise ToolbenchError(f"{path}: no such file")
-        groups.setdefault(group_of(adapter, path), []).append(path)
+        try:
+            name = group_of(adapter, path)
+        except Exception as exc:  # a plug-in's group_name() may fail in any way
+            raise ParserCrash(adapter.name, exc) from exc
+        groups.setdefault(name, []).append(path)
     return groups
 
 
 def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
-    streams = {"stdout": "", "stderr": ""}
-    files: dict[str, Path] = {}
-    for path in paths:
-        # A result file may be gigabytes: its head is enough to tell what it is, and
-        # the adapter streams it; only the tool's streams are read whole.
-        with open(path, errors="replace") as fh:
-            head = fh.read(CLASSIFY_CHARS)
-        role = "stderr" if path.name.endswith(".stderr.txt") else adapter.classify(path, head)
-        if role in streams:
-            streams[role] += path.read_text(errors="replace")
-        else:
-            files[role] = path
-    raw = RawOutput(stdout=streams["stdout"], stderr=streams["stderr"], files=files, source=name)
-    measurement = derive.complete(adapter.parse(raw))
+    try:
+        raw = raw_from_files(adapter, name, paths)
+    except OSError as exc:
+        raise ToolbenchError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    except Exception as exc:  # a plug-in's classify() may fail in any way
+        raise ParserCrash(adapter.name, exc) from exc
+    measurement = invariants.parse_checked(adapter, raw)
     status, error = derive.judge(measurement, 0, timed_out=False, interrupted=False, timeout_s=0,
                                  stderr=raw.stderr)
     identity = Identity(scenario="parsed", cell_id=Path(name).name, tool=measurement.tool,
