@@ -243,8 +243,8 @@ def test_noise_and_ties() -> None:
 
 def test_whole_seconds_drop_the_partial_first_and_last() -> None:
     (result,) = [r for r in json_results("tie") if r.identity.tool == "ab"][:1]
-    assert len(result.series) >= 3
-    assert stats.whole_seconds(result) == result.series[1:-1]
+    assert len(result.measurement.series) >= 3
+    assert stats.whole_seconds(result) == result.measurement.series[1:-1]
 
 
 def test_two_targets_are_compared_per_tool_with_the_servers_cost() -> None:

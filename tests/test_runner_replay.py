@@ -45,7 +45,7 @@ def test_recorded_runs_become_results_with_their_status(tmp_path):
     run_dir, host = run(load(tmp_path, ONE), tmp_path, [AB_OK, AB_REFUSED])
     ok, refused = run_dir.results()
     assert (ok.identity.cell_id, ok.outcome.status) == ("ab-c4-ka-rep1", Status.OK)
-    assert ok.counts.requests_ok == 20000 and ok.identity.target_label == "url"
+    assert ok.measurement.counts.requests_ok == 20000 and ok.identity.target_label == "url"
     assert ok.identity.url == "http://127.0.0.1:9/" and ok.identity.tool_version == "2.3"
     assert refused.outcome.status is Status.FAILED and "refused" in refused.outcome.error.lower()
     assert [argv[:3] for argv in host.argvs] == [["ab", "-c", "4"], ["ab", "-c", "8"]]

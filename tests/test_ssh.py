@@ -314,16 +314,16 @@ probe: {{interval: 100ms, baseline: 5}}
     summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
     run = store.RunDir.open(summary.run_dir)
     results = {r.identity.tool: r for r in run.results()}
-    assert run.manifest()["environment"]["host"] == f"{sshd.user}@127.0.0.1:{sshd.port}"
+    assert run.manifest().environment.host == f"{sshd.user}@127.0.0.1:{sshd.port}"
     for tool in ("ab", "siege"):
         assert results[tool].outcome.status is Status.OK, results[tool].outcome.error
-        assert results[tool].counts.requests_ok == 400
+        assert results[tool].measurement.counts.requests_ok == 400
         probed = results[tool].probe
         assert probed is not None and probed.baseline_ms  # the probe runs from this machine
     # ab's -e and -g files were written remotely and fetched back beside its streams.
     roles = {a.role for a in results["ab"].outcome.artifacts}
     assert {"csv", "tsv"} <= roles
-    assert results["ab"].histogram is not None
+    assert results["ab"].measurement.histogram is not None
     assert results["ab"].cost is not None and results["ab"].cost.rss_peak_bytes is None  # not monitored remotely
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from toolbench import (derive, diagnose, invariants, lifeline, monitor, plan, prereq, probe, registry, serving, ssh,
-                       store)
+from toolbench import (derive, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe, registry,
+                       serving, ssh, store)
 from toolbench.adapter import Adapter, RawOutput
 from toolbench.execute import Watched, execute_with_retries
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
@@ -21,7 +21,7 @@ from toolbench.hosts import Completed, Host, LocalHost
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
-                              RunResult, Status, Timing, result_from_measurement)
+                              RunResult, Status, Timing)
 from toolbench.serving import Serving, TargetStarter
 
 
@@ -106,9 +106,10 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
         with life:
             if isinstance(host, LocalHost):
                 host = host.with_lifeline(life)
-            checked = {"checked_at": store.utc_now(), "host": host.label,
-                       "went_on": bool(prereq.blocking(findings)), "findings": [f.to_dict() for f in findings]}
-            resumed = {"at": store.utc_now(), "stopped_leftovers": left, "repaired": repaired}
+            checked = manifest.Prerequisites(
+                checked_at=store.utc_now(), host=host.label, went_on=bool(prereq.blocking(findings)),
+                findings=[manifest.Finding(**f.to_dict()) for f in findings])
+            resumed = manifest.Resumed(at=store.utc_now(), stopped_leftovers=list(left), repaired=repaired)
             for said in ([f"stopped what the earlier run left running: {', '.join(left)}"] if left else []) + (
                     [repaired] if repaired else []):
                 warnings.warn(Notice(said), stacklevel=2)
@@ -117,7 +118,8 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
 
 
 def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.RunDir, observer: Observer, host: Host,
-                starter: TargetStarter, checked: dict[str, object], resumed: dict[str, object] | None) -> RunSummary:
+                starter: TargetStarter, checked: manifest.Prerequisites,
+                resumed: manifest.Resumed | None) -> RunSummary:
     """The run proper, with its folder locked. The manifest ends saying how the run ended:
     complete, interrupted, or failed with the error."""
     try:
@@ -126,13 +128,13 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         if resumed is None:
             run_dir.write_manifest(_manifest(scenario, host, found, checked))
         else:
-            earlier = run_dir.manifest().get("resumed")
-            run_dir.update_manifest(prerequisites=checked, status="starting",
-                                    resumed=[*(earlier if isinstance(earlier, list) else []), resumed])
+            earlier = run_dir.manifest().resumed
+            run_dir.update_manifest(prerequisites=checked, status=manifest.RunStatus.STARTING,
+                                    resumed=[*earlier, resumed])
         run_dir.reserve_space()
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
-        run_dir.update_manifest(status="running")
+        run_dir.update_manifest(status=manifest.RunStatus.RUNNING)
         interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer)
     except KeyboardInterrupt:
         interrupted = True
@@ -141,11 +143,11 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         said = problem or exc
         error = str(said) if isinstance(said, ToolbenchError) else f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(ToolbenchError):  # the error in flight says more
-            run_dir.record_end("failed", error)
+            run_dir.record_end(manifest.RunStatus.FAILED, error)
         if problem is not None:
             raise problem from None
         raise
-    run_dir.record_end("interrupted" if interrupted else "complete", None)
+    run_dir.record_end(manifest.RunStatus.INTERRUPTED if interrupted else manifest.RunStatus.COMPLETE, None)
     if interrupted:
         raise Interrupted(run_dir.path)
     return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
@@ -169,8 +171,8 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
     fails to start fails its cells with the reason, and the other targets run. True when
     the run was interrupted."""
     progress = _Progress()
-    earlier = run_dir.manifest().get("targets")
-    recorded: dict[str, object] = dict(earlier) if isinstance(earlier, dict) else {}
+    # A resumed run keeps what its earlier part recorded of targets it does not start again.
+    recorded = {t.name or t.label: t for t in run_dir.manifest().targets}
     for batch in serving.batches(scenario, todo, run_dir.path / "targets"):
         if progress.last_ran and scenario.cooldown_s:
             time.sleep(scenario.cooldown_s)
@@ -179,16 +181,16 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
         try:
             with starter(batch.spec, batch.workdir, batch.max_concurrency) as running:
                 up = True
-                recorded[batch.name] = serving.manifest_entry(batch.spec, running)
-                run_dir.update_manifest(targets=recorded)
+                recorded[batch.name] = serving.manifest_entry(batch.name, batch.spec, running)
+                run_dir.update_manifest(targets=list(recorded.values()))
                 if _run_cells(scenario, batch.cells, run_dir, host, found, Serving(batch.name, batch.spec, running),
                               observer, progress):
                     return True
         except TargetError as exc:
             if up:
                 raise  # it ran, and did not stop cleanly: not a failure of its cells
-            recorded[batch.name] = serving.manifest_entry(batch.spec, None, str(exc))
-            run_dir.update_manifest(targets=recorded)
+            recorded[batch.name] = serving.manifest_entry(batch.name, batch.spec, None, str(exc))
+            run_dir.update_manifest(targets=list(recorded.values()))
             _fail_cells(scenario, batch.cells, batch.name, f"the target did not start: {exc}", run_dir, found,
                         observer, progress)
     return False
@@ -222,7 +224,7 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
             # interrupted all the same, so that --resume runs it again.
             result = RunResult(_identity(scenario, cell, found[cell.tool].version, target.name),
                                Outcome(Status.INTERRUPTED, error="interrupted before the cell ended"),
-                               timing=Timing(started_at=started_at, ended_at=store.utc_now()))
+                               Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
         progress.last_ran = runnable
         run_dir.append(result)
         observer.cell_finished(progress.index, result)
@@ -263,7 +265,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
                                                               target)
     except HostError as exc:
         return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
-                         timing=Timing(started_at=started_at, ended_at=store.utc_now()))
+                         Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
     ended_at = store.utc_now()
     artifacts = [Artifact(role="stdout", path=run_dir.relative(workdir / "stdout.txt")),
                  Artifact(role="stderr", path=run_dir.relative(workdir / "stderr.txt"))]
@@ -287,12 +289,11 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     cost, probed = _observations(scenario, cell, completed, watched, measurement)
     server_cost = watched.server.summary(measurement.counts.requests_total if measurement else None)
     if measurement is None:
-        return RunResult(identity, outcome, timing=timing, cost=cost, probe=probed, notes=hangs,
-                         server_cost=server_cost)
+        return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
+                         notes=hangs, server_cost=server_cost)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
-    notes = measurement.notes + hangs + _short_run_note(cell, completed.wall_s)
-    return result_from_measurement(identity, outcome, dataclasses.replace(measurement, timing=timing, notes=notes),
-                                   cost=cost, probe=probed, server_cost=server_cost)
+    return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
+                     notes=hangs + _short_run_note(cell, completed.wall_s), server_cost=server_cost)
 
 
 def _reach_if_nothing_counted(m: Measurement | None, completed: Completed, cell: Cell) -> derive.Reach | None:
@@ -346,16 +347,16 @@ def _detect_tools(host: Host, tools: set[str]) -> dict[str, ToolFound]:
 
 
 def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
-              prerequisites: dict[str, object]) -> dict[str, object]:
+              prerequisites: manifest.Prerequisites) -> manifest.Manifest:
     facts = host.facts()
-    return {
-        "toolbench_manifest": 1,
-        "scenario": {"name": scenario.name, "source": scenario.source, "text": scenario.raw_text},
-        "started_at": store.utc_now(),
-        "status": "starting",
-        "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
-                        "argv": sys.argv},
-        "tools": {tool: f.version for tool, f in found.items()},
-        "prerequisites": prerequisites,
-        "observation": {"monitor": dataclasses.asdict(scenario.monitor), "probe": dataclasses.asdict(scenario.probe)},
-    }
+    return manifest.Manifest(
+        scenario=manifest.ScenarioRecord(name=scenario.name, description=scenario.description,
+                                         source=scenario.source, text=scenario.raw_text),
+        started_at=store.utc_now(),
+        environment=manifest.Environment(host=host.label, **dataclasses.asdict(facts),
+                                         python=platform.python_version(), argv=list(sys.argv)),
+        tools=[manifest.ToolRecord(tool, f.version) for tool, f in sorted(found.items())],
+        prerequisites=prerequisites,
+        observation=manifest.Observation(monitor=manifest.MonitorSettings(**dataclasses.asdict(scenario.monitor)),
+                                         probe=manifest.ProbeSettings(**dataclasses.asdict(scenario.probe))),
+    )

@@ -15,6 +15,7 @@ from typing import Callable, ContextManager, Iterator
 from toolbench.errors import TargetError
 from toolbench.hosts import Host
 from toolbench.lifeline import Lifeline, watching
+from toolbench.manifest import TargetRecord
 from toolbench.plan import PlannedCell
 from toolbench.scenario import Scenario
 from toolbench.schema import ServerCost
@@ -103,13 +104,11 @@ def batches(scenario: Scenario, todo: list[PlannedCell], targets_dir: Path) -> l
     return found
 
 
-def manifest_entry(spec: TargetSpec, target: RunningTarget | None, error: str | None = None) -> dict[str, object]:
-    entry: dict[str, object] = {"kind": spec.kind, "label": spec.display, "restart": spec.restart,
-                                "url": target.base_url if target else spec.url,
-                                "version": target.version if target else None}
-    if error is not None:
-        entry["error"] = error
-    return entry
+def manifest_entry(name: str, spec: TargetSpec, target: RunningTarget | None,
+                   error: str | None = None) -> TargetRecord:
+    return TargetRecord(name=name, kind=spec.kind, label=spec.display, restart=spec.restart,
+                        url=target.base_url if target else spec.url, version=target.version if target else None,
+                        error=error)
 
 
 @dataclasses.dataclass(frozen=True)
