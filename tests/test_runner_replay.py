@@ -9,6 +9,7 @@ import pytest
 from replay import Replay, ReplayHost, ReplayTargets
 from toolbench import runner, scenario, store
 from toolbench.errors import Interrupted
+from toolbench.manifest import RunStatus, TargetRecord
 from toolbench.schema import Status
 from toolbench.servers.spec import TargetSpec
 
@@ -69,11 +70,11 @@ def test_an_interrupted_cell_ends_the_run_and_resume_runs_it_again(tmp_path):
         run(s, tmp_path, [AB_OK, Replay("ab/2.3-keepalive", interrupt=True)])
     run_dir = store.RunDir.open(Path(stopped.value.run_dir))
     assert [r.outcome.status for r in run_dir.results()] == [Status.OK, Status.INTERRUPTED]
-    assert run_dir.manifest()["status"] == "interrupted"
+    assert run_dir.manifest().status is RunStatus.INTERRUPTED
     resumed, host = run(s, tmp_path, [AB_OK], resume=run_dir.path)
     assert [argv[2] for argv in host.argvs] == ["8"]  # only the interrupted cell runs again
     assert resumed.finished_cells() == {"ab-c4-ka-rep1", "ab-c8-ka-rep1"}
-    assert resumed.manifest()["status"] == "complete"
+    assert resumed.manifest().status is RunStatus.COMPLETE
 
 
 def test_each_target_starts_once_for_its_cells_sized_for_their_highest_concurrency(tmp_path):
@@ -83,9 +84,9 @@ def test_each_target_starts_once_for_its_cells_sized_for_their_highest_concurren
     ids = [(r.identity.cell_id, r.identity.target_label) for r in run_dir.results()]
     assert ids == [("fast-ab-c4-ka-rep1", "fast"), ("fast-ab-c8-ka-rep1", "fast"),
                    ("slow-ab-c4-ka-rep1", "slow"), ("slow-ab-c8-ka-rep1", "slow")]
-    recorded = run_dir.manifest()["targets"]
-    assert recorded["slow"] == {"kind": "url", "label": "slow", "restart": "once", "url": "http://127.0.0.1:9",
-                                "version": "slow 1.0"}
+    recorded = {t.name: t for t in run_dir.manifest().targets}
+    assert recorded["slow"] == TargetRecord(name="slow", kind="url", label="slow", restart="once",
+                                            url="http://127.0.0.1:9", version="slow 1.0")
 
 
 def test_a_target_restarted_per_cell_starts_for_each_cell(tmp_path):
@@ -106,14 +107,15 @@ def test_a_target_that_does_not_start_fails_its_cells_and_the_others_run(tmp_pat
     assert by_id["fast-ab-c4-ka-rate50-rep1"].outcome.status is Status.UNSUPPORTED  # its own reason stays
     assert by_id["slow-ab-c4-ka-rep1"].outcome.status is Status.OK and len(host.argvs) == 1
     manifest = run_dir.manifest()
-    assert manifest["status"] == "complete"
-    assert "exited with code 3" in manifest["targets"]["fast"]["error"] and manifest["targets"]["slow"]["version"]
+    assert manifest.status is RunStatus.COMPLETE
+    recorded = {t.name: t for t in manifest.targets}
+    assert "exited with code 3" in (recorded["fast"].error or "") and recorded["slow"].version
 
 
 def test_the_manifest_names_each_target_in_json(tmp_path):
     run_dir, _ = run(load(tmp_path, ONE), tmp_path, [AB_OK, AB_OK])
     stored = json.loads((run_dir.path / store.MANIFEST).read_text())
-    assert list(stored["targets"]) == ["url"]
+    assert [t["name"] for t in stored["targets"]] == ["url"]
 
 
 def test_a_bundled_target_on_another_machine_is_refused_in_one_line(tmp_path):

@@ -365,7 +365,7 @@ stop: {{requests: 50}}
     path.write_text(text)
     summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
     (result,) = store.RunDir.open(summary.run_dir).results()
-    assert result.outcome.status is Status.OK and result.counts.requests_ok == 50
+    assert result.outcome.status is Status.OK and result.measurement.counts.requests_ok == 50
     assert result.server_cost is None  # not sampled on another machine: absent, not 0
     # Its log was kept there and fetched when it stopped; nothing answers any more.
     assert "GET /index.html" in (summary.run_dir / "targets" / "command" / "target.stderr.txt").read_text()
