@@ -32,7 +32,8 @@ _CLASSES = (
     ("timeout", ("timeout", "timed out")),
     ("connect", ("connectionrefused", "connection refused", "newconnectionerror", "name or service not known",
                  "no route to host", "connecterror")),
-    ("read", ("connectionreset", "connection reset", "remotedisconnected", "brokenpipe", "incompleteread",
+    ("reset", ("connectionreset", "connection reset")),
+    ("read", ("remotedisconnected", "brokenpipe", "incompleteread",
               "connection aborted", "connectionclosed", "protocolerror", "badstatusline")),
 )
 
@@ -315,7 +316,7 @@ def read_failures_csv(path: Path) -> dict[str, int]:
 
 
 def classify_errors(errors: dict[str, int]) -> tuple[Failures, dict[int, int]]:
-    counts = dict.fromkeys(("connect", "timeout", "read", "http_4xx", "http_5xx", "other"), 0)
+    counts = dict.fromkeys(("connect", "timeout", "read", "reset", "http_4xx", "http_5xx", "other"), 0)
     codes: dict[int, int] = {}
     for text, count in errors.items():
         if m := _STATUS.search(text):

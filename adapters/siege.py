@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing,
+from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, SiegeFigures, Timing,
                               Transfer)
 
 if TYPE_CHECKING:
@@ -185,25 +185,29 @@ def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measuremen
         fidelity=fidelity,
         notes=notes,
         tool_version=_version(raw.stderr + raw.stdout),
+        siege=SiegeFigures(concurrency=s.get("concurrency"), availability_pct=s.get("availability")),
     )
 
 
 def _failure_classes(failed: int, stderr: str, http_errors: int | None) -> Failures:
     """siege counts socket failures without classes; its [error] lines on stderr name them."""
-    connect = timeout = read = 0
+    connect = timeout = read = reset = 0
     for line in _errors(stderr):
         low = line.lower()
         if "refused" in low or "unable to connect" in low:
             connect += 1
         elif "timed out" in low or "timeout" in low:
             timeout += 1
-        elif "reset" in low or "socket read" in low:
+        elif "reset" in low:
+            reset += 1
+        elif "socket read" in low or "read error" in low:
             read += 1
-    classified = connect + timeout + read
+    classified = connect + timeout + read + reset
     if classified > failed:  # more lines than failures: keep the tool's count, unclassified
-        connect = timeout = read = 0
+        connect = timeout = read = reset = 0
         classified = 0
-    return Failures(connect=connect, timeout=timeout, read=read, http=http_errors, other=failed - classified)
+    return Failures(connect=connect, timeout=timeout, read=read, reset=reset, http=http_errors,
+                    other=failed - classified)
 
 
 def _json_summary(text: str, num: Numbers) -> dict[str, float] | None:

@@ -37,7 +37,7 @@ TOOL = "engine"
 FAILURE_DETAIL = "engine_failures"
 # Engine failure kinds -> the schema's failure classes.
 _CLASSES = {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout",
-            "timeout": "timeout", "reset": "read", "closed": "read", "malformed": "other"}
+            "timeout": "timeout", "reset": "reset", "closed": "read", "malformed": "other"}
 
 
 def measurement(out: Collected, version: str | None = None) -> Measurement:
@@ -131,7 +131,7 @@ def _counts(results: list[WorkerResult]) -> Counts:
     http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
     http_5xx = sum(n for c, n in codes.items() if c >= 500)
     failures = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
-                        http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"])
+                        reset=by_class["reset"], http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"])
     responses = sum(codes.values())
     failed = sum(kinds.values()) + http_4xx + http_5xx
     return Counts(requests_total=responses + sum(kinds.values()), requests_ok=responses - http_4xx - http_5xx,
@@ -177,7 +177,8 @@ def _why_nothing(m: Measurement, timeout_s: float) -> str:
     f = m.counts.failures
     parts = [f"{n} {words}" for n, words in ((f.connect, "could not connect"),
                                              (f.timeout, f"no response (or no connection) within {timeout_s:g}s"),
-                                             (f.read, "connection closed or reset before the response"),
+                                             (f.read, "connection closed before the response"),
+                                             (f.reset, "connection reset before the response"),
                                              (f.other, "malformed response")) if n]
     if parts:
         return "no HTTP response: " + ", ".join(parts)
