@@ -147,3 +147,8 @@ def _figure(text: str, name: str) -> float:
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "siege"
+
+
+def test_siegerc_failures_is_finite_and_set_by_the_scenario(tmp_path: Path):
+    assert "failures = 1024\n" in siege.ADAPTER.build(cell(), tmp_path).files["siegerc"]
+    assert "failures = 50\n" in siege.ADAPTER.build(cell(options={"failures": 50}), tmp_path).files["siegerc"]
