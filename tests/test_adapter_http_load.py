@@ -203,3 +203,11 @@ def test_cli_parse_of_usage_output_is_one_line_error(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "usage text" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_first_response_time_is_ttfb_and_the_report_labels_it():
+    from toolbench.report import results
+    lat = http_load.parse(recorded("http_load", "27jun2014-p10_fetches")).latency
+    assert lat.mean_ms is None and lat.ttfb_mean_ms is not None  # no whole-request latency
+    shown = results._mean(lat)
+    assert shown.flag == "first byte only, not the whole request" and shown.sort is None
