@@ -2,6 +2,7 @@
 and reads the RunResult it writes natively (--json-out)."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +34,11 @@ class EngineAdapter(Adapter):
         assert cell.url is not None, "the runner resolves the URL before building"
         argv = [found.path, "-m", "toolbench.engine", cell.url, "-c", str(cell.concurrency),
                 "--json-out", RESULT_FILE, "--no-progress"]
-        if cell.stop.requests is not None:
-            argv += ["-n", str(cell.stop.requests)]
+        # Per connection: c x N in total. The engine shares its budget among a worker's
+        # connections, so the total is exact and a connection may send more or fewer than N.
+        total = cell.stop.total_requests(cell.concurrency)
+        if total is not None:
+            argv += ["-n", str(total)]
         else:
             assert cell.stop.duration_s is not None
             argv += ["-d", f"{cell.stop.duration_s:g}s"]
@@ -85,16 +89,13 @@ def parse(raw: RawOutput) -> Measurement:
         raise ParseError("engine", f"not an engine result: {type(exc).__name__}: {exc}", raw.source) from None
     if result.identity.tool != "engine":
         raise ParseError("engine", f"a result of {result.identity.tool!r}, not of the engine", raw.source)
-    notes = list(result.notes)
+    notes = result.all_notes
     if result.outcome.error and result.outcome.error not in notes:
         notes.append(f"engine: {result.outcome.error}")
     try:
-        return Measurement(tool="engine", timing=result.timing, counts=result.counts, rates=result.rates,
-                           transfer=result.transfer, latency=result.latency, histogram=result.histogram,
-                           latency_uncorrected=result.latency_uncorrected,
-                           histogram_uncorrected=result.histogram_uncorrected, series=result.series,
-                           fidelity=result.fidelity, notes=notes, url=result.identity.url,
-                           concurrency=result.identity.concurrency, tool_version=result.identity.tool_version)
+        return dataclasses.replace(result.measurement, tool="engine", notes=notes, url=result.identity.url,
+                                   concurrency=result.identity.concurrency,
+                                   tool_version=result.identity.tool_version)
     except SchemaError as exc:  # e.g. a fidelity entry for a metric the schema does not have
         raise ParseError("engine", f"not an engine result: {exc}", raw.source) from None
 

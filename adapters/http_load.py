@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolbench import failures
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                missing_program, option)
 from toolbench.errors import HostError, ParseError
@@ -38,8 +39,8 @@ _TALLY = re.compile(r"^(\d+) (timeouts|bad byte counts|bad checksums)$")
 _CODE = re.compile(r"^\s+code (\d{3}) -- (\d+)$")
 _URL_ERROR = re.compile(r"^([a-z]+://\S+?): (.+)$")
 _USAGE = re.compile(r"^usage:\s+\S*http_load\b", re.MULTILINE)
-# A per-URL error message (strerror text or http_load's own) to a failure class.
-_ERROR_CLASSES = (
+# A per-URL error message (strerror text or http_load's own) to a failure class (toolbench.failures).
+FAILURE_TABLE: failures.Table = (
     ("timeout", ("timed out",)),
     ("connect", ("refused", "no route to host", "network is unreachable", "cannot assign requested address",
                  "connect error", "ssl connection failed")),
@@ -76,6 +77,9 @@ class HttpLoadAdapter(Adapter):
         if cell.rate_rps is not None and (cell.rate_rps != int(cell.rate_rps) or not 1 <= cell.rate_rps <= MAX_RATE):
             return Support(False, f"http_load's -rate takes a whole number from 1 to {MAX_RATE}, "
                                   f"not {cell.rate_rps:g}")
+        if cell.stop.requests_per_connection is not None:
+            return Support(False, "http_load counts fetches in total (-fetches), over new connections each "
+                                  "time: it has no count per connection")
         duration = cell.stop.duration_s
         if duration is not None and (duration != int(duration) or duration < 1):
             return Support(False, f"http_load's -seconds takes whole seconds, not {duration:g}s")
@@ -160,12 +164,9 @@ def _counts(fetches: int, codes: dict[int, int], tallies: dict[str, int], errors
     http_4xx = sum(n for code, n in codes.items() if 400 <= code < 500)
     http_5xx = sum(n for code, n in codes.items() if 500 <= code < 600)
     odd_codes = sum(n for code, n in codes.items() if not 200 <= code < 600)
-    classes = dict.fromkeys(("connect", "read", "other"), 0)
-    for message, count in errors.items():
-        lowered = message.lower()
-        kind = next((k for k, needles in _ERROR_CLASSES if any(n in lowered for n in needles)), "other")
-        if kind != "timeout":  # counted from the summary's own "N timeouts" line
-            classes[kind] += count
+    by_class = failures.tally(errors, FAILURE_TABLE)
+    # Timeouts are counted from the summary's own "N timeouts" line.
+    classes = {name: by_class[name] for name in ("connect", "read", "other")}
     timeouts = tallies.get("timeouts", 0)
     without_status = fetches - sum(codes.values())
     explained = timeouts + sum(classes.values())

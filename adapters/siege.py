@@ -8,11 +8,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolbench import failures
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version,
                                option)
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing,
+from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, SiegeFigures, Timing,
                               Transfer)
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from toolbench.plan import Cell
 
 MIB = 1024 * 1024
+DEFAULT_FAILURES = 1024  # siege's own default: socket failures (5xx included) before it gives up
 BODY_FILE = "body"
 
 # Written for every run: Debian's /etc/siege/siegerc turns JSON output on, and a
@@ -27,6 +29,16 @@ BODY_FILE = "body"
 # Logging stays off: with it on, siege 4.0.7 often hangs after a timed (-t) run
 # (3 runs in 8 at -c 50 here; none in 8 with it off). The JSON summary has every
 # figure the log line has.
+#
+# `failures` stays finite (siege's own default, 1024, as in study 000). A timed run (-t) ends
+# by cancelling siege's threads (pthread_cancel from its timer), and a thread cancelled while
+# glibc's malloc lock is held leaves the others deadlocked in free() as they exit, main waiting
+# in pthread_join forever with SIGTERM blocked (gdb on a hung siege 4.0.7). Against a server
+# answering mostly 503 each thread fails fast and over and over (browser.c returns FALSE for
+# any 5xx, and __increment_failures() ends in pthread_testcancel()), so the cancel lands there
+# often: 2 hangs in 5 runs of -c 100 -t 2S here with failures = 2147483647. With a finite
+# bound each thread leaves its loop by itself once siege has counted that many failures
+# (browser.c: `if (my.failures > 0 && my.failed >= my.failures) break;`), before any cancel.
 SIEGERC = """\
 verbose = false
 color = off
@@ -40,7 +52,7 @@ concurrent = {concurrency}
 limit = {limit}
 benchmark = true
 timeout = {timeout}
-failures = 2147483647
+failures = {failures}
 internet = false
 accept-encoding =
 chunked = true
@@ -64,12 +76,19 @@ _LOG_HEADER = re.compile(r"^\s*Date & Time,\s*Trans,")
 _VERSION = re.compile(r"SIEGE (\d[\w.\-]*)")
 _ERROR = re.compile(r"\[error\]\s*(.*)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # siege colours "[error]" unless told not to
+# siege's [error] lines to failure classes (toolbench.failures), first match wins.
+FAILURE_TABLE: failures.Table = (
+    ("connect", ("refused", "unable to connect")),
+    ("timeout", ("timed out", "timeout")),
+    ("reset", ("reset",)),
+    ("read", ("socket read", "read error")),
+)
 _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 
 class SiegeAdapter(Adapter):
     name = "siege"
-    option_types = {"timeout_s": int}
+    option_types = {"timeout_s": int, "failures": int}
     # siege 4.0.7 sometimes never exits after a timed run (a thread cancelled while it
     # holds a glibc lock; upstream issues #4 and #66): such a run is killed at the hard
     # limit, kept, noted, and run again, at most this many more times.
@@ -93,10 +112,13 @@ class SiegeAdapter(Adapter):
         assert cell.url is not None, "the runner resolves the URL before building"
         rc = SIEGERC.format(connection="keep-alive" if cell.keepalive else "close",
                             concurrency=cell.concurrency, limit=max(255, cell.concurrency),
-                            timeout=option(cell, "timeout_s", 30))
+                            timeout=option(cell, "timeout_s", 30),
+                            failures=max(1, option(cell, "failures", DEFAULT_FAILURES)))
         # Never -g: with keep-alive it hangs. -R makes siege ignore every other siegerc.
         argv = [found.path, "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
-        if cell.stop.requests is not None:
+        if cell.stop.requests_per_connection is not None:
+            argv += ["-r", str(cell.stop.requests_per_connection)]  # siege's own: each user N times
+        elif cell.stop.requests is not None:
             argv += ["-r", str(math.ceil(cell.stop.requests / cell.concurrency))]
         else:
             assert cell.stop.duration_s is not None
@@ -149,6 +171,9 @@ def parse(raw: RawOutput) -> Measurement:
 def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measurement:
     notes = [f"figures from siege's {source}",
              "siege reports times in hundredths of a second and data in MB with two decimals"]
+    if "aborted due to excessive socket failure" in raw.stderr:
+        notes.append("siege stopped early: it counted as many failures as its siegerc's `failures` allows "
+                     "(tools.siege.failures)")
     fidelity: dict[str, Fidelity] = {}
     transactions = int(s["transactions"])
     failed = int(s.get("failed_transactions", 0))
@@ -186,25 +211,20 @@ def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measuremen
         fidelity=fidelity,
         notes=notes,
         tool_version=_version(raw.stderr + raw.stdout),
+        siege=SiegeFigures(concurrency=s.get("concurrency"), availability_pct=s.get("availability")),
     )
 
 
 def _failure_classes(failed: int, stderr: str, http_errors: int | None) -> Failures:
     """siege counts socket failures without classes; its [error] lines on stderr name them."""
-    connect = timeout = read = 0
-    for line in _errors(stderr):
-        low = line.lower()
-        if "refused" in low or "unable to connect" in low:
-            connect += 1
-        elif "timed out" in low or "timeout" in low:
-            timeout += 1
-        elif "reset" in low or "socket read" in low:
-            read += 1
-    classified = connect + timeout + read
+    by_class = failures.tally(_errors(stderr), FAILURE_TABLE)
+    connect, timeout, read, reset = by_class["connect"], by_class["timeout"], by_class["read"], by_class["reset"]
+    classified = connect + timeout + read + reset
     if classified > failed:  # more lines than failures: keep the tool's count, unclassified
-        connect = timeout = read = 0
+        connect = timeout = read = reset = 0
         classified = 0
-    return Failures(connect=connect, timeout=timeout, read=read, http=http_errors, other=failed - classified)
+    return Failures(connect=connect, timeout=timeout, read=read, reset=reset, http=http_errors,
+                    other=failed - classified)
 
 
 def _json_summary(text: str, num: Numbers) -> dict[str, float] | None:

@@ -194,10 +194,10 @@ def test_cli_parse_json_over_fixtures():
     assert proc.returncode == 0, proc.stderr
     results = {r["identity"]["cell_id"]: r for r in json.loads(proc.stdout)}
     ok, refused = results["27jun2014-p10_fetches"], results["27jun2014-refused"]
-    assert ok["outcome"]["status"] == "ok" and ok["counts"]["requests_total"] == 20000
-    assert ok["rates"]["rps"] == 20632.9
+    assert ok["outcome"]["status"] == "ok" and ok["measurement"]["counts"]["requests_total"] == 20000
+    assert ok["measurement"]["rates"]["rps"] == 20632.9
     assert refused["outcome"]["status"] == "failed"
-    assert refused["counts"]["failures"]["connect"] == 10
+    assert refused["measurement"]["counts"]["failures"]["connect"] == 10
 
 
 def test_cli_parse_of_usage_output_is_one_line_error(tmp_path):
@@ -207,3 +207,16 @@ def test_cli_parse_of_usage_output_is_one_line_error(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "usage text" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_requests_per_connection_is_planned_unsupported_with_the_reason():
+    support = http_load.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=10)))
+    assert not support.ok and "per connection" in support.reason
+
+
+def test_first_response_time_is_ttfb_and_the_report_labels_it():
+    from toolbench.report import results
+    lat = http_load.parse(recorded("http_load", "27jun2014-p10_fetches")).latency
+    assert lat.mean_ms is None and lat.ttfb_mean_ms is not None  # no whole-request latency
+    shown = results._mean(lat)
+    assert shown.flag == "first byte only, not the whole request" and shown.sort is None

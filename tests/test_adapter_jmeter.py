@@ -108,7 +108,7 @@ def test_fast_and_slow_paths_and_block_sizes_give_the_same_figures(monkeypatch):
     split = read_jtl(FOLDER / "5.6.3-assertion.jtl").aggregate
     assert (split.rows, split.ok, split.classes, split.received, split.sent) == \
         (whole.rows, whole.ok, whole.classes, whole.received, whole.sent)
-    assert (split.elapsed == whole.elapsed).all() and split.latency == whole.latency
+    assert (split.times.tally == whole.times.tally).all() and split.latency == whole.latency
     assert split.series() == whole.series()
 
 
@@ -261,7 +261,7 @@ def test_cli_parses_a_jtl_with_its_stdout():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     (record,) = json.loads(done.stdout)
-    assert record["counts"]["requests_total"] == 2000 and record["rates"]["rps"] == 2490.7
+    assert record["measurement"]["counts"]["requests_total"] == 2000 and record["measurement"]["rates"]["rps"] == 2490.7
     assert record["outcome"]["status"] == "ok"
     bad = subprocess.run([str(REPO / ".venv" / "bin" / "toolbench"), "parse", "--tool", "jmeter",
                           str(FOLDER / "5.6.3-appended.jtl")], capture_output=True, text=True, timeout=120)
@@ -368,3 +368,9 @@ def test_classify_roles():
     assert classify(Path("r.xml"), (FOLDER / "5.6.3-xml.jtl").read_text()[:500]) == "jtl"
     assert classify(Path("run.txt"), (FOLDER / "5.6.3-csv.txt").read_text()) == "stdout"
     assert classify(Path("p.jmx"), (FOLDER / "5.6.3-csv.jmx").read_text()) == "plan"
+
+
+def test_requests_per_connection_loops_each_thread_n_times():
+    text = jmeter.test_plan(cell(stop=StopSpec(requests_per_connection=7), concurrency=4))
+    assert '<stringProp name="LoopController.loops">7</stringProp>' in text and "rounded" not in text
+    assert jmeter.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=7))).ok

@@ -1,13 +1,18 @@
 """siege's parser over output recorded from the real siege (commands in fixtures/siege/README.md)."""
+import shutil
+import subprocess
+import re
 from pathlib import Path
 
 import pytest
 
 from conftest import recorded
+from toolbench import invariants
 from toolbench.adapter import Found, Missing, RawOutput
 from toolbench.adapters import siege
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
+from toolbench.hosts import LocalHost
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
 from toolbench.schema import Fidelity, Status
@@ -69,7 +74,7 @@ def test_resets_are_classed_from_the_error_lines():
     m = parse("4.0.7-reset")
     assert m.counts.requests_total == 10
     f = m.counts.failures
-    assert (f.connect, f.read, f.other) == (3, 7, 0)
+    assert (f.connect, f.read, f.reset, f.other) == (3, 0, 7, 0)
 
 
 def test_verbose_lines_give_status_codes():
@@ -126,3 +131,53 @@ def test_fidelity_marks_what_toolbench_derived():
     assert m.fidelity["counts.requests_total"] is Fidelity.DERIVED
     assert m.fidelity["rates.rps_derived"] is Fidelity.DERIVED
     assert "rates.rps" not in m.fidelity  # reported by the tool itself
+
+
+def test_build_requests_per_connection_is_sieges_own_r(tmp_path):
+    inv = siege.ADAPTER.build(cell(concurrency=7, stop=StopSpec(requests_per_connection=3)), tmp_path, FOUND)
+    assert inv.argv[inv.argv.index("-r") + 1] == "3" and "-t" not in inv.argv
+    assert siege.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=3))).ok
+
+
+def test_a_live_run_of_r_sends_n_requests_per_connection(tmp_path, nginx):
+    if shutil.which("siege") is None:
+        pytest.skip("siege is not installed")
+    c = cell(concurrency=4, keepalive=True, stop=StopSpec(requests_per_connection=5), url=nginx.base_url + "/")
+    found = siege.ADAPTER.detect(LocalHost())
+    assert isinstance(found, Found), found
+    inv = siege.ADAPTER.build(c, tmp_path, found)
+    for name, content in inv.files.items():
+        (tmp_path / name).write_text(content)
+    done = subprocess.run(inv.argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    files = {role: tmp_path / name for role, name in inv.outputs.items() if (tmp_path / name).exists()}
+    m = siege.ADAPTER.parse(RawOutput(stdout=done.stdout, stderr=done.stderr, exit_code=done.returncode,
+                                      files=files, source=str(tmp_path)))
+    assert m.counts.requests_total == 4 * 5 and m.counts.requests_failed == 0
+
+
+@pytest.mark.parametrize("case", ["4.0.4-seed-gunicorn-w1-sync-c1000", "4.0.7-benchmark-j", "4.0.7-refused"])
+def test_siege_own_concurrency_and_availability_are_kept(case):
+    m = invariants.check(parse(case))
+    text = (FIXTURES / f"{case}.txt").read_text() + _stderr(case)
+    assert m.siege.concurrency == _figure(text, "concurrency")
+    assert m.siege.availability_pct == _figure(text, "availability")
+
+
+def _stderr(case: str) -> str:
+    path = FIXTURES / f"{case}.stderr.txt"
+    return path.read_text() if path.exists() else ""
+
+
+def _figure(text: str, name: str) -> float:
+    """The figure as the recording prints it, in its text or its JSON form."""
+    m = re.search(rf'(?im)^\s*"?{name}"?:\s+([\d.]+)', text)
+    assert m, name
+    return float(m.group(1))
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "siege"
+
+
+def test_siegerc_failures_is_finite_and_set_by_the_scenario(tmp_path: Path):
+    assert "failures = 1024\n" in siege.ADAPTER.build(cell(), tmp_path, FOUND).files["siegerc"]
+    assert "failures = 50\n" in siege.ADAPTER.build(cell(options={"failures": 50}), tmp_path, FOUND).files["siegerc"]

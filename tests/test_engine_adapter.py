@@ -95,7 +95,7 @@ def test_the_report_shows_the_uncorrected_latency_beside_the_corrected() -> None
     ctx = Context.of([RunView(name="r", label="", href=".", manifest={}, results=results)])
     notes = {row.values[0].text + " " + row.values[1].text: row.note
              for row in percentiles_section(ctx).tables[0].rows}
-    unc = results[0].latency_uncorrected
+    unc = results[0].measurement.latency_uncorrected
     assert unc is not None and unc.percentiles.p99_ms is not None
     assert notes["engine workers=1 open 500/s on"].startswith("Open model:")
     assert f"p99 {fmt.number(unc.percentiles.p99_ms, 0.001)} ms" in notes["engine workers=1 open 500/s on"]
@@ -153,3 +153,8 @@ def test_recorder_flush_is_exact() -> None:
         assert sample.responses == n and sample.max_us == (max(values_ns) + 500) // 1000
         assert rec.moments.sum_us == sum((v + 500) // 1000 for v in values_ns)
         assert len(rec.lat) == 0
+
+
+def test_build_requests_per_connection_is_a_total_of_concurrency_times_n(tmp_path: Path):
+    inv = ADAPTER.build(cell(concurrency=8, stop=StopSpec(requests_per_connection=10)), tmp_path, FOUND)
+    assert inv.argv[inv.argv.index("-n") + 1] == "80" and "-d" not in inv.argv

@@ -1,6 +1,7 @@
 """The workers' results, merged exactly, in the common schema."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 from collections import defaultdict
@@ -8,7 +9,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench import histogram
+from toolbench import failures, histogram
 from toolbench.engine.coordinator import Collected
 from toolbench.engine.stats import Moments, WorkerResult
 from toolbench.schema import (
@@ -27,17 +28,22 @@ from toolbench.schema import (
     Status,
     Timing,
     Transfer,
-    replace,
-    result_from_measurement,
+
 )
 
 TOOL = "engine"
 # A note for people: the engine's failure kinds are finer than the schema's classes (refused
 # vs other connect errors, reset vs closed). The classes are in Counts; nothing reads this back.
 FAILURE_DETAIL = "engine_failures"
-# Engine failure kinds -> the schema's failure classes.
-_CLASSES = {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout",
-            "timeout": "timeout", "reset": "read", "closed": "read", "malformed": "other"}
+# Engine failure kinds (engine.stats.FAILURE_KINDS) to the schema's classes (toolbench.failures):
+# connect_timeout is a timeout, so timeout comes first.
+FAILURE_TABLE: failures.Table = (
+    ("timeout", ("timeout",)),
+    ("connect", ("connect_refused", "connect_other")),
+    ("reset", ("reset",)),
+    ("read", ("closed",)),
+    ("other", ("malformed",)),
+)
 
 
 def measurement(out: Collected, version: str | None = None) -> Measurement:
@@ -56,7 +62,7 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     received = sum(r.received_bytes for r in results)
     connects = sum(r.connects for r in results)
     ttfb_count = sum(r.ttfb_count for r in results)
-    latency = replace(
+    latency = dataclasses.replace(
         _latency(hist, moments),
         connect_mean_ms=(sum(r.connect_sum_ns for r in results) / connects / 1e6) if connects else None,
         ttfb_mean_ms=(sum(r.ttfb_sum_ns for r in results) / ttfb_count / 1e6) if ttfb_count else None)
@@ -75,7 +81,7 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
         tool=TOOL,
         timing=Timing(started_at=_iso(started), ended_at=_iso(started + duration_s) if started else None,
                       duration_s=duration_s, wall_s=out.wall_s),
-        counts=replace(counts, connections_opened=connects),
+        counts=dataclasses.replace(counts, connections_opened=connects),
         rates=Rates(rps=total / duration_s, rps_derived=total / duration_s),
         transfer=Transfer(received_bytes=received, sent_bytes=sum(r.sent_bytes for r in results),
                           received_bytes_per_s=received / duration_s),
@@ -113,8 +119,7 @@ def run_result(out: Collected, version: str | None = None) -> RunResult:
     cpu = out.cpu_user_s + out.cpu_system_s
     cost = GeneratorCost(cpu_user_s=out.cpu_user_s, cpu_system_s=out.cpu_system_s,
                          cpu_us_per_request=(cpu / total * 1e6) if total else None)
-    return result_from_measurement(identity, Outcome(status=status, exit_code=None, error=error), m,
-                                   cost=cost)
+    return RunResult(identity, Outcome(status=status, exit_code=None, error=error), m, cost=cost)
 
 
 def _counts(results: list[WorkerResult]) -> Counts:
@@ -125,34 +130,25 @@ def _counts(results: list[WorkerResult]) -> Counts:
             codes[code] += n
         for kind, n in r.failures.items():
             kinds[kind] += n
-    by_class: dict[str, int] = defaultdict(int)
-    for kind, n in kinds.items():
-        by_class[_CLASSES[kind]] += n
+    by_class = failures.tally(kinds, FAILURE_TABLE)
     http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
     http_5xx = sum(n for c, n in codes.items() if c >= 500)
-    failures = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
+    classes = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"], reset=by_class["reset"],
                         http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"])
     responses = sum(codes.values())
     failed = sum(kinds.values()) + http_4xx + http_5xx
     return Counts(requests_total=responses + sum(kinds.values()), requests_ok=responses - http_4xx - http_5xx,
-                  requests_failed=failed, failures=failures, status_codes=dict(sorted(codes.items())))
+                  requests_failed=failed, failures=classes, status_codes=dict(sorted(codes.items())))
 
 
 def _series(results: list[WorkerResult]) -> list[SecondSample]:
-    merged: dict[int, list[Any]] = {}
+    """The workers' seconds summed; the mean and max are of the responses, in µs."""
+    tally = histogram.PerRequest(TOOL, unit_ms=0.001)
     for r in results:
-        for s in r.series:
-            row = merged.setdefault(s.second, [0, 0, 0, 0, None])
-            row[0] += s.responses
-            row[1] += s.failed
-            row[2] += s.errors
-            row[3] += s.sum_us
-            if s.max_us is not None:
-                row[4] = s.max_us if row[4] is None else max(row[4], s.max_us)
-    return [SecondSample(second=sec, requests=resp + failed, errors=errors,
-                         latency_mean_ms=(total_us / resp / 1000.0) if resp else None,
-                         latency_max_ms=_ms(top))
-            for sec, (resp, failed, errors, total_us, top) in sorted(merged.items())]
+        tally.add_seconds([s.second for s in r.series], [s.responses + s.failed for s in r.series],
+                          [s.errors for s in r.series], [s.responses for s in r.series],
+                          [s.sum_us for s in r.series], [s.max_us for s in r.series])
+    return tally.series(first=0)
 
 
 def _latency(hist: HdrHistogram, moments: Moments) -> Latency:
@@ -177,7 +173,8 @@ def _why_nothing(m: Measurement, timeout_s: float) -> str:
     f = m.counts.failures
     parts = [f"{n} {words}" for n, words in ((f.connect, "could not connect"),
                                              (f.timeout, f"no response (or no connection) within {timeout_s:g}s"),
-                                             (f.read, "connection closed or reset before the response"),
+                                             (f.read, "connection closed before the response"),
+                                             (f.reset, "connection reset before the response"),
                                              (f.other, "malformed response")) if n]
     if parts:
         return "no HTTP response: " + ", ".join(parts)
@@ -197,7 +194,7 @@ def _with_fidelity(m: Measurement) -> Measurement:
     for name in ("histogram", "latency_uncorrected", "histogram_uncorrected", "series"):
         if getattr(m, name):
             fidelity[name] = Fidelity.REPORTED
-    return replace(m, fidelity=fidelity)
+    return dataclasses.replace(m, fidelity=fidelity)
 
 
 def _walk(obj: Any, prefix: str, out: dict[str, Fidelity]) -> None:

@@ -8,7 +8,7 @@ from toolbench.report import fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.cost import cpu_us_per_request
 from toolbench.report.view import Column, Link, Row, Section, Table, Value, num, text
-from toolbench.schema import RunResult, Status
+from toolbench.schema import Latency, RunResult, Status
 
 NOT_BAD = (Status.OK, Status.UNSUPPORTED, Status.TOOL_MISSING)  # a cell not run is no failure
 
@@ -22,7 +22,7 @@ def shared_notes(ctx: Context) -> dict[str, list[str]]:
             by_tool[r.identity.label].append(r)
     out = {}
     for tool, results in by_tool.items():
-        common = [n for n in results[0].notes if all(n in r.notes for r in results[1:])]
+        common = [n for n in results[0].all_notes if all(n in r.all_notes for r in results[1:])]
         if common and len(results) > 1:
             out[tool] = common
     return out
@@ -33,8 +33,10 @@ def results_section(ctx: Context) -> Section:
         return Section("results", "All results", absent="This run has no results yet.")
     with_cost = any(r.cost is not None for _, r in ctx.results)
     with_probe = any(r.probe is not None for _, r in ctx.results)
+    with_server = any(r.server_cost is not None for _, r in ctx.results)
     shared = shared_notes(ctx)
-    rows = tuple(_row(ctx, run, r, with_cost, with_probe, shared.get(r.identity.label, [])) for run, r in ctx.results)
+    rows = tuple(_row(ctx, run, r, (with_cost, with_server, with_probe), shared.get(r.identity.label, []))
+                 for run, r in ctx.results)
     cols = ([Column("run")] if ctx.several else []) + [
         Column("cell"), Column("tool"), Column("concurrency", True), Column("keep-alive"),
         Column("rep", True, "repetition"), Column("status"), Column("requests", True), Column("failed", True),
@@ -44,6 +46,8 @@ def results_section(ctx: Context) -> Section:
         Column("p50 ms", True), Column("p99 ms", True), Column("max ms", True)]
     if with_cost:
         cols.append(Column("CPU µs/req", True, "generator CPU time per request"))
+    if with_server:
+        cols.append(Column("server CPU µs/req", True, "the target's CPU time per request"))
     if with_probe:
         cols.append(Column("probe ms", True, "the probe's median during the load"))
     cols.append(Column("raw", title="the tool's own output, by relative path"))
@@ -56,35 +60,47 @@ def results_section(ctx: Context) -> Section:
                    tables=(Table(tuple(cols), rows, css="results"),))
 
 
-def _row(ctx: Context, run: RunView, r: RunResult, with_cost: bool, with_probe: bool, shared: list[str]) -> Row:
-    res = r.latency.resolution_ms
+def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool], shared: list[str]) -> Row:
+    with_cost, with_server, with_probe = shown
+    res = r.measurement.latency.resolution_ms
     rps, tried = stats.throughput(r), stats.attempted(r)
-    c = r.counts
+    c = r.measurement.counts
     errors = (c.requests_failed / c.requests_total * 100.0
               if c.requests_failed is not None and c.requests_total else None)
-    lat = r.latency
+    lat = r.measurement.latency
     links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts)
     version = f" {r.identity.tool_version}" if r.identity.tool_version else ""
     values = ([text(run.label)] if ctx.several else []) + [
         text(r.identity.cell_id), text(r.identity.label + version),
         num(fmt.number(r.identity.concurrency), r.identity.concurrency), text(fmt.yes_no(r.identity.keepalive)),
         num(str(r.identity.repetition), r.identity.repetition), text(r.outcome.status.value.replace("_", " ")),
-        num(fmt.number(r.counts.requests_total), r.counts.requests_total),
-        num(fmt.number(r.counts.requests_failed), r.counts.requests_failed),
+        num(fmt.number(r.measurement.counts.requests_total), r.measurement.counts.requests_total),
+        num(fmt.number(r.measurement.counts.requests_failed), r.measurement.counts.requests_failed),
         num(fmt.number(rps), rps, derived=rps is not None and stats.throughput_derived(r)),
-        num(fmt.number(tried), tried, derived=r.rates.rps is None and tried is not None),
+        num(fmt.number(tried), tried, derived=r.measurement.rates.rps is None and tried is not None),
         num(fmt.percent(errors), errors),
-        _ms(lat.mean_ms, res), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
+        _mean(lat), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
         _ms(lat.max_ms, res)]
     if with_cost:
         cpu, derived = cpu_us_per_request(r)
         values.append(num(fmt.number(cpu), cpu, derived=derived))
+    if with_server:
+        spent = r.server_cost.cpu_us_per_request if r.server_cost else None
+        values.append(num(fmt.number(spent), spent))
     if with_probe:
         probe = groups.median(r.probe.samples_ms) if r.probe else None
         values.append(num(fmt.number(probe), probe))
     values.append(Value("" if links else fmt.ABSENT, links=links))
     return Row(tuple(values), bad=r.outcome.status not in NOT_BAD, error=r.outcome.error or "",
-               note="; ".join(n for n in r.notes if n not in shared))
+               note="; ".join(n for n in r.all_notes if n not in shared))
+
+
+def _mean(lat: Latency) -> Value:
+    """The mean of whole requests; a tool that times only the first byte (http_load) shows that,
+    labelled as what it is, never as a whole request's time."""
+    if lat.mean_ms is None and lat.ttfb_mean_ms is not None:
+        return num(fmt.number(lat.ttfb_mean_ms, lat.resolution_ms), None, flag="first byte only, not the whole request")
+    return _ms(lat.mean_ms, lat.resolution_ms)
 
 
 def _ms(value: float | None, resolution: float | None) -> Value:
