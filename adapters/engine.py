@@ -3,7 +3,6 @@ and reads the RunResult it writes natively (--json-out)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
