@@ -2,7 +2,6 @@
 JSON summary (-j) and its log line (--log)."""
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path

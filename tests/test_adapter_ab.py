@@ -1,4 +1,5 @@
 """ab's parser over output recorded from the real ab 2.3 (commands in fixtures/ab/README.md)."""
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Status, TimesRow, replace
+from toolbench.schema import Fidelity, Status, TimesRow
 
 
 def parse(case: str, **files: str):
@@ -128,9 +129,9 @@ def test_the_whole_table_of_the_threading_study():
 
 def test_a_table_row_out_of_order_is_a_parse_error():
     m = parse("seed-threading-c500")
-    times = replace(m.latency.connection_times, connect=TimesRow(10.0, 33.0, 1.0, 0.0, 5.0))  # mean above max
+    times = dataclasses.replace(m.latency.connection_times, connect=TimesRow(10.0, 33.0, 1.0, 0.0, 5.0))  # mean above max
     with pytest.raises(ParseError, match="connection_times.connect.max_ms: 5 is below mean_ms"):
-        invariants.check(replace(m, latency=replace(m.latency, connection_times=times)))
+        invariants.check(dataclasses.replace(m, latency=dataclasses.replace(m.latency, connection_times=times)))
 
 
 def test_a_reset_without_r_ends_ab_and_is_a_reset():
