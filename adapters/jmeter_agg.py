@@ -69,7 +69,7 @@ class Aggregate:
         self.classes = dict.fromkeys(failures.CLASSES, 0)
         self.has_codes = True
         self.status = np.zeros(MAX_STATUS, np.int64)
-        self.times = histogram.PerRequest("jmeter")  # elapsed ms: the tally and the series
+        self.times = histogram.PerRequest("jmeter", seconds_field="timeStamp")  # elapsed ms: the tally and the series
         self.ts_min: int | None = None
         self.end_max: int | None = None
         self.received: int | None = None

@@ -34,6 +34,8 @@ def read_jtl(path: Path) -> Jtl:
         return _read(path)
     except JtlError as exc:
         raise ParseError("jmeter", str(exc), str(path)) from None
+    except ParseError as exc:  # from the one number reader or the aggregator: named with this file
+        raise ParseError("jmeter", exc.detail, str(path)) from None
     except OSError as exc:
         raise ParseError("jmeter", f"cannot read the JTL: {exc.strerror or exc}", str(path)) from None
     except Exception as exc:  # no check foresaw it: still this file's fault to the caller, with what broke

@@ -141,7 +141,7 @@ def test_whatever_breaks_inside_the_reader_is_a_parse_error(monkeypatch, tmp_pat
     (tmp_path / "folder.jtl").mkdir()
     monkeypatch.setattr(jmeter_reader, "MIN_BYTES", 0)
     monkeypatch.setattr(jmeter_reader, "workers", lambda: 2)
-    for name, message in (("apart", "timeStamps span more than"), ("cr", "unreadable JTL: Error: new-line"),
+    for name, message in (("apart", "timeStamp: they span more than"), ("cr", "unreadable JTL: Error: new-line"),
                           ("folder", "cannot read the JTL: Is a directory"), ("absent", "No such file")):
         with pytest.raises(ParseError, match=f"jmeter: cannot parse output \\(.*{name}.jtl\\): .*{message}"):
             read_jtl(tmp_path / f"{name}.jtl")

@@ -18,6 +18,7 @@ class ParseError(ToolbenchError):
         super().__init__(f"{tool}: cannot parse output{where}: {message}")
         self.tool = tool
         self.source = source
+        self.detail = message  # what is wrong, without the tool and the source
 
 
 class AdapterError(ToolbenchError):
@@ -33,6 +34,7 @@ class ParserCrash(ParseError):
         Exception.__init__(self, f"{tool}: parser crashed: {type(exc).__name__}: {message}".rstrip(": "))
         self.tool = tool
         self.source = None
+        self.detail = f"parser crashed: {type(exc).__name__}: {message}"
 
 
 class TargetError(ToolbenchError):
