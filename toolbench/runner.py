@@ -113,6 +113,7 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         if resumed is None:
             run_dir.write_manifest(_manifest(scenario, host, found, checked))
         else:
+            _same_profile(scenario, run_dir)
             earlier = run_dir.manifest().get("resumed")
             run_dir.update_manifest(prerequisites=checked, status="starting",
                                     resumed=[*(earlier if isinstance(earlier, list) else []), resumed])
@@ -372,12 +373,23 @@ def _detect_tools(host: Host, tools: set[str]) -> dict[str, ToolFound]:
     return found
 
 
+def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:
+    """A resumed run keeps the profile it started with: another would plan other cells."""
+    stored = run_dir.manifest().get("scenario")
+    was = stored.get("profile") if isinstance(stored, dict) else None
+    if was != scenario.profile:
+        said = f"--profile {was}" if was else "no --profile"
+        raise ToolbenchError(f"{run_dir.path}: this run was started with {said}; resume it the same way")
+
+
 def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
               prerequisites: dict[str, object]) -> dict[str, object]:
     facts = host.facts()
     return {
         "toolbench_manifest": 1,
-        "scenario": {"name": scenario.name, "source": scenario.source, "text": scenario.raw_text},
+        "scenario": {"name": scenario.name, "source": scenario.source, "text": scenario.raw_text,
+                     "profile": scenario.profile, "compare": scenario.compare,
+                     "description": scenario.description},
         "started_at": store.utc_now(),
         "status": "starting",
         "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
