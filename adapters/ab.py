@@ -58,8 +58,9 @@ class AbAdapter:
             outputs["tsv"] = "requests.tsv"
         if cell.keepalive:
             argv.append("-k")
-        if cell.stop.requests is not None:
-            argv += ["-n", str(cell.stop.requests)]
+        total = cell.stop.total_requests(cell.concurrency)  # per connection: ab's -n is c x N
+        if total is not None:
+            argv += ["-n", str(total)]
         else:
             assert cell.stop.duration_s is not None
             cap = max(AB_T_ALONE_CAP, int(cell.stop.duration_s * MAX_RPS_FOR_TABLE))

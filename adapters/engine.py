@@ -42,8 +42,11 @@ class EngineAdapter:
         assert cell.url is not None, "the runner resolves the URL before building"
         argv = [sys.executable, "-m", "toolbench.engine", cell.url, "-c", str(cell.concurrency),
                 "--json-out", RESULT_FILE, "--no-progress"]
-        if cell.stop.requests is not None:
-            argv += ["-n", str(cell.stop.requests)]
+        # Per connection: c x N in total. The engine shares its budget among a worker's
+        # connections, so the total is exact and a connection may send more or fewer than N.
+        total = cell.stop.total_requests(cell.concurrency)
+        if total is not None:
+            argv += ["-n", str(total)]
         else:
             assert cell.stop.duration_s is not None
             argv += ["-d", f"{cell.stop.duration_s:g}s"]

@@ -72,6 +72,9 @@ class HttpLoadAdapter:
         if cell.rate_rps is not None and (cell.rate_rps != int(cell.rate_rps) or not 1 <= cell.rate_rps <= MAX_RATE):
             return Support(False, f"http_load's -rate takes a whole number from 1 to {MAX_RATE}, "
                                   f"not {cell.rate_rps:g}")
+        if cell.stop.requests_per_connection is not None:
+            return Support(False, "http_load counts fetches in total (-fetches), over new connections each "
+                                  "time: it has no count per connection")
         duration = cell.stop.duration_s
         if duration is not None and (duration != int(duration) or duration < 1):
             return Support(False, f"http_load's -seconds takes whole seconds, not {duration:g}s")

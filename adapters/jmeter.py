@@ -145,7 +145,9 @@ def test_plan(cell: "Cell") -> str:
     url = urlsplit(cell.url)
     req = cell.request
     loops = rounded = None
-    if cell.stop.requests is not None:
+    if cell.stop.requests_per_connection is not None:
+        loops, rounded = cell.stop.requests_per_connection, False  # JMeter's own: each thread loops N times
+    elif cell.stop.requests is not None:
         loops = math.ceil(cell.stop.requests / cell.concurrency)
         rounded = loops * cell.concurrency != cell.stop.requests
     template = resources.files("toolbench.adapters").joinpath("templates/jmeter.jmx.j2").read_text()
@@ -154,7 +156,7 @@ def test_plan(cell: "Cell") -> str:
                              finalize=jmx_value)
     return env.from_string(template).render(
         cell_id=cell.id, threads=cell.concurrency, loops=loops, rounded=rounded,
-        requests=cell.stop.requests, duration_s=int(cell.stop.duration_s) if loops is None else None,
+        requests=cell.stop.total_requests(cell.concurrency), duration_s=int(cell.stop.duration_s) if loops is None else None,
         host=url.hostname, port=url.port or (443 if url.scheme == "https" else 80), protocol=url.scheme,
         path=(url.path or "/") + (f"?{url.query}" if url.query else ""), method=req.method,
         body_file=BODY if req.body is not None else None,

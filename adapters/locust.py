@@ -77,6 +77,9 @@ class LocustAdapter:
         if cell.rate_rps is not None:
             return Support(False, "Locust runs a closed model here (no wait between requests); "
                                   "it has no fixed-rate (open model) mode")
+        if cell.stop.requests_per_connection is not None:
+            return Support(False, "Locust's users share one request budget here; none stops after its own "
+                                  "N requests, so a stop per connection is not supported")
         if cell.stop.requests is not None and processes != 1:
             return Support(False, "a stop after N requests is counted inside one Locust process; "
                                   "with several worker processes it is not supported")

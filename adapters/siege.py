@@ -95,7 +95,9 @@ class SiegeAdapter:
                             timeout=option(cell, "timeout_s", 30))
         # Never -g: with keep-alive it hangs. -R makes siege ignore every other siegerc.
         argv = ["siege", "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
-        if cell.stop.requests is not None:
+        if cell.stop.requests_per_connection is not None:
+            argv += ["-r", str(cell.stop.requests_per_connection)]  # siege's own: each user N times
+        elif cell.stop.requests is not None:
             argv += ["-r", str(math.ceil(cell.stop.requests / cell.concurrency))]
         else:
             assert cell.stop.duration_s is not None

@@ -150,3 +150,8 @@ def test_unsupported_combinations_say_why():
     assert not ab.ADAPTER.supports(cell(rate_rps=100.0)).ok
     assert "DELETE" in ab.ADAPTER.supports(cell(request=RequestSpec(method="DELETE", body="x"))).reason
     assert ab.ADAPTER.supports(cell()).ok
+
+
+def test_build_requests_per_connection_is_concurrency_times_n(tmp_path: Path):
+    inv = ab.ADAPTER.build(cell(concurrency=8, stop=StopSpec(requests_per_connection=10)), tmp_path)
+    assert inv.argv[inv.argv.index("-n") + 1] == "80" and "-t" not in inv.argv

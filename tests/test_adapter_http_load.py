@@ -203,3 +203,8 @@ def test_cli_parse_of_usage_output_is_one_line_error(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "usage text" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_requests_per_connection_is_planned_unsupported_with_the_reason():
+    support = http_load.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=10)))
+    assert not support.ok and "per connection" in support.reason

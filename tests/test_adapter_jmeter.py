@@ -343,3 +343,9 @@ def test_classify_roles():
     assert classify(Path("r.xml"), (FOLDER / "5.6.3-xml.jtl").read_text()[:500]) == "jtl"
     assert classify(Path("run.txt"), (FOLDER / "5.6.3-csv.txt").read_text()) == "stdout"
     assert classify(Path("p.jmx"), (FOLDER / "5.6.3-csv.jmx").read_text()) == "plan"
+
+
+def test_requests_per_connection_loops_each_thread_n_times():
+    text = jmeter.test_plan(cell(stop=StopSpec(requests_per_connection=7), concurrency=4))
+    assert '<stringProp name="LoopController.loops">7</stringProp>' in text and "rounded" not in text
+    assert jmeter.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=7))).ok

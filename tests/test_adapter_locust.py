@@ -264,3 +264,8 @@ def test_cli_parse_import_failure_is_one_line_error():
 def test_group_name_joins_a_runs_files():
     names = ["2.47.0-single.txt", "2.47.0-single.stderr.txt"] + [f"2.47.0-single_{s}.csv" for s in CSVS.values()]
     assert {locust.ADAPTER.group_name(FOLDER / n) for n in names} == {str(FOLDER / "2.47.0-single")}
+
+
+def test_requests_per_connection_is_planned_unsupported_with_the_reason():
+    support = locust.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=10)))
+    assert not support.ok and "per connection" in support.reason

@@ -1,4 +1,6 @@
 """siege's parser over output recorded from the real siege (commands in fixtures/siege/README.md)."""
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,23 @@ def test_fidelity_marks_what_toolbench_derived():
     assert m.fidelity["counts.requests_total"] is Fidelity.DERIVED
     assert m.fidelity["rates.rps_derived"] is Fidelity.DERIVED
     assert "rates.rps" not in m.fidelity  # reported by the tool itself
+
+
+def test_build_requests_per_connection_is_sieges_own_r(tmp_path):
+    inv = siege.ADAPTER.build(cell(concurrency=7, stop=StopSpec(requests_per_connection=3)), tmp_path)
+    assert inv.argv[inv.argv.index("-r") + 1] == "3" and "-t" not in inv.argv
+    assert siege.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=3))).ok
+
+
+def test_a_live_run_of_r_sends_n_requests_per_connection(tmp_path, nginx):
+    if shutil.which("siege") is None:
+        pytest.skip("siege is not installed")
+    c = cell(concurrency=4, keepalive=True, stop=StopSpec(requests_per_connection=5), url=nginx.base_url + "/")
+    inv = siege.ADAPTER.build(c, tmp_path)
+    for name, content in inv.files.items():
+        (tmp_path / name).write_text(content)
+    done = subprocess.run(inv.argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    files = {role: tmp_path / name for role, name in inv.outputs.items() if (tmp_path / name).exists()}
+    m = siege.ADAPTER.parse(RawOutput(stdout=done.stdout, stderr=done.stderr, exit_code=done.returncode,
+                                      files=files, source=str(tmp_path)))
+    assert m.counts.requests_total == 4 * 5 and m.counts.requests_failed == 0

@@ -149,3 +149,8 @@ def test_recorder_flush_is_exact() -> None:
         assert sample.responses == n and sample.max_us == (max(values_ns) + 500) // 1000
         assert rec.moments.sum_us == sum((v + 500) // 1000 for v in values_ns)
         assert len(rec.lat) == 0
+
+
+def test_build_requests_per_connection_is_a_total_of_concurrency_times_n(tmp_path: Path):
+    inv = ADAPTER.build(cell(concurrency=8, stop=StopSpec(requests_per_connection=10)), tmp_path)
+    assert inv.argv[inv.argv.index("-n") + 1] == "80" and "-d" not in inv.argv

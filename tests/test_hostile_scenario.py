@@ -70,8 +70,8 @@ def test_paths_are_percent_encoded_once_as_utf8(tmp_path):
     s = load(tmp_path, scenario_text(path="'/caf\u00e9 au lait/${x}?q=\u00fc&r=%41%zz'",
                                      url="'http://127.0.0.1:8080/b\u00e4se/'"))
     assert s.request.path == "/caf%C3%A9%20au%20lait/$%7Bx%7D?q=%C3%BC&r=%41%25zz"
-    assert s.target.url == "http://127.0.0.1:8080/b%C3%A4se"
-    assert load(tmp_path, scenario_text(url="'http://[::1]:8080'")).target.url == "http://[::1]:8080"
+    assert s.targets["url"].url == "http://127.0.0.1:8080/b%C3%A4se"
+    assert load(tmp_path, scenario_text(url="'http://[::1]:8080'")).targets["url"].url == "http://[::1]:8080"
 
 
 def test_the_cli_refuses_a_hostile_variant_in_one_line(tmp_path):

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from toolbench import derive, stats, store
-from toolbench.report import bounds, fmt, likewise, model, render
+from toolbench.report import bounds, fmt, groups, likewise, model, render
 from toolbench.report.context import Context, RunView
 from toolbench.schema import Counts, Fidelity, GeneratorCost, Rates, RunResult
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"
 CASES = ("tie", "server-bound", "generator-bound", "mixed-keepalive", "mostly-503", "all-failed", "interrupted",
-         "pair-a", "pair-b")
+         "pair-a", "pair-b", "two-targets")
 
 
 def views(*names: str) -> list[RunView]:
@@ -167,12 +167,16 @@ def test_every_section_agrees_with_the_results_table(case: str) -> None:
         assert "was not measured (no monitor data)" not in topics(case).get("Cost", "")
     # The ranking table shows each cell's median successful rate from the results, as stored.
     results = json_results(case)
+    several = len({r.identity.target_label for r in results}) > 1
     for ranking in section(data, "ranking").tables:
-        for keepalive, concurrency, tool, rate in zip(*(column(ranking, label) for label in
-                                                        ("keep-alive", "concurrency", "tool", "ok req/s"))):
+        variants = (column(ranking, "variant") if any(c.label == "variant" for c in ranking.columns)
+                    else [""] * len(ranking.rows))
+        for keepalive, concurrency, tool, rate, variant in zip(
+                *(column(ranking, label) for label in ("keep-alive", "concurrency", "tool", "ok req/s")), variants):
             mine = [stats.throughput(r) for r in results if r.identity.tool == tool and r.outcome.status.value == "ok"
                     and fmt.number(r.identity.concurrency) == concurrency
-                    and fmt.yes_no(r.identity.keepalive) == keepalive]
+                    and fmt.yes_no(r.identity.keepalive) == keepalive
+                    and groups.variant_of(r, several) == variant]
             assert rate.rstrip("†") == fmt.number(statistics.median(mine)), (case, tool, concurrency, keepalive)
 
 
@@ -241,3 +245,46 @@ def test_whole_seconds_drop_the_partial_first_and_last() -> None:
     (result,) = [r for r in json_results("tie") if r.identity.tool == "ab"][:1]
     assert len(result.series) >= 3
     assert stats.whole_seconds(result) == result.series[1:-1]
+
+
+def test_two_targets_are_compared_per_tool_with_the_servers_cost() -> None:
+    data = build("two-targets")
+    (found,) = data.verdicts
+    said = {t.name: t.sentences for t in found.topics}
+    # A real run: ab and siege against nginx (one worker) and tiny_server.py, each twice.
+    assert found.headline.endswith("Across targets, for each tool: the targets tied within the noise in 2 of 2 "
+                                   "comparisons of targets.")
+    assert said["Targets"][0].startswith("ab at concurrency 10, keep-alive on: the targets served the same within "
+                                         "the noise (tiny 13,952/s ±1.5 %, nginx 13,061/s ±31 %); the server's CPU "
+                                         "per request: nginx 31.61 µs ±20 %, tiny 38.78 µs ±16 %.")
+    assert said["Targets"][1].endswith("nginx 45.76 µs ±3.4 %, tiny 60.36 µs ±20 %, nginx the cheapest beyond the "
+                                       "noise.")
+    table = section(data, "targets").tables[0]
+    assert column(table, "tool") == ["ab", "ab", "siege", "siege"]
+    assert column(table, "target") == ["tiny", "nginx", "tiny", "nginx"]
+    assert column(table, "rank") == ["1=", "1=", "1=", "1="]
+    assert column(table, "server CPU µs / request") == ["38.78", "31.61", "60.36", "45.76"]
+    assert column(table, "p99 ms")[:2] == ["4.47", "5.83"] and column(table, "p99 ms")[2:] == [fmt.ABSENT] * 2
+    assert column(table, "error %") == ["0.0 %"] * 4
+
+
+def test_the_server_cost_stands_beside_the_generators() -> None:
+    data = build("two-targets")
+    cost = section(data, "cost").tables[0]
+    labels = [c.label for c in cost.columns]
+    assert labels.index("server CPU µs / request") == labels.index("CPU µs / request") + 1
+    assert column(cost, "tool")[:2] == ["ab on nginx", "ab on tiny"]
+    assert column(cost, "server CPU µs / request")[:2] == ["31.61", "38.78"]
+    results = section(data, "results").tables[0]
+    assert column(results, "server CPU µs/req")[0] == "25.33"
+    # A run without the server's cost shows no such column (its absence, not a column of dashes).
+    assert "server CPU µs/req" not in [c.label for c in section(build("tie"), "results").tables[0].columns]
+
+
+def test_charts_keep_one_series_per_target_and_tool_and_a_single_target_run_has_no_targets_section() -> None:
+    data = build("two-targets")
+    labels = {s.key.label for s in Context.of(views("two-targets")).series}
+    assert labels == {"ab on nginx, keep-alive on", "ab on tiny, keep-alive on", "siege on nginx, keep-alive on",
+                      "siege on tiny, keep-alive on"}
+    assert "ab on nginx, keep-alive on" in section(data, "throughput").figures[0].svg
+    assert all(s.id != "targets" for s in build("tie").sections)

@@ -213,7 +213,7 @@ target: {{command: "{sys.executable} -c 'import sys; sys.exit(3)'", url: "http:/
 matrix: {{tool: [ab]}}
 """
     from toolbench.errors import TargetError
-    with pytest.raises(TargetError, match="target: exited with code 3 before it was ready"):
+    with pytest.raises(TargetError, match="command: exited with code 3 before it was ready"):
         runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
     (manifest,) = (tmp_path / "reports").glob("dies-*/manifest.json")
     recorded = json.loads(manifest.read_text())

@@ -33,7 +33,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_a_scenario_becomes_typed_objects(tmp_path):
     s = scenario.load(write(tmp_path, GOOD))
     assert s.name == "demo"
-    assert s.target.server == "nginx-static"
+    assert list(s.targets) == ["nginx-static"] and s.targets["nginx-static"].kind == "nginx-static"
     assert s.request.method == "POST" and s.request.headers == {"X-A": "1"} and s.request.body == '{"a": 1}'
     assert s.matrix.tool == ("ab", "siege") and s.matrix.concurrency == (10, 50)
     assert s.stop.duration_s == 120.0 and s.stop.requests is None
@@ -49,9 +49,9 @@ def test_a_scenario_becomes_typed_objects(tmp_path):
     (GOOD.replace("stop: {duration: 2m}", "stop: {duration: soon}"),
      r"s.yaml:9: stop.duration: expected a duration like 10s, 2m or 250ms, got 'soon'"),
     (GOOD.replace("stop: {duration: 2m}", "stop: {duration: 2m, requests: 5}"),
-     r"s.yaml:9: stop: give exactly one of `duration` or `requests`"),
+     r"s.yaml:9: stop: give exactly one of `duration`, `requests` or `requests_per_connection`"),
     (GOOD.replace("server: nginx-static", "server: apache"),
-     r"s.yaml:3: target.server: expected one of nginx-static, got 'apache'"),
+     r"s.yaml:3: target.server: expected one of nginx-static, flask-dev, .*, got .apache."),
     (GOOD.replace("keepalive: [true, false]", "keepalive: [yes please]"),
      r"s.yaml:8: matrix.keepalive\[0\]: expected true or false"),
     (GOOD.replace("name: demo\n", ""), r"s.yaml:1: <top>: missing required key 'name'"),
@@ -122,3 +122,69 @@ def test_a_variant_must_name_a_known_tool(tmp_path):
     text = GOOD.replace("  ab: {gnuplot: false}\n", "  fast: {gnuplot: true}\n")
     with pytest.raises(ScenarioError, match=r"tools.fast: unknown tool; a variant needs `use:`"):
         plan.expand(scenario.load(write(tmp_path, text)))
+
+
+TWO = """\
+name: two
+targets:
+  one: {server: nginx-static, workers: 1}
+  two: {server: nginx-static, workers: 2, restart: per-cell}
+matrix:
+  tool: [ab, siege]
+  concurrency: [10]
+repeat: 2
+"""
+
+
+def test_named_targets_run_target_outermost_with_the_target_in_the_id(tmp_path):
+    s = scenario.load(write(tmp_path, TWO))
+    assert list(s.targets) == ["one", "two"] and s.matrix.target == ("one", "two")
+    assert s.targets["one"].restart == "once" and s.targets["two"].restart == "per-cell"
+    assert s.targets["two"].nginx is not None and s.targets["two"].nginx.workers == 2
+    ids = [c.cell.id for c in plan.expand(s)]
+    assert ids == ["one-ab-c10-ka-rep1", "one-siege-c10-ka-rep1", "one-ab-c10-ka-rep2", "one-siege-c10-ka-rep2",
+                   "two-ab-c10-ka-rep1", "two-siege-c10-ka-rep1", "two-ab-c10-ka-rep2", "two-siege-c10-ka-rep2"]
+    assert [c.cell.target for c in plan.expand(s)][::4] == ["one", "two"]
+
+
+def test_matrix_target_picks_and_orders_targets(tmp_path):
+    s = scenario.load(write(tmp_path, TWO.replace("  concurrency: [10]\n", "  concurrency: [10]\n  target: [two]\n")))
+    cells = plan.expand(s)
+    assert s.matrix.target == ("two",) and {c.cell.target for c in cells} == {"two"}
+    assert cells[0].cell.id == "two-ab-c10-ka-rep1"  # the scenario still has two targets
+
+
+def test_a_single_target_is_named_by_its_label_or_kind_and_ids_stay_as_before(tmp_path):
+    s = scenario.load(write(tmp_path, GOOD.replace("  server: nginx-static", "  server: nginx-static\n  label: web")))
+    assert list(s.targets) == ["web"] and s.targets["web"].name == "web"
+    assert plan.expand(s)[0].cell.id == "ab-c10-ka-rep1" and plan.expand(s)[0].cell.target == "web"
+    spaced = scenario.load(write(tmp_path, GOOD.replace("  server: nginx-static", "  server: nginx-static\n"
+                                                        "  label: my web")))
+    assert list(spaced.targets) == ["nginx-static"] and spaced.targets["nginx-static"].label == "my web"
+
+
+def test_requests_per_connection_is_a_stop(tmp_path):
+    s = scenario.load(write(tmp_path, GOOD.replace("stop: {duration: 2m}", "stop: {requests_per_connection: 10}")))
+    assert s.stop.requests_per_connection == 10 and s.stop.duration_s is None and s.stop.requests is None
+
+
+@pytest.mark.parametrize("text, message", [
+    (TWO.replace("  concurrency: [10]\n", "  concurrency: [10]\n  target: [one, three]\n"),
+     r"s.yaml:8: matrix.target\[1\]: unknown target 'three' \(known: one, two\)"),
+    (TWO.replace("  concurrency: [10]\n", "  concurrency: [10]\n  target: ['../x']\n"),
+     r"s.yaml:8: matrix.target\[0\]: not a valid name"),
+    (TWO.replace("  one:", "  'o/ne':"), r"s.yaml:3: targets.o/ne: target not a valid name"),
+    (TWO.replace("workers: 1}", "workers: 1, restart: always}"),
+     r"s.yaml:3: targets.one.restart: expected one of once, per-cell, got 'always'"),
+    (TWO.replace("workers: 1}", "wrokers: 1}"), r"s.yaml:3: targets.one.wrokers: unknown key"),
+    (TWO.replace("name: two\n", "name: two\ntarget: {server: nginx-static}\n"),
+     r"s.yaml:4: targets: give either `target` or `targets`, not both"),
+    (TWO.replace("targets:\n  one: {server: nginx-static, workers: 1}\n  two: {server: nginx-static, workers: 2, "
+                 "restart: per-cell}\n", "targets: {}\n"), r"s.yaml:2: targets: expected at least one named target"),
+    (GOOD.replace("target:\n  server: nginx-static\n", ""), r"s.yaml:1: <top>: missing required key 'target'"),
+    (GOOD.replace("stop: {duration: 2m}", "stop: {requests_per_connection: 0}"),
+     r"s.yaml:9: stop.requests_per_connection: expected a positive integer"),
+])
+def test_target_errors_name_the_file_line_and_key(tmp_path, text, message):
+    with pytest.raises(ScenarioError, match=message):
+        scenario.load(write(tmp_path, text))

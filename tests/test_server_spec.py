@@ -69,7 +69,7 @@ def test_every_kind_becomes_a_typed_spec_with_defaults():
 @pytest.mark.parametrize("entry, message", [
     ("{server: apache}", r"s.yaml:2: targets.x.server: expected one of nginx-static, flask-dev, gunicorn"),
     ("{server: gunicorn, processes: 4}", r"s.yaml:2: targets.x.processes: unknown key \(expected one of server, "
-                                         r"label, ready, worker_class, workers, threads, worker_connections\)"),
+                                         r"label, ready, restart, worker_class, workers, threads, worker_connections\)"),
     ("{server: flask-dev, threads: 4}", r"s.yaml:2: targets.x.threads: unknown key"),
     ("{server: nginx-static, workers: 0}", r"s.yaml:2: targets.x.workers: expected a positive integer, got '0'"),
     ("{server: nginx-static, workers: 5000}", r"s.yaml:2: targets.x.workers: expected at most 1024, got 5000"),
@@ -91,7 +91,7 @@ def test_every_kind_becomes_a_typed_spec_with_defaults():
     ("{server: flask-dev, ready: {http: nope}}", r"targets.x.ready.http: expected a path starting with '/'"),
     ("{server: flask-dev, ready: {when: now}}", r"targets.x.ready.when: unknown key"),
     ("{url: 'ftp://127.0.0.1/'}", r"targets.x.url: expected an http:// or https:// URL"),
-    ("{url: 'http://127.0.0.1:99999'}", r"targets.x.url: expected an http:// or https:// URL"),
+    ("{url: 'http://127.0.0.1:99999'}", r"targets.x.url: not a valid URL"),
     ("{command: 'sleep 1'}", r"s.yaml:2: targets.x: expected `server` \(one of nginx-static"),
     ("{command: 'sleep 1', url: 'http://127.0.0.1:1', workers: 2}", r"targets.x.workers: unknown key"),
     ("nginx-static", r"s.yaml:2: targets.x: expected a mapping, got 'nginx-static'"),
@@ -104,7 +104,7 @@ def test_errors_name_the_file_line_and_key(entry, message):
 def test_a_target_name_must_be_plain():
     node = targets("targets:\n  x: {server: flask-dev}\n")["x"]
     for bad in ("../etc", "a..b", "-x", "a b"):
-        with pytest.raises(ScenarioError, match=r"s.yaml:2: targets.x: a target's name must match"):
+        with pytest.raises(ScenarioError, match=r"s.yaml:2: targets.x: target not a valid name"):
             parse_target(node, bad)
 
 

@@ -27,6 +27,8 @@ class Cell:
     options: dict[str, Any] = field(default_factory=dict)
     url: str | None = None  # known once the target runs
     variant: str | None = None  # the scenario's name for a configured tool, e.g. `locust-2p`
+    target: str = ""  # the name of its target in `Scenario.targets`
+    target_in_id: bool = False  # the scenario has several targets: the id starts with the target's name
 
     @property
     def label(self) -> str:
@@ -36,7 +38,9 @@ class Cell:
     def id(self) -> str:
         rate = f"-rate{self.rate_rps:g}" if self.rate_rps is not None else ""
         conn = "ka" if self.keepalive else "close"
-        return f"{self.label}-c{self.concurrency}-{conn}{rate}-rep{self.repetition}"
+        # A single target leaves the id as it always was, so that older runs still resume.
+        prefix = f"{self.target}-" if self.target_in_id else ""
+        return f"{prefix}{self.label}-c{self.concurrency}-{conn}{rate}-rep{self.repetition}"
 
     def at(self, base_url: str) -> "Cell":
         return dataclasses.replace(self, url=base_url.rstrip("/") + self.request.path)
@@ -49,7 +53,8 @@ class PlannedCell:
 
 
 def expand(scenario: Scenario) -> list[PlannedCell]:
-    """Repetitions are the outer loop, so that drift over time hits every tool alike.
+    """Targets are the outer loop (each target starts once for its cells), then repetitions,
+    so that drift over time hits every tool alike.
 
     A matrix entry is a tool, or a variant declared under `tools:` with `use: <tool>`,
     which runs that tool with its own options on top of the tool's."""
@@ -58,13 +63,14 @@ def expand(scenario: Scenario) -> list[PlannedCell]:
     _check_tools_section(scenario, known)
     m = scenario.matrix
     planned = []
-    for rep in range(1, scenario.repeat + 1):
+    several = len(scenario.targets) > 1
+    for target, rep in itertools.product(m.target or tuple(scenario.targets), range(1, scenario.repeat + 1)):
         for concurrency, keepalive, rate, name in itertools.product(m.concurrency, m.keepalive, m.rate, m.tool):
             adapter, options = resolved[name]
             cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,
                         repetition=rep, request=scenario.request, stop=scenario.stop,
                         timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options,
-                        variant=name if name != adapter.name else None)
+                        variant=name if name != adapter.name else None, target=target, target_in_id=several)
             planned.append(PlannedCell(cell, adapter.supports(cell)))
     return planned
 

@@ -19,6 +19,7 @@ from toolbench.errors import HostError, Interrupted, Notice, ParseError, Scenari
 from toolbench.hosts import Completed, Host, LocalHost, RemoteHost, Running
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
+from toolbench.servers.cost import ServerMonitor, summarize
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
                               RunResult, Status, Timing, result_from_measurement)
 
@@ -69,10 +70,11 @@ def _check_hosts(scenario: Scenario) -> None:
         raise ScenarioError(f"{scenario.source}: hosts.target: toolbench does not start targets on other "
                             "machines yet; start it there and give its `url` as the target")
     loopback = scenario.generator.address in ("localhost", "::1") or scenario.generator.address.startswith("127.")
-    if not scenario.generator.is_local and scenario.target.server and not loopback:
-        raise ScenarioError(f"{scenario.source}: target.server: the bundled {scenario.target.server} listens on "
-                            f"127.0.0.1, out of reach of a generator at {scenario.generator.address}; give a "
-                            "`url` that machine can reach")
+    for name, spec in scenario.targets.items():
+        if not scenario.generator.is_local and spec.bundled and not loopback:
+            raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}.server: the bundled {spec.kind} "
+                                f"listens on 127.0.0.1, out of reach of a generator at {scenario.generator.address}; "
+                                "give a `url` that machine can reach")
 
 
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
@@ -120,10 +122,18 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         run_dir.reserve_space()
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
-        with targets.started(scenario.target, run_dir.path / "target", life) as target:
-            run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
-                                            "version": target.version}, status="running")
-            interrupted = _run_cells(scenario, todo, run_dir, host, found, target, observer)
+        interrupted = False
+        # Each target in turn, started once for its cells (a stopgap until targets run per the
+        # runner's own loop with `restart` and failures per target).
+        for name in scenario.matrix.target or tuple(scenario.targets):
+            mine = [c for c in todo if c.cell.target == name]
+            if interrupted or not mine:
+                continue
+            folder = run_dir.path / ("target" if len(scenario.targets) == 1 else f"target-{name}")
+            with targets.started(scenario.targets[name], folder, life, max(scenario.matrix.concurrency)) as target:
+                run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
+                                                "version": target.version}, status="running")
+                interrupted = _run_cells(scenario, mine, run_dir, host, found, target, observer)
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as exc:
@@ -158,7 +168,16 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
         try:
             if runnable and last_ran and scenario.cooldown_s:
                 time.sleep(scenario.cooldown_s)
-            result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
+            watch = runnable and scenario.monitor.enabled and bool(target.pids)
+            server = ServerMonitor(target.pids, target.port, scenario.monitor.interval_s) if watch else None
+            if server:
+                server.start()
+            try:
+                result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
+            finally:
+                spent = server.stop() if server else None
+            if spent is not None and result.outcome.status is not Status.UNSUPPORTED:
+                result = dataclasses.replace(result, server_cost=summarize(spent, result.counts.requests_total))
         except KeyboardInterrupt:
             # Stopped outside the tool's run (its baseline, its parse): the cell is stored as
             # interrupted all the same, so that --resume runs it again.

@@ -1,17 +1,18 @@
 """Scenario files, parsed once at the boundary into typed, frozen objects."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from toolbench import httpvalues, names, profiles, yamlread
+from toolbench.servers.spec import TargetSpec, parse_target
 from toolbench.yamlread import Node
 
-TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "request", "matrix",
+TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-BUNDLED_SERVERS = ("nginx-static",)
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
 
 
@@ -57,22 +58,6 @@ class MonitorSpec:
 
 
 @dataclass(frozen=True)
-class TargetSpec:
-    """One of: a bundled `server`, a `command` with its `url`, or a running `url`."""
-
-    server: str | None = None
-    command: str | None = None
-    url: str | None = None
-    ready_path: str = "/"
-    ready_timeout_s: float = 15.0
-    label: str | None = None
-
-    @property
-    def display(self) -> str:
-        return self.label or self.server or self.url or "target"
-
-
-@dataclass(frozen=True)
 class RequestSpec:
     method: str = "GET"
     path: str = "/"
@@ -83,13 +68,25 @@ class RequestSpec:
 
 @dataclass(frozen=True)
 class StopSpec:
+    """Exactly one of: a duration, a total request count, or a count per connection
+    (siege's `-r`: each of the `concurrency` connections sends that many)."""
+
     duration_s: float | None = None
     requests: int | None = None
+    requests_per_connection: int | None = None
+
+    def total_requests(self, concurrency: int) -> int | None:
+        """The request count for a tool that counts in total: `requests`, or
+        `requests_per_connection` for each of `concurrency` connections."""
+        if self.requests_per_connection is not None:
+            return self.requests_per_connection * concurrency
+        return self.requests
 
 
 @dataclass(frozen=True)
 class Matrix:
     tool: tuple[str, ...]
+    target: tuple[str, ...] = ()  # names in `Scenario.targets`, all of them when not given ((): all too)
     concurrency: tuple[int, ...] = (10,)
     keepalive: tuple[bool, ...] = (True,)
     rate: tuple[float | None, ...] = (None,)  # requests/s for an open model; None: closed
@@ -106,7 +103,7 @@ class ToolOptions:
 class Scenario:
     name: str
     source: str
-    target: TargetSpec
+    targets: dict[str, TargetSpec]  # by name, in the file's order; a single `target:` is a one-entry map
     matrix: Matrix
     description: str = ""
     generator: HostSpec = field(default_factory=HostSpec)
@@ -151,10 +148,11 @@ def load(path: str | Path, profile: str | None = None) -> Scenario:
 
 def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
            declared: tuple[str, ...]) -> Scenario:
-    for required in ("name", "target", "matrix"):
+    for required in ("name", "matrix"):
         if required not in top:
             raise root.error(f"missing required key {required!r}")
     locations: dict[str, str] = {}
+    targets = _targets(root, top)
     hosts = _hosts(top["hosts"]) if "hosts" in top else {}
     return Scenario(
         name=top["name"].name(),
@@ -163,9 +161,9 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         generator=hosts.get("generator", HostSpec()),
         target_host=hosts.get("target", HostSpec()),
         prerequisites=_prerequisites(top["prerequisites"]) if "prerequisites" in top else Prerequisites(),
-        target=_target(top["target"]),
+        targets=targets,
         request=_request(top["request"]) if "request" in top else RequestSpec(),
-        matrix=_matrix(top["matrix"], locations),
+        matrix=_matrix(top["matrix"], locations, targets),
         stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
         timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
         repeat=top["repeat"].positive_int() if "repeat" in top else 1,
@@ -213,24 +211,21 @@ def _prerequisites(node: Node) -> Prerequisites:
     return Prerequisites(ulimit=ulimit, sysctl=sysctl, required=required)
 
 
-def _target(node: Node) -> TargetSpec:
-    keys = node.items(("server", "command", "url", "ready", "label"))
-    label = keys["label"].string() if "label" in keys else None
-    if "server" in keys:
-        if "command" in keys or "url" in keys:
-            raise keys["server"].error("give either `server` or `command`/`url`, not both")
-        return TargetSpec(server=keys["server"].choice(BUNDLED_SERVERS), label=label)
-    if "url" not in keys:
-        raise node.error("expected `server`, or `url` (with an optional `command` that serves it)")
-    url = _checked(keys["url"], httpvalues.base_url)
-    ready_path, ready_timeout = "/", 15.0
-    if "ready" in keys:
-        ready = keys["ready"].items(("path", "timeout"))
-        ready_path = _checked(ready["path"], httpvalues.request_path) if "path" in ready else "/"
-        ready_timeout = ready["timeout"].duration_s() if "timeout" in ready else 15.0
-    command = keys["command"].string() if "command" in keys else None
-    return TargetSpec(command=command, url=url, ready_path=ready_path,
-                      ready_timeout_s=ready_timeout, label=label)
+def _targets(root: Node, top: dict[str, Node]) -> dict[str, TargetSpec]:
+    """`targets:` maps names to targets; a single `target:` becomes a one-entry map named by
+    its label when that is a valid name, else by its kind (`nginx-static`, `command`, `url`)."""
+    if "target" in top and "targets" in top:
+        raise top["targets"].error("give either `target` or `targets`, not both")
+    if "target" in top:
+        spec = parse_target(top["target"])
+        name = spec.label if spec.label is not None and names.problem(spec.label) is None else spec.kind
+        return {name: dataclasses.replace(spec, name=name)}
+    if "targets" not in top:
+        raise root.error("missing required key 'target' (or 'targets', a map of named targets)")
+    entries = top["targets"].items()
+    if not entries:
+        raise top["targets"].error("expected at least one named target")
+    return {name: parse_target(child, name) for name, child in entries.items()}
 
 
 def _request(node: Node) -> RequestSpec:
@@ -284,12 +279,20 @@ def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:
     return tuple(read(child) for child in children)
 
 
-def _matrix(node: Node, locations: dict[str, str]) -> Matrix:
-    keys = node.items(("tool", "concurrency", "keepalive", "rate"))
+def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec]) -> Matrix:
+    keys = node.items(("tool", "target", "concurrency", "keepalive", "rate"))
     if "tool" not in keys:
         raise node.error("missing required key 'tool'")
+
+    def known_target(child: Node) -> str:
+        name = child.name()
+        if name not in targets:
+            raise child.error(f"unknown target {name!r} (known: {', '.join(targets)})")
+        return name
+
     return Matrix(
         tool=_axis(keys["tool"], Node.name, locations),
+        target=_axis(keys["target"], known_target, locations) if "target" in keys else tuple(targets),
         concurrency=_axis(keys["concurrency"], Node.positive_int, locations)
         if "concurrency" in keys else (10,),
         keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
@@ -307,15 +310,17 @@ def _rate(node: Node) -> float | None:
 
 
 def _stop(node: Node) -> StopSpec:
-    keys = node.items(("duration", "requests"))
+    keys = node.items(("duration", "requests", "requests_per_connection"))
     if len(keys) != 1:
-        raise node.error("give exactly one of `duration` or `requests`")
+        raise node.error("give exactly one of `duration`, `requests` or `requests_per_connection`")
     if "duration" in keys:
         duration = keys["duration"].duration_s()
         if duration <= 0:
             raise keys["duration"].error("expected a positive duration")
         return StopSpec(duration_s=duration)
-    return StopSpec(requests=keys["requests"].positive_int())
+    if "requests" in keys:
+        return StopSpec(requests=keys["requests"].positive_int())
+    return StopSpec(requests_per_connection=keys["requests_per_connection"].positive_int())
 
 
 PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",

@@ -1,5 +1,5 @@
-"""Targets under load, as the runner starts them from a scenario's single `target:`: the
-bundled nginx-static, a command that serves a URL, or a URL already running. The stacks
+"""Targets under load, as the runner starts them from one entry of a scenario's `targets:`:
+a bundled server stack, a command that serves a URL, or a URL already running. The stacks
 themselves, their specs and their cost live in toolbench.servers."""
 from __future__ import annotations
 
@@ -8,28 +8,19 @@ from pathlib import Path
 from typing import Iterator
 
 from toolbench.lifeline import Lifeline, watching
-from toolbench.scenario import TargetSpec as ScenarioTarget
-from toolbench.servers.nginx import HELLO, LEGACY_WORKER_CONNECTIONS, nginx_static
+from toolbench.servers.nginx import HELLO, nginx_static
 from toolbench.servers.process import RunningTarget, free_port
 from toolbench.servers.ready import http_get, wait_ready
-from toolbench.servers.spec import NginxOptions, ReadySpec, TargetSpec
+from toolbench.servers.spec import TargetSpec
 from toolbench.servers.stacks import start
 
 __all__ = ["HELLO", "RunningTarget", "free_port", "http_get", "nginx_static", "started", "wait_ready"]
 
 
 @contextlib.contextmanager
-def started(spec: ScenarioTarget, workdir: Path, lifeline: Lifeline | None = None) -> Iterator[RunningTarget]:
+def started(spec: TargetSpec, workdir: Path, lifeline: Lifeline | None = None,
+            max_concurrency: int = 0) -> Iterator[RunningTarget]:
     """`lifeline`, when given, records every server process started and kills it should toolbench die."""
-    with watching(lifeline), start(_from_scenario(spec), workdir / "nginx" if spec.server else workdir) as target:
+    folder = workdir / "nginx" if spec.kind == "nginx-static" else workdir
+    with watching(lifeline), start(spec, folder, max_concurrency) as target:
         yield target
-
-
-def _from_scenario(spec: ScenarioTarget) -> TargetSpec:
-    if spec.server == "nginx-static":
-        # One worker and room for 16384 connections: what the single `target:` has always run.
-        return TargetSpec(kind="nginx-static", label=spec.label,
-                          nginx=NginxOptions(workers=1, worker_connections=LEGACY_WORKER_CONNECTIONS))
-    ready = ReadySpec(path=spec.ready_path, timeout_s=spec.ready_timeout_s)
-    return TargetSpec(kind="command" if spec.command else "url", label=spec.label, ready=ready,
-                      command=spec.command, url=spec.url)

@@ -13,6 +13,7 @@ from toolbench.schema import RunResult
 
 if TYPE_CHECKING:
     from toolbench.report.likewise import Comparison
+    from toolbench.report.targets import TargetComparison
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,13 @@ class Context:
         from toolbench.report import likewise  # it reads this module: imported on first use
 
         return likewise.comparisons(self)
+
+    @functools.cached_property
+    def target_comparisons(self) -> list[TargetComparison]:
+        """Each tool's cells compared across the targets of a run with several (toolbench.report.targets)."""
+        from toolbench.report import targets  # it reads this module: imported on first use
+
+        return targets.comparisons(self)
 
     @property
     def several(self) -> bool:

@@ -65,9 +65,12 @@ def cost_section(ctx: Context) -> Section:
             "Generator cost was not measured in this run (no monitor data): the CPU time, memory and sockets "
             "each tool needed are unknown, not zero."))
     shown = [m for m in METRICS if m.always or any(cost_median(p, m.get) is not None for p in measured)]
-    rows = [Row(tuple(_row(ctx, p, shown))) for p in measured]
+    server = any(r.server_cost is not None for p in measured for r in p.ok)
+    rows = [Row(tuple(_row(ctx, p, shown, server))) for p in measured]
     labels = (["run"] if ctx.several else []) + ["tool", "keep-alive", "concurrency",
-              ("CPU µs / request", "CPU time (user + system) of the tool's processes per request"),
+              ("CPU µs / request", "CPU time (user + system) of the tool's processes per request")] + (
+        [("server CPU µs / request", "CPU time of the target's processes per request, beside the tool's")]
+        if server else []) + [
               ("CPU % per 1k req/s", "share of one core needed for each 1,000 requests/s")] + \
         [(m.label, m.title) for m in shown]
     table = Table(columns(*labels, numeric_from=3 if ctx.several else 2), tuple(rows))
@@ -76,16 +79,18 @@ def cost_section(ctx: Context) -> Section:
     notes = tuple(dict.fromkeys(f"{p.key.label}, concurrency {fmt.number(p.concurrency)}: {n}." for p in measured
                                 for r in p.ok if r.cost for n in getattr(r.cost, "notes", [])))
     intro = ("What the load generator itself used while it ran, from toolbench's monitor of the tool's processes "
-             "and the host. Median over repetitions.")
+             "and the host" + (", with what the server spent per request beside it" if server else "")
+             + ". Median over repetitions.")
     return Section("cost", "Generator cost", intro=intro, tables=(table,), figures=_figures(ctx, measured),
                    points=points, details=notes, details_title="The monitor's notes, cell by cell")
 
 
-def _row(ctx: Context, p: groups.Point, shown: list[Metric]) -> list[Value]:
+def _row(ctx: Context, p: groups.Point, shown: list[Metric], server: bool) -> list[Value]:
     cpu, derived = point_cpu(p)
+    spent = p.median(lambda r: r.server_cost.cpu_us_per_request if r.server_cost else None)
     values = ([text(p.key.run)] if ctx.several else []) + [
         text(p.key.name), text(p.key.keepalive_text), num(fmt.number(p.concurrency), p.concurrency),
-        num(fmt.number(cpu), cpu, derived=derived),
+        num(fmt.number(cpu), cpu, derived=derived)] + ([num(fmt.number(spent), spent)] if server else []) + [
         num(fmt.number(cpu / 10.0) if cpu is not None else fmt.ABSENT, cpu / 10.0 if cpu is not None else None,
             derived=cpu is not None)]
     for m in shown:

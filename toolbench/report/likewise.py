@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence, TypeVar
 
 from toolbench import stats
 from toolbench.report import bounds, fmt
@@ -42,6 +42,7 @@ class Cell:
 
 
 Tiers = tuple[tuple[Cell, ...], ...]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,9 @@ class Comparison:
 
     @property
     def where(self) -> str:
-        variant = f"{self.variant}, " if self.variant else ""
-        return f"{variant}concurrency {fmt.number(self.concurrency)}, keep-alive {fmt.yes_no(self.keepalive)}"
+        # The variant last: "at concurrency 10, keep-alive on, on nginx" reads where "at on nginx, ..." does not.
+        variant = f", {self.variant}" if self.variant else ""
+        return f"concurrency {fmt.number(self.concurrency)}, keep-alive {fmt.yes_no(self.keepalive)}{variant}"
 
     def order(self, tool: str) -> int | None:
         """The tier of a tool in the ranking used, 0 first; None when it is not ranked."""
@@ -93,12 +95,13 @@ def leader(ranking: Tiers) -> str | None:
     return ranking[0][0].tool
 
 
-def tiers(cells: list[Cell], get: Callable[[Cell], stats.Estimate | None], most_first: bool) -> Tiers:
+def tiers(cells: Sequence[T], get: Callable[[T], stats.Estimate | None], most_first: bool,
+          name: Callable[[T], str] = lambda c: c.tool) -> tuple[tuple[T, ...], ...]:  # type: ignore[attr-defined]
     """Cells in order, grouped: a cell joins the tier of the one before it when it does not
-    differ, beyond the noise, from that tier's first cell."""
+    differ, beyond the noise, from that tier's first cell. `name` breaks exact ties."""
     rated = sorted((c for c in cells if get(c) is not None),
-                   key=lambda c: (get(c).value, c.tool), reverse=most_first)  # type: ignore[union-attr]
-    out: list[list[Cell]] = []
+                   key=lambda c: (get(c).value, name(c)), reverse=most_first)  # type: ignore[union-attr]
+    out: list[list[T]] = []
     for cell in rated:
         if out and not stats.differs(get(out[-1][0]), get(cell)):  # type: ignore[arg-type]
             out[-1].append(cell)

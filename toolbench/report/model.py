@@ -10,7 +10,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from toolbench.report import compare, cost, environment, errors, latency, perf, ranking, results, truth, verdict
+from toolbench.report import (compare, cost, environment, errors, latency, perf, ranking, results, targets, truth,
+                              verdict)
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
 
@@ -46,6 +47,7 @@ def build(runs: list[RunView]) -> ReportData:
     sections = [
         environment.environment_section(ctx),
         ranking.ranking_section(ctx),
+        *[s for s in (targets.targets_section(ctx),) if s is not None],
         perf.peaks_section(ctx),
         perf.throughput_section(ctx),
         latency.percentiles_section(ctx),

@@ -33,8 +33,10 @@ def results_section(ctx: Context) -> Section:
         return Section("results", "All results", absent="This run has no results yet.")
     with_cost = any(r.cost is not None for _, r in ctx.results)
     with_probe = any(r.probe is not None for _, r in ctx.results)
+    with_server = any(r.server_cost is not None for _, r in ctx.results)
     shared = shared_notes(ctx)
-    rows = tuple(_row(ctx, run, r, with_cost, with_probe, shared.get(r.identity.label, [])) for run, r in ctx.results)
+    rows = tuple(_row(ctx, run, r, (with_cost, with_server, with_probe), shared.get(r.identity.label, []))
+                 for run, r in ctx.results)
     cols = ([Column("run")] if ctx.several else []) + [
         Column("cell"), Column("tool"), Column("concurrency", True), Column("keep-alive"),
         Column("rep", True, "repetition"), Column("status"), Column("requests", True), Column("failed", True),
@@ -44,6 +46,8 @@ def results_section(ctx: Context) -> Section:
         Column("p50 ms", True), Column("p99 ms", True), Column("max ms", True)]
     if with_cost:
         cols.append(Column("CPU µs/req", True, "generator CPU time per request"))
+    if with_server:
+        cols.append(Column("server CPU µs/req", True, "the target's CPU time per request"))
     if with_probe:
         cols.append(Column("probe ms", True, "the probe's median during the load"))
     cols.append(Column("raw", title="the tool's own output, by relative path"))
@@ -56,7 +60,8 @@ def results_section(ctx: Context) -> Section:
                    tables=(Table(tuple(cols), rows, css="results"),))
 
 
-def _row(ctx: Context, run: RunView, r: RunResult, with_cost: bool, with_probe: bool, shared: list[str]) -> Row:
+def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool], shared: list[str]) -> Row:
+    with_cost, with_server, with_probe = shown
     res = r.latency.resolution_ms
     rps, tried = stats.throughput(r), stats.attempted(r)
     c = r.counts
@@ -79,6 +84,9 @@ def _row(ctx: Context, run: RunView, r: RunResult, with_cost: bool, with_probe: 
     if with_cost:
         cpu, derived = cpu_us_per_request(r)
         values.append(num(fmt.number(cpu), cpu, derived=derived))
+    if with_server:
+        spent = r.server_cost.cpu_us_per_request if r.server_cost else None
+        values.append(num(fmt.number(spent), spent))
     if with_probe:
         probe = groups.median(r.probe.samples_ms) if r.probe else None
         values.append(num(fmt.number(probe), probe))

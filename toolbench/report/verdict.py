@@ -10,11 +10,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from toolbench import stats
-from toolbench.report import fmt
+from toolbench.report import fmt, targets
 from toolbench.report.bounds import Bound
 from toolbench.report.context import Context, RunView
 from toolbench.report.groups import Series
 from toolbench.report.likewise import By, Cell, Comparison, leader
+from toolbench.report.targets import TargetComparison
 from toolbench.report.truth import CellTruth, Verdict
 from toolbench.report.verdict_text import estimate, every, example, lead, limit_phrase, ranking_sentence
 from toolbench.schema import Status
@@ -38,15 +39,19 @@ class RunVerdict:
 def verdicts(ctx: Context) -> list[RunVerdict]:
     comps = ctx.comparisons
     return [_run_verdict(run, [c for c in comps if c.run == run.label],
-                         [s for s in ctx.series if s.key.run == run.label]) for run in ctx.runs]
+                         [s for s in ctx.series if s.key.run == run.label],
+                         [t for t in ctx.target_comparisons if t.run == run.label]) for run in ctx.runs]
 
 
-def _run_verdict(run: RunView, comps: list[Comparison], series: list[Series]) -> RunVerdict:
+def _run_verdict(run: RunView, comps: list[Comparison], series: list[Series],
+                 on_targets: list[TargetComparison]) -> RunVerdict:
     cells = [cell for comp in comps for cell in comp.cells]
-    topics = (Topic("Like for like", tuple(_ranking(comps))), Topic("Limits", tuple(_limits(cells))),
+    headline = " ".join(s for s in (_headline(run, comps), targets.headline(on_targets)) if s)
+    topics = (Topic("Targets", tuple(targets.sentences(on_targets, MAX_LISTED))),
+              Topic("Like for like", tuple(_ranking(comps))), Topic("Limits", tuple(_limits(cells))),
               Topic("Cost", tuple(_cost(comps, cells))), Topic("Truthfulness", tuple(_truth([c.truth for c in cells]))),
               Topic("Failures", tuple(_failures(run, cells, series))))
-    return RunVerdict(run.label, _headline(run, comps), tuple(t for t in topics if t.sentences))
+    return RunVerdict(run.label, headline, tuple(t for t in topics if t.sentences))
 
 
 def _plural(n: int, word: str) -> str:

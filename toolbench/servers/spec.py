@@ -5,9 +5,9 @@ option is an error naming file:line and the key path."""
 from __future__ import annotations
 
 import re
-import urllib.parse
 from dataclasses import dataclass, field
 
+from toolbench import httpvalues, names
 from toolbench.yamlread import Node
 
 NGINX_KINDS = ("nginx-static",)
@@ -27,10 +27,10 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "socket-threads": ("sleep", "backlog"),
     "socket-gevent": ("sleep", "backlog"),
 }
-COMMON_KEYS = ("label", "ready")
+COMMON_KEYS = ("label", "ready", "restart")
+RESTARTS = ("once", "per-cell")
 READY_KEYS = ("http", "path", "status", "tcp", "wait", "timeout")
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _LABEL = re.compile(r"^[^\x00-\x1f\x7f]{1,80}$")
 _PATH = re.compile(r"^/[^\s\x00-\x1f\x7f]*$")
 _RATE = re.compile(r"^([1-9][0-9]{0,8})r/([sm])$")
@@ -102,6 +102,7 @@ class TargetSpec:
     limit_req: LimitReq | None = None
     command: str | None = None
     url: str | None = None
+    restart: str = "once"  # "once": started once for all its cells; "per-cell": before each cell
     where: str = ""  # file:line of the entry, for errors found when it starts
 
     @property
@@ -116,16 +117,18 @@ class TargetSpec:
 def parse_target(node: Node, name: str | None = None) -> TargetSpec:
     """One target entry: `{server: KIND, ...options}`, `{command: ..., url: ...}` or `{url: ...}`,
     each with an optional `label` and `ready`."""
-    if name is not None and (not NAME.match(name) or ".." in name):
-        raise node.error(f"a target's name must match {NAME.pattern} without '..', got {name!r}")
+    if name is not None and (why := names.problem(name)):
+        raise node.error(f"target {why}")
     keys = node.items()
     where = f"{node.file}:{node.line}"
     label = _label(keys["label"]) if "label" in keys else None
+    restart = keys["restart"].choice(RESTARTS) if "restart" in keys else "once"
     if "server" in keys:
         kind = keys["server"].choice(BUNDLED)
         keys = node.items(("server",) + COMMON_KEYS + OPTION_KEYS[kind])
         ready = _ready(keys["ready"]) if "ready" in keys else ReadySpec()
-        return TargetSpec(kind=kind, name=name, label=label, ready=ready, where=where, **_options(kind, keys))
+        return TargetSpec(kind=kind, name=name, label=label, ready=ready, restart=restart, where=where,
+                          **_options(kind, keys))
     if "url" not in keys:
         raise node.error("expected `server` (one of " + ", ".join(BUNDLED)
                          + "), or `url` with an optional `command` that serves it")
@@ -133,7 +136,7 @@ def parse_target(node: Node, name: str | None = None) -> TargetSpec:
     ready = _ready(keys["ready"]) if "ready" in keys else ReadySpec()
     command = keys["command"].string() if "command" in keys else None
     return TargetSpec(kind="command" if command else "url", name=name, label=label, ready=ready,
-                      command=command, url=_url(keys["url"]), where=where)
+                      restart=restart, command=command, url=_url(keys["url"]), where=where)
 
 
 def _options(kind: str, keys: dict[str, Node]) -> dict[str, object]:
@@ -231,16 +234,10 @@ def _status(node: Node) -> int | None:
 
 
 def _url(node: Node) -> str:
-    url = node.string()
-    parts = urllib.parse.urlsplit(url)
     try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if (parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or parts.query or parts.fragment
-            or not _PATH.match("/" + url)):
-        raise node.error(f"expected an http:// or https:// URL with a host (no query), got {url!r}")
-    return url.rstrip("/")
+        return httpvalues.base_url(node.string())
+    except httpvalues.ValueProblem as exc:
+        raise node.error(str(exc)) from None
 
 
 def _label(node: Node) -> str:
