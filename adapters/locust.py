@@ -56,7 +56,9 @@ class LocustAdapter:
     name = "locust"
     # processes: 1 runs one process; N >= 2 runs a master and N workers on this
     # machine (--processes N); -1 is one worker per core.
-    option_types = {"user_class": str, "processes": int, "timeout_s": int}
+    # locustfile: a file beside the scenario whose own User classes run instead of the bundled
+    # one; it is copied into the cell's folder as is, and reads the cell from locust_params.json.
+    option_types = {"user_class": str, "processes": int, "timeout_s": int, "locustfile": Path}
 
     def detect(self, host: "Host") -> str | None:
         try:
@@ -80,6 +82,9 @@ class LocustAdapter:
         if cell.stop.requests_per_connection is not None:
             return Support(False, "Locust's users share one request budget here; none stops after its own "
                                   "N requests, so a stop per connection is not supported")
+        if option(cell, "locustfile", None) and cell.stop.duration_s is None:
+            return Support(False, "a locustfile of the scenario's own times its requests itself; it runs "
+                                  "for a duration (its users do not share toolbench's request budget)")
         if cell.stop.requests is not None and processes != 1:
             return Support(False, "a stop after N requests is counted inside one Locust process; "
                                   "with several worker processes it is not supported")
@@ -107,7 +112,9 @@ class LocustAdapter:
         processes = option(cell, "processes", 1)
         if processes != 1:
             args += ["--processes", str(processes)]
-        return Invocation(argv=locust_argv(args), files={LOCUSTFILE: locustfile(), PARAMS: parameters(cell, path)},
+        given = option(cell, "locustfile", None)
+        source = Path(given).read_text(encoding="utf-8") if given else locustfile()
+        return Invocation(argv=locust_argv(args), files={LOCUSTFILE: source, PARAMS: parameters(cell, path)},
                           outputs=dict(OUTPUTS))
 
     def classify(self, path: Path, text: str) -> str:
