@@ -144,3 +144,11 @@ def test_a_live_run_of_r_sends_n_requests_per_connection(tmp_path, nginx):
     m = siege.ADAPTER.parse(RawOutput(stdout=done.stdout, stderr=done.stderr, exit_code=done.returncode,
                                       files=files, source=str(tmp_path)))
     assert m.counts.requests_total == 4 * 5 and m.counts.requests_failed == 0
+
+
+def test_a_response_time_above_the_longest_transaction_is_no_mean_and_is_left_out():
+    # Recorded from study 000's quick run: nginx's limit_req answered 1914 of 2000 with 503.
+    m = parse("4.0.7-limit-req-503")
+    assert m.counts.requests_ok == 86 and m.counts.requests_failed == 1914
+    assert m.latency.mean_ms is None and m.latency.max_ms == 360.0
+    assert any("is no mean and is left out" in n for n in m.notes)
