@@ -1,0 +1,90 @@
+"""The three reference studies as scenarios: they validate, with and without their quick
+profile; their locustfiles stay beside them; 003's quick profile runs end to end."""
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from toolbench import plan, scenario
+from toolbench.adapters import locust
+from toolbench.errors import ScenarioError
+
+STUDIES = REPO / "scenarios" / "studies"
+FILES = sorted(STUDIES.glob("*.yaml"))
+TOOLBENCH = str(REPO / ".venv" / "bin" / "toolbench")
+
+
+def test_the_three_studies_ship():
+    assert [f.name[:3] for f in FILES] == ["000", "001", "003"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("profile", [None, "quick"])
+def test_each_study_validates_with_and_without_its_quick_profile(path, profile):
+    s = scenario.load(path, profile)
+    assert s.profiles == ("quick",) and s.profile == profile
+    assert s.description and s.compare in ("tools", "targets")
+    assert any(p.support.ok for p in plan.expand(s))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_the_quick_profile_is_smaller_than_the_study(path):
+    assert len(plan.expand(scenario.load(path, "quick"))) < len(plan.expand(scenario.load(path)))
+
+
+def test_study_001s_locustfiles_are_copied_into_the_cell_as_they_are(tmp_path):
+    s = scenario.load(STUDIES / "001-tool-comparison.yaml", "quick")
+    cells = {p.cell.label: p.cell for p in plan.expand(s) if p.cell.keepalive}
+    for variant, name in (("locust-urllib3", "urllib3_user.py"), ("locust-socket", "socket_user.py")):
+        cell = cells[variant].at("http://127.0.0.1:8080")
+        assert locust.LocustAdapter().supports(cell).ok
+        built = locust.LocustAdapter().build(cell, tmp_path)
+        assert built.files["locustfile.py"] == (STUDIES / "locustfiles" / name).read_text()
+
+
+@pytest.mark.parametrize("given, message", [
+    ("../000-flask-tuning.yaml", "is outside the scenario's folder"),
+    ("/etc/passwd", "is outside the scenario's folder"),
+    ("missing.py", "no such file beside the scenario"),
+    ("7", "expected a file name relative to the scenario"),
+])
+def test_a_locustfile_stays_under_the_scenarios_folder(tmp_path, given, message):
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    (tmp_path / "000-flask-tuning.yaml").write_text("x")
+    path = folder / "s.yaml"
+    path.write_text("name: s\ntarget: {server: nginx-static}\nmatrix: {tool: [lf]}\n"
+                    f"tools:\n  lf: {{use: locust, locustfile: {given}}}\n")
+    with pytest.raises(ScenarioError, match=rf"s.yaml:5: tools.lf.locustfile: .*{message}"):
+        plan.expand(scenario.load(path))
+
+
+def test_validate_says_which_profile_it_checked():
+    done = subprocess.run([TOOLBENCH, "validate", str(STUDIES / "003-socket-servers.yaml"), "--profile", "quick"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "(profile quick): ok, 4 cells" in done.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_study_003s_quick_profile_ends_on_a_report_that_answers_its_question(tmp_path):
+    # Run in CI (about a minute on 2 cores); 000's and 001's quick profiles take 1 and 3 minutes
+    # and are run by hand (docs/studies/).
+    done = subprocess.run([TOOLBENCH, "run", str(STUDIES / "003-socket-servers.yaml"), "--profile", "quick",
+                           "-o", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=290)
+    assert done.returncode == 0, done.stderr
+    report = Path(done.stdout.strip().splitlines()[-1])
+    page = report.read_text()
+    assert "Which serves more connections that each wait 0.5 s" in page  # the question, from the scenario
+    verdict = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.split('id="verdict"', 1)[1]))
+    first = verdict.split("Targets.", 1)[0]
+    assert "like-for-like comparisons (same tool, concurrency and keep-alive)" in first
+    assert "served" in first and ("thread per connection" in first or "gevent" in first)
+    # Publishable alone: nothing is loaded or linked from outside the file.
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?!#)[^"'\s>]""", page)
+    assert not re.search(r"url\(\s*['\"]?(?!#)", page) and "@import" not in page
+    manifest = (report.parent / "manifest.json").read_text()
+    assert '"profile": "quick"' in manifest and '"compare": "targets"' in manifest
