@@ -83,8 +83,11 @@ def test_study_003s_quick_profile_ends_on_a_report_that_answers_its_question(tmp
     first = verdict.split("Targets.", 1)[0]
     assert "like-for-like comparisons (same tool, concurrency and keep-alive)" in first
     assert "served" in first and ("thread per connection" in first or "gevent" in first)
-    # Publishable alone: nothing is loaded or linked from outside the file.
-    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?!#)[^"'\s>]""", page)
+    # Publishable alone: nothing is loaded from another file; links go only to the run's own raw
+    # files (which `toolbench publish` copies beside the report), never out of the run folder.
+    assert not re.search(r"""src\s*=""", page)
+    links = re.findall(r"""href\s*=\s*["']([^"']*)""", page)
+    assert links and all((link.startswith(("#", "raw/")) or link in ("./", "manifest.json", "results.jsonl")) and ".." not in link for link in links), links
     assert not re.search(r"url\(\s*['\"]?(?!#)", page) and "@import" not in page
     manifest = (report.parent / "manifest.json").read_text()
     assert '"profile": "quick"' in manifest and '"compare": "targets"' in manifest
