@@ -87,7 +87,8 @@ def test_study_003s_quick_profile_ends_on_a_report_that_answers_its_question(tmp
     # files (which `toolbench publish` copies beside the report), never out of the run folder.
     assert not re.search(r"""src\s*=""", page)
     links = re.findall(r"""href\s*=\s*["']([^"']*)""", page)
-    assert links and all((link.startswith(("#", "raw/")) or link in ("./", "manifest.json", "results.jsonl")) and ".." not in link for link in links), links
+    own = ("./", "manifest.json", "results.jsonl")
+    assert links and all((link.startswith(("#", "raw/")) or link in own) and ".." not in link for link in links)
     assert not re.search(r"url\(\s*['\"]?(?!#)", page) and "@import" not in page
     manifest = (report.parent / "manifest.json").read_text()
     assert '"profile": "quick"' in manifest and '"compare": "targets"' in manifest
