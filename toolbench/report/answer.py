@@ -7,10 +7,12 @@ from collections import Counter
 
 from toolbench.report.context import RunView
 from toolbench.report.targets import TargetComparison
-from toolbench.report.verdict_text import estimate
+from toolbench.report import fmt
+from toolbench.report.targets import Entry
+from toolbench.report.verdict_text import estimate, every
 
 QUESTIONS = ("tools", "targets")
-LIKE = "like-for-like comparisons (same tool, concurrency and keep-alive)"
+SAME = " (same tool, concurrency and keep-alive)"
 
 
 def question(run: RunView) -> str:
@@ -32,12 +34,19 @@ def targets(comps: list[TargetComparison]) -> str:
     ties = n - sum(leads.values())
     best = max((e for c in compared for e in c.entries), key=lambda e: e.rate.value)
     where = next(c for c in compared if best in c.entries).where
-    highest = f"; the highest was {best.target}'s {estimate(best.rate, ' successful requests/s')} with {where}"
+    highest = (f"; the highest was {best.target}'s {estimate(best.rate, ' successful requests/s')} "
+               f"with {where}{_failed(best)}")
     if len(leads) == 1 and not ties:
         (target, _), = leads.items()
-        return f"{target} served the most successful requests/s in all {n} {LIKE}{highest}."
+        return f"{target} served the most successful requests/s in {every(n)}{SAME}{highest}."
     if not leads:
-        return f"No target served more than another beyond the noise in any of the {n} {LIKE}{highest}."
+        return f"No target served more than another beyond the noise in {every(n)}{SAME}{highest}."
     said = ", ".join(f"{t} in {k}" for t, k in sorted(leads.items(), key=lambda kv: (-kv[1], kv[0])))
     tied = f"; {ties} tied within the noise" if ties else ""
-    return f"No target led everywhere: of {n} {LIKE}, {said} served the most{tied}{highest}."
+    return f"No target led everywhere: of {n} like-for-like comparisons{SAME}, {said} served the most{tied}{highest}."
+
+
+def _failed(entry: Entry) -> str:
+    """A leader that failed some of its requests says so: successes rank it, failures qualify it."""
+    rate = entry.point.error_rate
+    return f", while {fmt.percent(rate * 100, 0)} of its requests failed" if rate and rate >= 0.01 else ""
