@@ -5,6 +5,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
+import numpy as np
+
 from toolbench import histogram
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
@@ -275,8 +277,8 @@ def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample]]:
     if path is None:
         return None, []
     at = Numbers("ab", str(path))
-    hist = histogram.new()
-    per_second: dict[int, list[int]] = {}
+    seconds: list[int] = []
+    times: list[int] = []
     with open(path, errors="replace") as fh:
         header = fh.readline()
         if not header.startswith("starttime\tseconds"):
@@ -285,19 +287,13 @@ def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample]]:
             parts = line.rstrip("\n").split("\t")
             if len(parts) != 6:
                 raise ParseError("ab", f"line {number}: not a -g row: {line.strip()!r:.80}", str(path))
-            second = at.integer(parts[1], f"line {number}: seconds")
-            ttime = at.integer(parts[4], f"line {number}: ttime")
-            histogram.record_ms(hist, ttime)
-            bucket = per_second.setdefault(second, [0, 0, 0])
-            bucket[0] += 1
-            bucket[1] += ttime
-            bucket[2] = max(bucket[2], ttime)
-    if not per_second:
+            seconds.append(at.integer(parts[1], f"line {number}: seconds"))
+            times.append(at.integer(parts[4], f"line {number}: ttime"))
+    if not seconds:
         return None, []
-    first = min(per_second)
-    series = [SecondSample(second=s - first, requests=n, latency_mean_ms=total / n, latency_max_ms=float(top))
-              for s, (n, total, top) in sorted(per_second.items())]
-    return hist, series
+    tally = histogram.PerRequest("ab", str(path))  # -g times are whole ms
+    tally.add(np.asarray(seconds, np.int64), np.asarray(times, np.int64))
+    return tally.histogram(), tally.series()
 
 
 def _error_line(stderr: str) -> str | None:

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolbench import failures
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
 from toolbench.errors import HostError, ParseError
 from toolbench.numbers import Numbers
@@ -37,8 +38,8 @@ _TALLY = re.compile(r"^(\d+) (timeouts|bad byte counts|bad checksums)$")
 _CODE = re.compile(r"^\s+code (\d{3}) -- (\d+)$")
 _URL_ERROR = re.compile(r"^([a-z]+://\S+?): (.+)$")
 _USAGE = re.compile(r"^usage:\s+\S*http_load\b", re.MULTILINE)
-# A per-URL error message (strerror text or http_load's own) to a failure class.
-_ERROR_CLASSES = (
+# A per-URL error message (strerror text or http_load's own) to a failure class (toolbench.failures).
+FAILURE_TABLE: failures.Table = (
     ("timeout", ("timed out",)),
     ("connect", ("refused", "no route to host", "network is unreachable", "cannot assign requested address",
                  "connect error", "ssl connection failed")),
@@ -159,12 +160,9 @@ def _counts(fetches: int, codes: dict[int, int], tallies: dict[str, int], errors
     http_4xx = sum(n for code, n in codes.items() if 400 <= code < 500)
     http_5xx = sum(n for code, n in codes.items() if 500 <= code < 600)
     odd_codes = sum(n for code, n in codes.items() if not 200 <= code < 600)
-    classes = dict.fromkeys(("connect", "read", "other"), 0)
-    for message, count in errors.items():
-        lowered = message.lower()
-        kind = next((k for k, needles in _ERROR_CLASSES if any(n in lowered for n in needles)), "other")
-        if kind != "timeout":  # counted from the summary's own "N timeouts" line
-            classes[kind] += count
+    by_class = failures.tally(errors, FAILURE_TABLE)
+    # Timeouts are counted from the summary's own "N timeouts" line.
+    classes = {name: by_class[name] for name in ("connect", "read", "other")}
     timeouts = tallies.get("timeouts", 0)
     without_status = fetches - sum(codes.values())
     explained = timeouts + sum(classes.values())

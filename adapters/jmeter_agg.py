@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toolbench import histogram
-from toolbench.invariants import MAX_SERIES_S
+from toolbench import failures, histogram
+from toolbench.errors import ParseError
 from toolbench.numbers import MAX_VALUE
 from toolbench.schema import Failures, SecondSample
 
 # A failed sample whose responseCode is not a number carries the Java exception's class
 # (`Non HTTP response code: org.apache.http.conn.HttpHostConnectException`). Checked in
-# this order: a ConnectTimeoutException is a timeout, not a connect failure.
-_EXCEPTION_CLASSES = (
+# this order (toolbench.failures): a ConnectTimeoutException is a timeout, not a connect failure.
+FAILURE_TABLE: failures.Table = (
     ("timeout", ("SocketTimeoutException", "ConnectTimeoutException", "TimeoutException")),
     ("connect", ("ConnectException", "NoRouteToHostException", "UnknownHostException",
                  "PortUnreachableException", "BindException")),
@@ -27,20 +27,12 @@ _EXCEPTION_CLASSES = (
               "TruncatedChunkException", "MalformedChunkCodingException", "SSLException")),
 )
 MAX_STATUS = 1000
-MAX_ELAPSED_MS = 3_600_000  # the histogram's ceiling; a longer sample is tallied at it
 
 
 def is_count(text: str) -> bool:
     """ASCII digits that fit a 64-bit integer (str.isdigit also takes '²' and '٣', which int()
     then refuses or reads as another number)."""
     return 0 < len(text) <= 18 and text.isascii() and text.isdigit()
-
-
-def failure_class(code_text: str) -> str:
-    for name, markers in _EXCEPTION_CLASSES:
-        if any(marker in code_text for marker in markers):
-            return name
-    return "other"
 
 
 @dataclass(frozen=True)
@@ -77,14 +69,9 @@ class Aggregate:
         self.classes = {"connect": 0, "timeout": 0, "read": 0, "http_4xx": 0, "http_5xx": 0, "other": 0}
         self.has_codes = True
         self.status = np.zeros(MAX_STATUS, np.int64)
-        self.elapsed = np.zeros(0, np.int64)  # index: elapsed ms, value: samples
+        self.times = histogram.PerRequest("jmeter")  # elapsed ms: the tally and the series
         self.ts_min: int | None = None
         self.end_max: int | None = None
-        self.sec_base = 0  # epoch second of index 0 of the per-second arrays
-        self.sec_requests = np.zeros(0, np.int64)
-        self.sec_errors = np.zeros(0, np.int64)
-        self.sec_elapsed = np.zeros(0, np.int64)
-        self.sec_max = np.zeros(0, np.int64)
         self.received: int | None = None
         self.sent: int | None = None
         self.latency = [0, 0]  # sum, samples with a response
@@ -101,16 +88,10 @@ class Aggregate:
         failed = ~b.ok
         self.ok += n - int(np.count_nonzero(failed))
         answered = self._codes(b, failed)
-        tally = np.bincount(np.minimum(b.elapsed_ms, MAX_ELAPSED_MS))
-        if len(tally) > len(self.elapsed):
-            tally[: len(self.elapsed)] += self.elapsed
-            self.elapsed = tally
-        else:
-            self.elapsed[: len(tally)] += tally
         lo, hi = int(b.ts_ms.min()), int((b.ts_ms + b.elapsed_ms).max())
         self.ts_min = lo if self.ts_min is None else min(self.ts_min, lo)
         self.end_max = hi if self.end_max is None else max(self.end_max, hi)
-        self._seconds(b, failed)
+        self.times.add(b.ts_ms // 1000, b.elapsed_ms, failed)
         self.received = _add(self.received, b.received, answered)
         self.sent = _add(self.sent, b.sent, None)
         self.has_latency |= _mean_into(self.latency, b.latency_ms, answered)
@@ -135,33 +116,9 @@ class Aggregate:
         # A 2xx or 3xx that failed an assertion, or a number outside HTTP's range.
         self.classes["other"] += len(failed_codes) - c4 - c5
         self.classes["other"] += int(np.count_nonzero(failed & (b.code >= 0) & ~answered))
-        for text, count in b.nonhttp.items():
-            self.classes[failure_class(text)] += count
+        for name, count in failures.tally(b.nonhttp, FAILURE_TABLE).items():
+            self.classes[name] += count
         return answered
-
-    def _seconds(self, b: Batch, failed: np.ndarray) -> None:
-        sec = b.ts_ms // 1000
-        lo, hi = int(sec.min()), int(sec.max())
-        first = lo if len(self.sec_requests) == 0 else min(lo, self.sec_base)
-        if max(hi, self.sec_base + len(self.sec_requests) - 1) - first > MAX_SERIES_S:
-            raise ValueError(f"the samples' timeStamps span more than {MAX_SERIES_S} s: not epoch milliseconds?")
-        if len(self.sec_requests) == 0:
-            self.sec_base = lo
-        if lo < self.sec_base:
-            self._grow_seconds(front=self.sec_base - lo)
-        if hi - self.sec_base + 1 > len(self.sec_requests):
-            self._grow_seconds(back=hi - self.sec_base + 1 - len(self.sec_requests))
-        idx = sec - self.sec_base
-        size = len(self.sec_requests)
-        self.sec_requests += np.bincount(idx, minlength=size)
-        self.sec_errors += np.bincount(idx[failed], minlength=size)
-        self.sec_elapsed += np.bincount(idx, weights=b.elapsed_ms, minlength=size).astype(np.int64)
-        np.maximum.at(self.sec_max, idx, b.elapsed_ms)
-
-    def _grow_seconds(self, front: int = 0, back: int = 0) -> None:
-        for name in ("sec_requests", "sec_errors", "sec_elapsed", "sec_max"):
-            setattr(self, name, np.pad(getattr(self, name), (front, back)))
-        self.sec_base -= front
 
     def merge(self, other: "Aggregate") -> None:
         """Adds the sums of another part of the same file."""
@@ -171,23 +128,11 @@ class Aggregate:
             self.classes[name] += count
         self.has_codes &= other.has_codes
         self.status += other.status
-        self.elapsed = _sum_arrays(self.elapsed, other.elapsed)
+        self.times.merge(other.times)
         if other.ts_min is None:
             return
         self.ts_min = other.ts_min if self.ts_min is None else min(self.ts_min, other.ts_min)
         self.end_max = other.end_max if self.end_max is None else max(self.end_max, other.end_max)
-        if len(self.sec_requests) == 0:
-            self.sec_base = other.sec_base
-        lo = min(self.sec_base, other.sec_base)
-        hi = max(self.sec_base + len(self.sec_requests), other.sec_base + len(other.sec_requests))
-        if hi - lo > MAX_SERIES_S:
-            raise ValueError(f"the samples' timeStamps span more than {MAX_SERIES_S} s: not epoch milliseconds?")
-        self._grow_seconds(front=self.sec_base - lo, back=hi - self.sec_base - len(self.sec_requests))
-        at = other.sec_base - self.sec_base
-        for name in ("sec_requests", "sec_errors", "sec_elapsed"):
-            getattr(self, name)[at:at + len(other.sec_requests)] += getattr(other, name)
-        window = self.sec_max[at:at + len(other.sec_requests)]
-        np.maximum(window, other.sec_max, out=window)
         for name in ("received", "sent"):
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, theirs if mine is None else mine if theirs is None else mine + theirs)
@@ -215,32 +160,15 @@ class Aggregate:
 
     def elapsed_stats(self) -> dict[str, float] | None:
         """Exact min, max, mean and (population) stdev of the elapsed times, in ms."""
-        if self.rows == 0:
-            return None
-        values = np.flatnonzero(self.elapsed)
-        counts = self.elapsed[values]
-        mean = float(np.dot(values, counts)) / self.rows
-        var = float(np.dot((values - mean) ** 2, counts)) / self.rows
-        return {"min_ms": float(values[0]), "max_ms": float(values[-1]), "mean_ms": mean, "stdev_ms": var ** 0.5}
+        return self.times.stats_ms()
 
     def histogram(self) -> str | None:
-        if self.rows == 0:
-            return None
-        hist = histogram.new()
-        for value in np.flatnonzero(self.elapsed):
-            histogram.record_ms(hist, float(value), int(self.elapsed[value]))
-        return histogram.encode(hist)
+        return self.times.encoded()
 
     def series(self) -> list[SecondSample]:
         """One sample per whole epoch second from the first sample's to the last's: second 0
         is the second the first sample started in (JMeter stamps a sample with its start)."""
-        out = []
-        for i, n in enumerate(self.sec_requests.tolist()):
-            out.append(SecondSample(
-                second=i, requests=n, errors=int(self.sec_errors[i]),
-                latency_mean_ms=self.sec_elapsed[i] / n if n else None,
-                latency_max_ms=float(self.sec_max[i]) if n else None))
-        return out
+        return self.times.series()
 
     def latency_mean_ms(self) -> float | None:
         return self.latency[0] / self.latency[1] if self.has_latency and self.latency[1] else None
@@ -306,11 +234,5 @@ def add(agg: Aggregate, batch: Batch, line: int | None) -> None:
         agg.add(batch)
     except ValueError as exc:
         raise JtlError(str(exc), line) from None
-
-
-def _sum_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if len(b) > len(a):
-        a, b = b, a
-    out = a.copy()
-    out[: len(b)] += b
-    return out
+    except ParseError as exc:  # from the aggregator: "jmeter: cannot parse output: <what>: <why>"
+        raise JtlError(str(exc).split(": ", 2)[-1], line) from None

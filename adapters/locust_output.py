@@ -13,9 +13,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench import histogram
+from toolbench import failures, histogram
 from toolbench.errors import ParseError
-from toolbench.invariants import MAX_SERIES_S
 from toolbench.numbers import Numbers
 from toolbench.schema import PERCENTILES, Failures, Percentiles, SecondSample
 
@@ -27,11 +26,11 @@ _ERROR_ROW = re.compile(r"^\s*(\d+)\s{2,}(\S.*?)\s*$")
 # HttpUser: "HTTPError('404 Client Error: ...')"; FastHttpUser: "LocustBadStatusCode(code=404)".
 _STATUS = re.compile(r"\b([1-5]\d\d) (?:Client|Server) Error\b|\bcode=([1-5]\d\d)\b")
 _PCT_NAMES = {f"{pct:g}%": name for name, pct in PERCENTILES}  # Locust's column heads: "50%" ... "99.9%"
-# Error texts (exception reprs) to failure classes, first match wins.
-_CLASSES = (
+# Error texts (exception reprs) to failure classes (toolbench.failures), first match wins.
+FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "timed out")),
-    ("connect", ("connectionrefused", "connection refused", "newconnectionerror", "name or service not known",
-                 "no route to host", "connecterror")),
+    ("connect", ("connectionrefused", "connection refused", "newconnectionerror", "no route to host",
+                 "connecterror")),
     ("read", ("connectionreset", "connection reset", "remotedisconnected", "brokenpipe", "incompleteread",
               "connection aborted", "connectionclosed", "protocolerror", "badstatusline")),
 )
@@ -155,14 +154,10 @@ def _opt_real(num: Numbers, value: Any, what: str) -> float | None:
 
 
 def histogram_of(entries: list[Entry], source: str | None) -> HdrHistogram | None:
-    hist = histogram.new()
+    tally = histogram.PerRequest("locust", source)
     for entry in entries:
-        for rounded_ms, count in entry.response_times.items():
-            try:
-                histogram.record_ms(hist, rounded_ms, count)
-            except ValueError as exc:  # more values than any run holds (the reader checks the rest)
-                raise ParseError("locust", f"response_times: {exc}", source) from None
-    return hist if hist.get_total_count() else None
+        tally.add_tally(entry.response_times)  # Locust's buckets: rounded ms
+    return tally.histogram()
 
 
 def bucket_percentiles(entries: list[Entry]) -> Percentiles:
@@ -212,21 +207,13 @@ def _half_bucket(ms: float) -> float:
 
 
 def series_from_json(entries: list[Entry], source: str | None) -> list[SecondSample]:
-    requests: dict[int, int] = {}
-    errors: dict[int, int] = {}
+    """Requests and failures by second; Locust keeps no times by second."""
+    tally = histogram.PerRequest("locust", source)
     for entry in entries:
-        for second, count in entry.num_reqs_per_sec.items():
-            requests[second] = requests.get(second, 0) + count
-        for second, count in entry.num_fail_per_sec.items():
-            errors[second] = errors.get(second, 0) + count
-    if not requests:
-        return []
-    first, last = min(requests), max(requests)
-    if last - first > MAX_SERIES_S:
-        raise ParseError("locust", f"num_reqs_per_sec: its seconds span {last - first} s, more than "
-                                   f"{MAX_SERIES_S} s: not the seconds of one run", source)
-    return [SecondSample(second=s - first, requests=requests.get(s, 0), errors=errors.get(s, 0))
-            for s in range(first, last + 1)]
+        seconds = sorted(set(entry.num_reqs_per_sec) | set(entry.num_fail_per_sec))
+        tally.add_seconds(seconds, [entry.num_reqs_per_sec.get(s, 0) for s in seconds],
+                          [entry.num_fail_per_sec.get(s, 0) for s in seconds])
+    return tally.series()
 
 
 def read_summary(stderr: str, source: str | None = None) -> Summary | None:
@@ -315,17 +302,18 @@ def read_failures_csv(path: Path) -> dict[str, int]:
 
 
 def classify_errors(errors: dict[str, int]) -> tuple[Failures, dict[int, int]]:
-    counts = dict.fromkeys(("connect", "timeout", "read", "http_4xx", "http_5xx", "other"), 0)
+    """Failure classes of Locust's error report; an HTTP error's status comes from its text."""
     codes: dict[int, int] = {}
+    rest: dict[str, int] = {}
     for text, count in errors.items():
         if m := _STATUS.search(text):
             code = int(m.group(1) or m.group(2))
             codes[code] = codes.get(code, 0) + count
-            counts["http_4xx" if code < 500 else "http_5xx"] += count
-            continue
-        lowered = text.lower()
-        kind = next((k for k, needles in _CLASSES if any(n in lowered for n in needles)), "other")
-        counts[kind] += count
+        else:
+            rest[text] = count
+    counts = failures.tally(rest, FAILURE_TABLE)
+    counts["http_4xx"] = sum(n for code, n in codes.items() if code < 500)
+    counts["http_5xx"] = sum(n for code, n in codes.items() if code >= 500)
     return Failures(**counts), codes
 
 

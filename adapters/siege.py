@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolbench import failures
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
@@ -64,6 +65,12 @@ _LOG_HEADER = re.compile(r"^\s*Date & Time,\s*Trans,")
 _VERSION = re.compile(r"SIEGE (\d[\w.\-]*)")
 _ERROR = re.compile(r"\[error\]\s*(.*)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # siege colours "[error]" unless told not to
+# siege's [error] lines to failure classes (toolbench.failures), first match wins.
+FAILURE_TABLE: failures.Table = (
+    ("connect", ("refused", "unable to connect")),
+    ("timeout", ("timed out", "timeout")),
+    ("read", ("reset", "socket read")),
+)
 _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 
@@ -207,15 +214,8 @@ def _mean_ms(s: dict[str, float], notes: list[str]) -> float | None:
 
 def _failure_classes(failed: int, stderr: str, http_errors: int | None) -> Failures:
     """siege counts socket failures without classes; its [error] lines on stderr name them."""
-    connect = timeout = read = 0
-    for line in _errors(stderr):
-        low = line.lower()
-        if "refused" in low or "unable to connect" in low:
-            connect += 1
-        elif "timed out" in low or "timeout" in low:
-            timeout += 1
-        elif "reset" in low or "socket read" in low:
-            read += 1
+    by_class = failures.tally(_errors(stderr), FAILURE_TABLE)
+    connect, timeout, read = by_class["connect"], by_class["timeout"], by_class["read"]
     classified = connect + timeout + read
     if classified > failed:  # more lines than failures: keep the tool's count, unclassified
         connect = timeout = read = 0

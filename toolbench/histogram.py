@@ -17,14 +17,14 @@ import math
 import operator
 import struct
 import zlib
-from typing import Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from toolbench.errors import SchemaError
-from toolbench.numbers import MAX_VALUE
-from toolbench.schema import PERCENTILES, Percentiles
+from toolbench.numbers import MAX_VALUE, Numbers, problem
+from toolbench.schema import PERCENTILES, Percentiles, SecondSample
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
@@ -123,3 +123,163 @@ def percentiles_ms(hist: HdrHistogram) -> Percentiles:
         return Percentiles()
     values = {name: hist.get_value_at_percentile(p) / 1000.0 for name, p in PERCENTILES}
     return Percentiles(**values)
+
+
+# ---- the per-request aggregator ----
+
+MAX_SERIES_S = 1_000_000  # 11.6 days of per-second samples; beyond that, broken timestamps
+MAX_TALLY_MS = HIGHEST_US // 1000  # a longer time is tallied at the histogram's ceiling
+
+
+class PerRequest:
+    """Per-request times of one run, summed in one pass: an exact tally of whole
+    milliseconds (an HDR histogram at the end) and the per-second series. Every tool that
+    hands toolbench per-request data (ab -g, Locust's buckets and per-second counts,
+    JMeter's JTL, the engine's workers) goes through here.
+
+    Per-second sums are in `unit_ms` (1: whole ms; the engine's 0.001: µs). A value that
+    is negative, not a whole number, or beyond numbers.MAX_VALUE is a ParseError naming
+    `tool` and `source`; so are seconds spanning more than MAX_SERIES_S. Everything is
+    summed in integers: the figures do not depend on how the data was cut into parts."""
+
+    def __init__(self, tool: str, source: str | None = None, unit_ms: float = 1.0) -> None:
+        self.num = Numbers(tool, source)
+        self.unit_ms = unit_ms
+        self.tally = np.zeros(0, np.int64)  # index: whole ms, value: requests
+        self.parts: list[HdrHistogram] = []  # histograms handed over as they are (the engine's µs)
+        self.has_errors = False
+        self.sec_base = 0  # the second of index 0 of the per-second arrays
+        # requests, errors, timed requests, their time sum and max (in unit_ms)
+        self.sec = np.zeros((5, 0), np.int64)
+
+    # ---- adding ----
+
+    def add(self, seconds: np.ndarray, times: np.ndarray, failed: np.ndarray | None = None) -> None:
+        """One request per element: its second, its time in whole unit_ms, whether it failed."""
+        if not len(seconds):
+            return
+        seconds, times = self._checked(seconds, "second"), self._checked(times, "time")
+        if self.unit_ms == 1.0:
+            self._tally(np.bincount(np.minimum(times, MAX_TALLY_MS)))
+        idx = self._index(int(seconds.min()), int(seconds.max()), seconds)
+        size = self.sec.shape[1]
+        self.sec[0] += np.bincount(idx, minlength=size)
+        if failed is not None:
+            self.has_errors = True
+            self.sec[1] += np.bincount(idx[failed], minlength=size)
+        self.sec[2] += np.bincount(idx, minlength=size)
+        self.sec[3] += np.bincount(idx, weights=times, minlength=size).astype(np.int64)
+        np.maximum.at(self.sec[4], idx, times)
+
+    def add_tally(self, counts: Mapping[int, int]) -> None:
+        """Requests by whole ms, without their seconds (Locust's response time buckets)."""
+        if not counts:
+            return
+        ms = self._checked(np.fromiter(counts.keys(), np.int64, len(counts)), "time")
+        n = self._checked(np.fromiter(counts.values(), np.int64, len(counts)), "count")
+        self._tally(np.bincount(np.minimum(ms, MAX_TALLY_MS), weights=n).astype(np.int64))
+
+    def add_histogram(self, hist: HdrHistogram) -> None:
+        self.parts.append(hist)
+
+    def add_seconds(self, seconds: Sequence[int], requests: Sequence[int], errors: Sequence[int] | None = None,
+                    timed: Sequence[int] | None = None, time_sum: Sequence[int] | None = None,
+                    time_max: Sequence[int | None] | None = None) -> None:
+        """Requests already summed by second (Locust's per-second counts, the engine's
+        workers): `timed` of them with a time, summing to `time_sum` (unit_ms)."""
+        if not len(seconds):
+            return
+        secs = self._checked(np.asarray(seconds, np.int64), "second")
+        idx = self._index(int(secs.min()), int(secs.max()), secs)
+        columns = (requests, errors, timed, time_sum)
+        for row, values in enumerate(columns):
+            if values is not None:
+                np.add.at(self.sec[row], idx, self._checked(np.asarray(values, np.int64), "count"))
+        self.has_errors |= errors is not None
+        if time_max is not None:
+            top = self._checked(np.asarray([-1 if v is None else v for v in time_max], np.int64).clip(0), "time")
+            np.maximum.at(self.sec[4], idx, top)
+
+    def merge(self, other: "PerRequest") -> None:
+        """Adds the sums of another part of the same run."""
+        self._tally(other.tally)
+        self.parts.extend(other.parts)
+        self.has_errors |= other.has_errors
+        if other.sec.shape[1]:
+            lo, hi = other.sec_base, other.sec_base + other.sec.shape[1] - 1
+            at = self._index(lo, hi, None)
+            window = slice(at, at + other.sec.shape[1])
+            self.sec[:4, window] += other.sec[:4]
+            np.maximum(self.sec[4, window], other.sec[4], out=self.sec[4, window])
+
+    def _checked(self, values: np.ndarray, what: str) -> np.ndarray:
+        if len(values) and (int(values.min()) < 0 or int(values.max()) > MAX_VALUE):
+            bad = int(values.min()) if int(values.min()) < 0 else int(values.max())
+            raise self.num.error(what, problem(bad) or f"{bad} is out of range")
+        return values
+
+    def _tally(self, tally: np.ndarray) -> None:
+        if len(tally) > len(self.tally):
+            tally = tally.copy()
+            tally[: len(self.tally)] += self.tally
+            self.tally = tally
+        else:
+            self.tally[: len(tally)] += tally
+        if int(self.tally.sum()) > MAX_COUNT:
+            raise self.num.error("histogram", f"more than {MAX_COUNT} requests")
+
+    def _index(self, lo: int, hi: int, seconds: np.ndarray | None) -> Any:
+        """Grows the per-second arrays to hold seconds lo..hi; the index of `seconds` (of lo without)."""
+        size = self.sec.shape[1]
+        first = lo if size == 0 else min(lo, self.sec_base)
+        last = hi if size == 0 else max(hi, self.sec_base + size - 1)
+        if last - first > MAX_SERIES_S:
+            raise self.num.error("seconds", f"they span more than {MAX_SERIES_S} s: not the seconds of one run")
+        if size == 0:
+            self.sec_base = first
+        self.sec = np.pad(self.sec, ((0, 0), (self.sec_base - first, last - first + 1 - size - (self.sec_base - first))))
+        self.sec_base = first
+        return lo - first if seconds is None else seconds - first
+
+    # ---- the figures ----
+
+    @property
+    def count(self) -> int:
+        return int(self.tally.sum()) + sum(h.get_total_count() for h in self.parts)
+
+    def stats_ms(self) -> dict[str, float] | None:
+        """Exact min, max, mean and (population) stdev of the tallied times, in ms."""
+        total = int(self.tally.sum())
+        if total == 0:
+            return None
+        values = np.flatnonzero(self.tally)
+        counts = self.tally[values]
+        mean = float(np.dot(values, counts)) / total
+        var = float(np.dot((values - mean) ** 2, counts)) / total
+        return {"min_ms": float(values[0]), "max_ms": float(values[-1]), "mean_ms": mean, "stdev_ms": var ** 0.5}
+
+    def histogram(self) -> HdrHistogram | None:
+        """The tally and the histograms added, in one HDR histogram; None without a value."""
+        if self.count > MAX_COUNT:
+            raise self.num.error("histogram", f"more than {MAX_COUNT} requests")
+        hist = new()
+        for value in np.flatnonzero(self.tally):
+            record_ms(hist, float(value), int(self.tally[value]))
+        for part in self.parts:
+            hist.add(part)
+        return hist if hist.get_total_count() else None
+
+    def encoded(self) -> str | None:
+        hist = self.histogram()
+        return encode(hist) if hist is not None else None
+
+    def series(self, first: int | None = None) -> list[SecondSample]:
+        """One sample per second from the first with a request to the last, numbered from
+        `first` (default: the first second with a request is second 0)."""
+        base = self.sec_base - (self.sec_base if first is None else first)
+        requests, errors, timed, total, top = (row.tolist() for row in self.sec)
+        return [SecondSample(second=base + i, requests=requests[i],
+                             errors=errors[i] if self.has_errors else None,
+                             latency_mean_ms=total[i] * self.unit_ms / timed[i] if timed[i] else None,
+                             latency_max_ms=top[i] * self.unit_ms if timed[i] else None)
+                for i in range(len(requests))]

@@ -44,7 +44,7 @@ from toolbench.schema import PERCENTILES, Counts, Latency, Measurement, SecondSa
 if typing.TYPE_CHECKING:
     from toolbench.adapter import Adapter, RawOutput
 
-MAX_SERIES_S = 1_000_000  # 11.6 days of per-second samples; beyond that, broken timestamps
+MAX_SERIES_S = histogram.MAX_SERIES_S
 MAX_SERIES_SLACK_S = 10.0
 _FLOAT_NOISE = 1e-9
 

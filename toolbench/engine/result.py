@@ -8,7 +8,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench import histogram
+from toolbench import failures, histogram
 from toolbench.engine.coordinator import Collected
 from toolbench.engine.stats import Moments, WorkerResult
 from toolbench.schema import (
@@ -35,9 +35,14 @@ TOOL = "engine"
 # A note for people: the engine's failure kinds are finer than the schema's classes (refused
 # vs other connect errors, reset vs closed). The classes are in Counts; nothing reads this back.
 FAILURE_DETAIL = "engine_failures"
-# Engine failure kinds -> the schema's failure classes.
-_CLASSES = {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout",
-            "timeout": "timeout", "reset": "read", "closed": "read", "malformed": "other"}
+# Engine failure kinds (engine.stats.FAILURE_KINDS) to the schema's classes (toolbench.failures):
+# connect_timeout is a timeout, so timeout comes first.
+FAILURE_TABLE: failures.Table = (
+    ("timeout", ("timeout",)),
+    ("connect", ("connect_refused", "connect_other")),
+    ("read", ("reset", "closed")),
+    ("other", ("malformed",)),
+)
 
 
 def measurement(out: Collected, version: str | None = None) -> Measurement:
@@ -125,34 +130,25 @@ def _counts(results: list[WorkerResult]) -> Counts:
             codes[code] += n
         for kind, n in r.failures.items():
             kinds[kind] += n
-    by_class: dict[str, int] = defaultdict(int)
-    for kind, n in kinds.items():
-        by_class[_CLASSES[kind]] += n
+    by_class = failures.tally(kinds, FAILURE_TABLE)
     http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
     http_5xx = sum(n for c, n in codes.items() if c >= 500)
-    failures = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
+    classes = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
                         http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"])
     responses = sum(codes.values())
     failed = sum(kinds.values()) + http_4xx + http_5xx
     return Counts(requests_total=responses + sum(kinds.values()), requests_ok=responses - http_4xx - http_5xx,
-                  requests_failed=failed, failures=failures, status_codes=dict(sorted(codes.items())))
+                  requests_failed=failed, failures=classes, status_codes=dict(sorted(codes.items())))
 
 
 def _series(results: list[WorkerResult]) -> list[SecondSample]:
-    merged: dict[int, list[Any]] = {}
+    """The workers' seconds summed; the mean and max are of the responses, in µs."""
+    tally = histogram.PerRequest(TOOL, unit_ms=0.001)
     for r in results:
-        for s in r.series:
-            row = merged.setdefault(s.second, [0, 0, 0, 0, None])
-            row[0] += s.responses
-            row[1] += s.failed
-            row[2] += s.errors
-            row[3] += s.sum_us
-            if s.max_us is not None:
-                row[4] = s.max_us if row[4] is None else max(row[4], s.max_us)
-    return [SecondSample(second=sec, requests=resp + failed, errors=errors,
-                         latency_mean_ms=(total_us / resp / 1000.0) if resp else None,
-                         latency_max_ms=_ms(top))
-            for sec, (resp, failed, errors, total_us, top) in sorted(merged.items())]
+        tally.add_seconds([s.second for s in r.series], [s.responses + s.failed for s in r.series],
+                          [s.errors for s in r.series], [s.responses for s in r.series],
+                          [s.sum_us for s in r.series], [s.max_us for s in r.series])
+    return tally.series(first=0)
 
 
 def _latency(hist: HdrHistogram, moments: Moments) -> Latency:
