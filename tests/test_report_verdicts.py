@@ -298,6 +298,6 @@ def test_a_run_that_compares_targets_answers_which_target_first() -> None:
              for v in plain]
     (tools,), (targets,) = model.build(plain).verdicts, model.build(asked).verdicts
     assert not tools.headline.startswith("No target")
-    assert targets.headline.startswith("No target served more than another beyond the noise in both like-for-like "
-                                       "comparisons (same tool, concurrency and keep-alive); the highest was ")
+    assert targets.headline.startswith("No target served more than another beyond the noise in either like-for-like "
+                                       "comparison (same tool, concurrency and keep-alive); the highest was ")
     assert "Across targets, for each tool" not in targets.headline  # said once, as the answer

@@ -40,10 +40,15 @@ def targets(comps: list[TargetComparison]) -> str:
         (target, _), = leads.items()
         return f"{target} served the most successful requests/s in {every(n)}{SAME}{highest}."
     if not leads:
-        return f"No target served more than another beyond the noise in {every(n)}{SAME}{highest}."
+        return f"No target served more than another beyond the noise in {_any(n)}{SAME}{highest}."
     said = ", ".join(f"{t} in {k}" for t, k in sorted(leads.items(), key=lambda kv: (-kv[1], kv[0])))
     tied = f"; {ties} tied within the noise" if ties else ""
     return f"No target led everywhere: of {n} like-for-like comparisons{SAME}, {said} served the most{tied}{highest}."
+
+
+def _any(n: int) -> str:
+    return {1: "the one like-for-like comparison", 2: "either like-for-like comparison"}.get(
+        n, f"any of the {n} like-for-like comparisons")
 
 
 def _failed(entry: Entry) -> str:
