@@ -1,8 +1,7 @@
 """Profiles: partial scenarios merged over the top-level keys, checked like the rest."""
-from pathlib import Path
-
 import pytest
 
+from test_scenario import write
 from toolbench import plan, scenario
 from toolbench.errors import ScenarioError
 
@@ -28,12 +27,6 @@ profiles:
     repeat: 1
     probe: {baseline: 5}
 """
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "s.yaml"
-    path.write_text(text)
-    return path
 
 
 def test_without_a_profile_the_scenario_is_as_written(tmp_path):
