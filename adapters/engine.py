@@ -2,6 +2,8 @@
 and reads the RunResult it writes natively (--json-out)."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,16 +92,13 @@ def parse(raw: RawOutput) -> Measurement:
         raise ParseError("engine", f"not an engine result: {type(exc).__name__}: {exc}", raw.source) from None
     if result.identity.tool != "engine":
         raise ParseError("engine", f"a result of {result.identity.tool!r}, not of the engine", raw.source)
-    notes = list(result.notes)
+    notes = result.all_notes
     if result.outcome.error and result.outcome.error not in notes:
         notes.append(f"engine: {result.outcome.error}")
     try:
-        return Measurement(tool="engine", timing=result.timing, counts=result.counts, rates=result.rates,
-                           transfer=result.transfer, latency=result.latency, histogram=result.histogram,
-                           latency_uncorrected=result.latency_uncorrected,
-                           histogram_uncorrected=result.histogram_uncorrected, series=result.series,
-                           fidelity=result.fidelity, notes=notes, url=result.identity.url,
-                           concurrency=result.identity.concurrency, tool_version=result.identity.tool_version)
+        return dataclasses.replace(result.measurement, tool="engine", notes=notes, url=result.identity.url,
+                                   concurrency=result.identity.concurrency,
+                                   tool_version=result.identity.tool_version)
     except SchemaError as exc:  # e.g. a fidelity entry for a metric the schema does not have
         raise ParseError("engine", f"not an engine result: {exc}", raw.source) from None
 

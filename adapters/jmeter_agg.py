@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from toolbench import failures, histogram
-from toolbench.errors import ParseError
+from toolbench.errors import ParseError, ToolbenchError
 from toolbench.numbers import MAX_VALUE
 from toolbench.schema import Failures, SecondSample
 
@@ -207,7 +207,7 @@ def _mean_into(acc: list[int], values: np.ndarray | None, mask: np.ndarray | Non
     return True
 
 
-class JtlError(Exception):
+class JtlError(ToolbenchError):
     """A JTL that cannot be read; the adapter turns it into a ParseError. `line` is the
     line of the file it is about, where known."""
 

@@ -208,7 +208,7 @@ def _half_bucket(ms: float) -> float:
 
 def series_from_json(entries: list[Entry], source: str | None) -> list[SecondSample]:
     """Requests and failures by second; Locust keeps no times by second."""
-    tally = histogram.PerRequest("locust", source)
+    tally = histogram.PerRequest("locust", source, seconds_field="num_reqs_per_sec")
     for entry in entries:
         seconds = sorted(set(entry.num_reqs_per_sec) | set(entry.num_fail_per_sec))
         tally.add_seconds(seconds, [entry.num_reqs_per_sec.get(s, 0) for s in seconds],

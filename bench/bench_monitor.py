@@ -94,7 +94,7 @@ def throughput_pairs(tool: str, base_url: str, pairs: int, seconds: float, root:
         for watched_now in ((False, True) if i % 2 == 0 else (True, False)):
             if watched_now:
                 result = runner.run_cell(s, planned, cell, run_dir, LocalHost(), found, "nginx-static")
-                watched.append(result.rates.rps or result.rates.rps_derived)
+                watched.append(result.measurement.rates.rps or result.measurement.rates.rps_derived)
             else:
                 bare.append(bare_rps(tool, cell, workdir))
             time.sleep(1)

@@ -43,26 +43,27 @@ def seeds(source: Path | None) -> list:
 def synthetic_run(root: Path, source: Path | None, cells: int) -> Path:
     """Real results under new identities; rates scaled so the curves differ per tool and concurrency."""
     from toolbench import store
-    from toolbench.schema import replace
+    from toolbench.manifest import Manifest, RunStatus, ScenarioRecord, ToolRecord
 
     base = seeds(source)
     run = store.RunDir(root / "bench-500-20260101T000000Z")
     (run.path / store.RAW).mkdir(parents=True)
-    run.write_manifest({"toolbench_manifest": 1, "scenario": {"name": "bench-500", "text": "name: bench-500\n"},
-                        "started_at": "2026-01-01T00:00:00.000Z", "status": "complete",
-                        "tools": {t: "1.0" for t in TOOLS}})
+    run.write_manifest(Manifest(ScenarioRecord("bench-500", text="name: bench-500\n"),
+                                started_at="2026-01-01T00:00:00.000Z", status=RunStatus.COMPLETE,
+                                tools=[ToolRecord(t, "1.0") for t in TOOLS]))
     matrix = itertools.product(TOOLS, CONCURRENCIES, (True, False), range(1, 7))
     for tool, c, keepalive, rep in itertools.islice(matrix, cells):
         # One seed per tool and keep-alive setting, so a series keeps one tool's resolution and fields.
         seed = base[(TOOLS.index(tool) * 2 + (not keepalive)) % len(base)]
         scale = (1 + TOOLS.index(tool)) * (1 + CONCURRENCIES.index(c) / 3) * (1 + rep / 50)
-        rates = seed.rates
+        rates = seed.measurement.rates
         rates = dataclasses.replace(rates, rps=rates.rps and rates.rps * scale / 3,
                                     rps_derived=rates.rps_derived and rates.rps_derived * scale / 3)
         cell_id = f"{tool}-c{c}-{'ka' if keepalive else 'close'}-rep{rep}"
-        identity = replace(seed.identity, tool=tool, cell_id=cell_id, concurrency=c, keepalive=keepalive,
-                           repetition=rep)
-        run.append(replace(seed, identity=identity, rates=rates))
+        identity = dataclasses.replace(seed.identity, tool=tool, cell_id=cell_id, concurrency=c, keepalive=keepalive,
+                                       repetition=rep)
+        run.append(dataclasses.replace(seed, identity=identity,
+                                       measurement=dataclasses.replace(seed.measurement, rates=rates)))
     return run.path
 
 

@@ -12,14 +12,15 @@ from pathlib import Path
 
 from toolbench import derive, invariants, registry, store
 from toolbench.adapter import RawOutput
-from toolbench.schema import (Artifact, GeneratorCost, Identity, Outcome, ProbeSummary, RunResult, Status,
-                              result_from_measurement)
+from toolbench.manifest import (Environment, Finding, Manifest, Prerequisites, RunStatus, ScenarioRecord, TargetRecord,
+                                ToolRecord)
+from toolbench.schema import Artifact, GeneratorCost, Identity, Outcome, ProbeSummary, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VERSIONS = {"ab": "2.3", "siege": "4.0.7"}  # as the runner detects them
-ENVIRONMENT = {"host": "local", "hostname": "bench-1", "cpu_count": 2, "cpu_model": "Test CPU @ 2.0GHz",
-               "memory_bytes": 8 * 1024 ** 3, "kernel": "6.1.0-test", "os": "Debian GNU/Linux 12 (bookworm)",
-               "python": "3.11.7"}
+ENVIRONMENT = Environment(host="local", hostname="bench-1", cpu_count=2, cpu_model="Test CPU @ 2.0GHz",
+                          memory_bytes=8 * 1024 ** 3, kernel="6.1.0-test", os="Debian GNU/Linux 12 (bookworm)",
+                          python="3.11.7")
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def measured(run: store.RunDir, scenario: str, cell: Recorded) -> RunResult:
                         url="http://127.0.0.1:8080/", concurrency=cell.concurrency, keepalive=cell.keepalive,
                         repetition=cell.repetition)
     outcome = Outcome(status, exit_code=0, error=error, artifacts=artifacts)
-    return result_from_measurement(identity, outcome, measurement, cost=cell.cost, probe=cell.probe)
+    return RunResult(identity, outcome, measurement, cost=cell.cost, probe=cell.probe)
 
 
 def not_run(scenario: str, tool: str, concurrency: int, keepalive: bool, status: Status, error: str) -> RunResult:
@@ -75,23 +76,21 @@ def not_run(scenario: str, tool: str, concurrency: int, keepalive: bool, status:
     return RunResult(identity, Outcome(status, error=error))
 
 
-def manifest(scenario: str, started_at: str, tools: dict[str, str | None], prerequisites: object = None) -> dict:
-    out = {
-        "toolbench_manifest": 1,
-        "scenario": {"name": scenario, "source": f"scenarios/{scenario}.yaml",
-                     "text": f"name: {scenario}\ndescription: {scenario} of recorded ab and siege output\n"},
-        "started_at": started_at, "ended_at": started_at[:14] + "59:00.000Z", "status": "complete",
-        "environment": ENVIRONMENT, "tools": tools,
-        "target": {"label": "nginx-static", "url": "http://127.0.0.1:8080", "version": "1.22.1"},
-    }
-    if prerequisites is not None:
-        out["prerequisites"] = prerequisites
-    return out
+def manifest(scenario: str, started_at: str, tools: dict[str, str | None],
+             prerequisites: Prerequisites | None = None) -> Manifest:
+    return Manifest(
+        scenario=ScenarioRecord(scenario, description=f"{scenario} of recorded ab and siege output",
+                                source=f"scenarios/{scenario}.yaml",
+                                text=f"name: {scenario}\ndescription: {scenario} of recorded ab and siege output\n"),
+        started_at=started_at, ended_at=started_at[:14] + "59:00.000Z", status=RunStatus.COMPLETE,
+        environment=ENVIRONMENT, tools=[ToolRecord(t, v) for t, v in sorted(tools.items())],
+        targets=[TargetRecord("nginx-static", url="http://127.0.0.1:8080", version="1.22.1", kind="nginx-static")],
+        prerequisites=prerequisites)
 
 
 def write_run(root: Path, name: str, scenario: str, started_at: str, results: list[RunResult] | None = None,
               cells: list[Recorded] = (), tools: dict[str, str | None] | None = None,
-              prerequisites: object = None) -> Path:
+              prerequisites: Prerequisites | None = None) -> Path:
     path = root / name
     (path / store.RAW).mkdir(parents=True)
     run = store.RunDir(path)
@@ -108,13 +107,13 @@ COST_AB = GeneratorCost(cpu_user_s=0.21, cpu_system_s=0.09, cpu_mean_pct=98.5, c
                         time_wait_peak=3, load_avg_1m_peak=1.4)
 PROBE_CLOSE = ProbeSummary(baseline_ms=[0.31, 0.29, 0.33], samples_ms=[0.52, 0.61, 0.48, 0.57], failures=0)
 PROBE_SLOW = ProbeSummary(baseline_ms=[0.31, 0.29, 0.33], samples_ms=[24.0, 31.0, 27.5], failures=1)
-PREREQUISITES = {"checked_at": "2026-01-10T09:00:00.000Z", "host": "local", "went_on": False, "findings": [
-    {"kind": "ulimit", "key": "nofile", "wanted": "65536", "found": "1024", "ok": False, "required": True,
-     "host": "local", "note": "raise it with ulimit -n"},
-    {"kind": "sysctl", "key": "net.ipv4.tcp_tw_reuse", "wanted": "1", "found": "1", "ok": True, "required": True,
-     "host": "local", "note": ""},
-    {"kind": "sysctl", "key": "net.ipv4.tcp_tw_recycle", "wanted": "1", "found": None, "ok": None,
-     "required": False, "host": "local", "note": "removed in Linux 4.12"}]}
+PREREQUISITES = Prerequisites(checked_at="2026-01-10T09:00:00.000Z", host="local", went_on=False, findings=[
+    Finding(kind="ulimit", key="nofile", wanted="65536", found="1024", ok=False, required=True,
+            host="local", note="raise it with ulimit -n"),
+    Finding(kind="sysctl", key="net.ipv4.tcp_tw_reuse", wanted="1", found="1", ok=True, required=True,
+            host="local", note=""),
+    Finding(kind="sysctl", key="net.ipv4.tcp_tw_recycle", wanted="1", found=None, ok=None,
+            required=False, host="local", note="removed in Linux 4.12")])
 
 
 def full_run(root: Path, name: str = "study-20260110T090000Z", started_at: str = "2026-01-10T09:00:00.000Z") -> Path:

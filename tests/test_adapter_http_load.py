@@ -190,10 +190,10 @@ def test_cli_parse_json_over_fixtures():
     assert proc.returncode == 0, proc.stderr
     results = {r["identity"]["cell_id"]: r for r in json.loads(proc.stdout)}
     ok, refused = results["27jun2014-p10_fetches"], results["27jun2014-refused"]
-    assert ok["outcome"]["status"] == "ok" and ok["counts"]["requests_total"] == 20000
-    assert ok["rates"]["rps"] == 20632.9
+    assert ok["outcome"]["status"] == "ok" and ok["measurement"]["counts"]["requests_total"] == 20000
+    assert ok["measurement"]["rates"]["rps"] == 20632.9
     assert refused["outcome"]["status"] == "failed"
-    assert refused["counts"]["failures"]["connect"] == 10
+    assert refused["measurement"]["counts"]["failures"]["connect"] == 10
 
 
 def test_cli_parse_of_usage_output_is_one_line_error(tmp_path):

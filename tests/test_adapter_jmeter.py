@@ -240,7 +240,7 @@ def test_cli_parses_a_jtl_with_its_stdout():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     (record,) = json.loads(done.stdout)
-    assert record["counts"]["requests_total"] == 2000 and record["rates"]["rps"] == 2490.7
+    assert record["measurement"]["counts"]["requests_total"] == 2000 and record["measurement"]["rates"]["rps"] == 2490.7
     assert record["outcome"]["status"] == "ok"
     bad = subprocess.run([str(REPO / ".venv" / "bin" / "toolbench"), "parse", "--tool", "jmeter",
                           str(FOLDER / "5.6.3-appended.jtl")], capture_output=True, text=True, timeout=120)

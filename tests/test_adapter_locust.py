@@ -243,15 +243,15 @@ def test_cli_parse_json_and_stderr():
     assert proc.returncode == 0, proc.stderr
     (result,) = json.loads(proc.stdout)
     assert result["outcome"]["status"] == "failed"
-    assert result["counts"]["requests_total"] == 2127 and result["counts"]["failures"]["connect"] == 2127
-    assert result["rates"]["rps"] == 2642.3
+    assert result["measurement"]["counts"]["requests_total"] == 2127 and result["measurement"]["counts"]["failures"]["connect"] == 2127
+    assert result["measurement"]["rates"]["rps"] == 2642.3
 
 
 def test_cli_parse_stats_csv_alone():
     proc = toolbench_parse("2.47.0-processes2_stats.csv")
     assert proc.returncode == 0, proc.stderr
     (result,) = json.loads(proc.stdout)
-    assert result["outcome"]["status"] == "ok" and result["counts"]["requests_total"] == 21342
+    assert result["outcome"]["status"] == "ok" and result["measurement"]["counts"]["requests_total"] == 21342
 
 
 def test_cli_parse_import_failure_is_one_line_error():

@@ -40,9 +40,9 @@ def test_parse_groups_the_files_of_one_run_into_one_result():
     records = json.loads(done.stdout)
     assert [r["identity"]["cell_id"] for r in records] == ["2.3-nokeepalive", "2.3-404"]
     first = records[0]
-    assert first["schema_version"] == 1 and first["identity"]["tool"] == "ab"
-    assert first["counts"]["requests_total"] == 5000 and first["histogram"]
-    assert first["latency"]["percentiles"]["p50_ms"] == 0.374
+    assert first["schema_version"] == 2 and first["identity"]["tool"] == "ab"
+    assert first["measurement"]["counts"]["requests_total"] == 5000 and first["measurement"]["histogram"]
+    assert first["measurement"]["latency"]["percentiles"]["p50_ms"] == 0.374
     assert records[1]["outcome"]["status"] == "failed"
 
 
@@ -111,4 +111,4 @@ def test_parse_joins_all_files_of_a_locust_run():
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)
     assert [r["identity"]["cell_id"] for r in records] == ["2.47.0-single"]
-    assert records[0]["counts"]["requests_total"] == 8918  # the JSON's count, not the lagging CSV's
+    assert records[0]["measurement"]["counts"]["requests_total"] == 8918  # the JSON's count, not the lagging CSV's

@@ -91,7 +91,7 @@ def test_the_report_shows_the_uncorrected_latency_beside_the_corrected() -> None
     ctx = Context.of([RunView(name="r", label="", href=".", manifest={}, results=results)])
     notes = {row.values[0].text + " " + row.values[1].text: row.note
              for row in percentiles_section(ctx).tables[0].rows}
-    unc = results[0].latency_uncorrected
+    unc = results[0].measurement.latency_uncorrected
     assert unc is not None and unc.percentiles.p99_ms is not None
     assert notes["engine workers=1 open 500/s on"].startswith("Open model:")
     assert f"p99 {fmt.number(unc.percentiles.p99_ms, 0.001)} ms" in notes["engine workers=1 open 500/s on"]

@@ -35,7 +35,7 @@ def test_json_is_a_run_result() -> None:
     assert done.returncode == 0, done.stderr
     result = RunResult.from_dict(json.loads(done.stdout))
     assert result.identity.tool == "engine" and result.outcome.status is Status.OK
-    assert result.counts.requests_ok == 40 and result.identity.params["workers"] == "2"
+    assert result.measurement.counts.requests_ok == 40 and result.identity.params["workers"] == "2"
 
 
 def test_a_progress_line_on_a_terminal() -> None:

@@ -52,6 +52,7 @@ def run_cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[st
     return subprocess.run(ENGINE + list(args), capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_unreachable_url_is_one_clear_line(tmp_path: Path) -> None:
     port = free_port()
     out = tmp_path / "r.json"
@@ -95,25 +96,27 @@ def test_a_server_that_is_not_http_counts_malformed_responses() -> None:
     with serve(garbage) as (url, _):
         result = run_engine(url, requests=20)
     assert result.outcome.status is Status.FAILED
-    assert result.counts.failures.other == 20 and result.counts.requests_ok == 0
-    assert "malformed=20" in " ".join(result.notes)
+    assert result.measurement.counts.failures.other == 20 and result.measurement.counts.requests_ok == 0
+    assert "malformed=20" in " ".join(result.all_notes)
 
 
 def test_a_close_mid_response_counts_a_read_failure() -> None:
     with serve(cut_short) as (url, _):
         result = run_engine(url, requests=10)
-    assert result.counts.failures.read == 10 and result.counts.requests_ok == 0
-    assert "closed=10" in " ".join(result.notes)
+    assert result.measurement.counts.failures.read == 10 and result.measurement.counts.requests_ok == 0
+    assert "closed=10" in " ".join(result.all_notes)
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_timeouts_are_counted_and_the_run_ends() -> None:
     started = time.monotonic()
     with serve(silent) as (url, _):
         result = run_engine(url, requests=4, timeout_s=0.3)
     assert time.monotonic() - started < 10
-    assert result.counts.failures.timeout == 4 and result.outcome.status is Status.FAILED
+    assert result.measurement.counts.failures.timeout == 4 and result.outcome.status is Status.FAILED
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_connect_timeouts_are_counted_and_the_run_ends() -> None:
     """A listener that never accepts: once its backlog is full, connects hang (SYNs dropped)."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=0)
@@ -122,10 +125,11 @@ def test_connect_timeouts_are_counted_and_the_run_ends() -> None:
     with listener:
         result = run_engine(f"http://127.0.0.1:{port}", requests=6, keepalive=False, timeout_s=0.5)
     assert time.monotonic() - started < 15
-    assert result.counts.failures.timeout == 6 and result.outcome.status is Status.FAILED
-    assert "connect_timeout=" in " ".join(result.notes)
+    assert result.measurement.counts.failures.timeout == 6 and result.outcome.status is Status.FAILED
+    assert "connect_timeout=" in " ".join(result.all_notes)
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_connect_refused_mid_run_is_counted() -> None:
     """Keep-alive off against a server that stops listening after 20 connections:
     the refusals that follow are counted, and the run still ends on time."""
@@ -146,10 +150,10 @@ def test_connect_refused_mid_run_is_counted() -> None:
     result = run_engine(f"http://127.0.0.1:{port}", duration_s=1.0, keepalive=False, timeout_s=1.0)
     assert time.monotonic() - started < 8
     thread.join(timeout=5)
-    assert result.counts.requests_ok == 19  # the 20th connection was the engine's probe
-    assert result.counts.failures.connect and result.counts.failures.connect > 0
+    assert result.measurement.counts.requests_ok == 19  # the 20th connection was the engine's probe
+    assert result.measurement.counts.failures.connect and result.measurement.counts.failures.connect > 0
     assert result.outcome.status is Status.OK  # some requests succeeded: failures are counted, not fatal
-    assert "connect_refused=" in " ".join(result.notes)
+    assert "connect_refused=" in " ".join(result.all_notes)
 
 
 def test_a_huge_response_is_discarded_as_it_arrives(tmp_path: Path) -> None:
@@ -160,8 +164,8 @@ def test_a_huge_response_is_discarded_as_it_arrives(tmp_path: Path) -> None:
                                "--json-out", str(out)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     result = RunResult.from_dict(json.loads(out.read_text()))
-    assert result.counts.requests_ok == 3
-    assert result.transfer.received_bytes >= 3 * size
+    assert result.measurement.counts.requests_ok == 3
+    assert result.measurement.transfer.received_bytes >= 3 * size
     peak_kib = int(proc.stdout.split()[-1])
     assert peak_kib < size // 1024, peak_kib  # the engine and its workers together hold less than one body
 
@@ -169,18 +173,18 @@ def test_a_huge_response_is_discarded_as_it_arrives(tmp_path: Path) -> None:
 def test_chunked_close_delimited_head_and_error_statuses() -> None:
     with serve(responder(chunked)) as (url, _):
         result = run_engine(url, requests=20)
-    assert result.counts.requests_ok == 20 and result.counts.requests_failed == 0
+    assert result.measurement.counts.requests_ok == 20 and result.measurement.counts.requests_failed == 0
     with serve(close_delimited) as (url, _):
         result = run_engine(url, requests=10)
-    assert result.counts.requests_ok == 10 and result.counts.requests_failed == 0
+    assert result.measurement.counts.requests_ok == 10 and result.measurement.counts.requests_failed == 0
     with serve(responder(echo_head)) as (url, stats):
         result = run_engine(url, requests=20, method="HEAD")
-    assert result.counts.requests_ok == 20 and stats.connections == 2  # keep-alive survived HEAD
+    assert result.measurement.counts.requests_ok == 20 and stats.connections == 2  # keep-alive survived HEAD
     with serve(responder(statuses)) as (url, _):
         result = run_engine(url, requests=30)
-    assert result.counts.status_codes == {200: 10, 404: 10, 503: 10}
-    assert (result.counts.failures.http_4xx, result.counts.failures.http_5xx) == (10, 10)
-    assert result.counts.requests_ok == 10 and result.counts.requests_failed == 20
+    assert result.measurement.counts.status_codes == {200: 10, 404: 10, 503: 10}
+    assert (result.measurement.counts.failures.http_4xx, result.measurement.counts.failures.http_5xx) == (10, 10)
+    assert result.measurement.counts.requests_ok == 10 and result.measurement.counts.requests_failed == 20
 
 
 def test_method_headers_and_body_are_sent(tmp_path: Path) -> None:
@@ -197,6 +201,7 @@ def test_method_headers_and_body_are_sent(tmp_path: Path) -> None:
     assert raw.endswith(b'\r\n\r\n{"hello": "world"}')
 
 
+@pytest.mark.integration  # asserts on elapsed time
 def test_ctrl_c_stops_cleanly_with_the_figures_so_far() -> None:
     with serve(delayed(0.005)) as (url, _):
         proc = subprocess.Popen(ENGINE + [url + "/", "-c", "2", "-w", "2", "-d", "60s"],

@@ -23,7 +23,7 @@ def run_engine(url: str, **kw: Any) -> RunResult:
 
 
 def connections_opened(result: RunResult) -> int:
-    opened = result.counts.connections_opened
+    opened = result.measurement.counts.connections_opened
     assert opened is not None
     return opened
 
@@ -31,27 +31,27 @@ def connections_opened(result: RunResult) -> int:
 def test_keepalive_on(nginx: RunningTarget) -> None:
     result = run_engine(nginx.base_url + "/", duration_s=1.0, workers=2)
     assert result.outcome.status is Status.OK, result.outcome.error
-    counts = result.counts
+    counts = result.measurement.counts
     assert counts.requests_total and counts.requests_total > 1000
     assert counts.requests_ok == counts.requests_total and counts.requests_failed == 0
     assert counts.status_codes == {200: counts.requests_total}
-    assert histogram.decode(result.histogram).get_total_count() == counts.requests_total
+    assert histogram.decode(result.measurement.histogram).get_total_count() == counts.requests_total
     assert connections_opened(result) == 10
-    assert not any(n.startswith("engine_failures") for n in result.notes)  # only failures get a note
-    assert result.transfer.received_bytes >= counts.requests_total * (13 + 100)
-    assert result.latency.percentiles.p50_ms < result.latency.percentiles.p99_ms + 1e-9
-    assert result.series and sum(s.requests for s in result.series) == counts.requests_total
+    assert not any(n.startswith("engine_failures") for n in result.all_notes)  # only failures get a note
+    assert result.measurement.transfer.received_bytes >= counts.requests_total * (13 + 100)
+    assert result.measurement.latency.percentiles.p50_ms < result.measurement.latency.percentiles.p99_ms + 1e-9
+    assert result.measurement.series and sum(s.requests for s in result.measurement.series) == counts.requests_total
     assert result.cost is not None and result.cost.cpu_us_per_request
 
 
 def test_keepalive_off(nginx: RunningTarget) -> None:
     result = run_engine(nginx.base_url + "/", duration_s=1.0, workers=1, keepalive=False)
     assert result.outcome.status is Status.OK, result.outcome.error
-    total = result.counts.requests_total
-    assert total and total > 200 and result.counts.requests_failed == 0
+    total = result.measurement.counts.requests_total
+    assert total and total > 200 and result.measurement.counts.requests_failed == 0
     # One connection per request: those still in flight at the stop are opened but not counted.
     assert total <= connections_opened(result) <= total + 10
-    lat = result.latency
+    lat = result.measurement.latency
     assert lat.connect_mean_ms is not None and lat.connect_mean_ms > 0
     # A new connection per request: latency is connect, then the wait for the first byte.
     assert lat.ttfb_mean_ms is not None and lat.mean_ms is not None
@@ -60,10 +60,10 @@ def test_keepalive_off(nginx: RunningTarget) -> None:
 
 def test_head_and_404(nginx: RunningTarget) -> None:
     result = run_engine(nginx.base_url + "/", requests=200, method="HEAD", workers=1)
-    assert result.counts.requests_ok == 200 and connections_opened(result) == 10
-    assert result.transfer.received_bytes < 200 * 400  # headers only
+    assert result.measurement.counts.requests_ok == 200 and connections_opened(result) == 10
+    assert result.measurement.transfer.received_bytes < 200 * 400  # headers only
     result = run_engine(nginx.base_url + "/nope", requests=100, workers=1)
-    assert result.counts.status_codes == {404: 100} and result.counts.failures.http_4xx == 100
+    assert result.measurement.counts.status_codes == {404: 100} and result.measurement.counts.failures.http_4xx == 100
     assert result.outcome.status is Status.OK  # a run of 404s measured fine; the runner judges it
 
 
@@ -84,6 +84,6 @@ def test_the_engine_runs_in_the_quickstart_scenario(tmp_path: Path) -> None:
     for result in results.values():
         assert result.outcome.status is Status.OK, result.outcome.error
         assert result.identity.tool == "engine" and result.identity.tool_version
-        assert result.counts.requests_ok and result.counts.requests_ok > 200
-        assert result.histogram and result.latency.percentiles.p99_ms
+        assert result.measurement.counts.requests_ok and result.measurement.counts.requests_ok > 200
+        assert result.measurement.histogram and result.measurement.latency.percentiles.p99_ms
         assert result.cost is not None and result.cost.cpu_user_s is not None

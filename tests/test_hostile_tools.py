@@ -152,7 +152,7 @@ def test_a_non_ascii_request_target_is_answered_by_nginx_for_every_tool_and_the_
     for r in results:
         # 200 from nginx: a well-formed request for / (a malformed one would get a 400)
         assert r.identity.url.endswith("/?q=caf%C3%A9%20au%20lait")
-        assert r.outcome.status is Status.OK and r.counts.requests_ok == 5, (r.identity.tool, r.outcome)
+        assert r.outcome.status is Status.OK and r.measurement.counts.requests_ok == 5, (r.identity.tool, r.outcome)
         assert r.probe is not None and len(r.probe.baseline_ms) == 2
     # Every file the run made is inside its run folder.
     made = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "s.yaml"]

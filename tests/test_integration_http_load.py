@@ -43,10 +43,10 @@ def test_closed_and_open_model_runs_against_nginx(tmp_path):
     closed, opened = results["http_load-c4-close-rep1"], results["http_load-c4-close-rate50-rep1"]
     for r in (closed, opened):
         assert r.outcome.status is Status.OK, r.outcome.error
-        assert r.counts.requests_ok == r.counts.requests_total > 0
-        assert r.counts.status_codes == {200: r.counts.requests_total}
-        assert r.transfer.received_bytes == 13 * r.counts.requests_total
-        assert r.rates.rps_derived == pytest.approx(r.rates.rps, rel=0.01)
-        assert r.latency.ttfb_mean_ms is not None and r.latency.mean_ms is None
+        assert r.measurement.counts.requests_ok == r.measurement.counts.requests_total > 0
+        assert r.measurement.counts.status_codes == {200: r.measurement.counts.requests_total}
+        assert r.measurement.transfer.received_bytes == 13 * r.measurement.counts.requests_total
+        assert r.measurement.rates.rps_derived == pytest.approx(r.measurement.rates.rps, rel=0.01)
+        assert r.measurement.latency.ttfb_mean_ms is not None and r.measurement.latency.mean_ms is None
     assert opened.identity.model is LoadModel.OPEN and opened.identity.rate_rps == 50
-    assert opened.rates.rps == pytest.approx(50, rel=0.2)
+    assert opened.measurement.rates.rps == pytest.approx(50, rel=0.2)

@@ -51,14 +51,14 @@ def test_timed_cells_keepalive_on_and_off(tmp_path):
         r = results[cell_id]
         assert r.outcome.status is Status.OK, r.outcome.error
         assert r.identity.tool_version.startswith("5.")
-        n = r.counts.requests_total
-        assert n > 0 and r.counts.requests_ok == n and r.counts.status_codes == {200: n}
-        assert r.transfer.received_bytes == response_bytes * n
-        assert histogram.decode(r.histogram).get_total_count() == n
-        assert r.latency.mean_ms is not None and r.latency.percentiles.p99_ms is not None
-        assert r.latency.ttfb_mean_ms is not None and r.latency.connect_mean_ms is not None
-        assert r.rates.rps is not None and r.rates.rps_derived is not None
-        assert 2.0 <= r.timing.duration_s <= 4.0  # the scheduler's 3 s, first sample to last
+        n = r.measurement.counts.requests_total
+        assert n > 0 and r.measurement.counts.requests_ok == n and r.measurement.counts.status_codes == {200: n}
+        assert r.measurement.transfer.received_bytes == response_bytes * n
+        assert histogram.decode(r.measurement.histogram).get_total_count() == n
+        assert r.measurement.latency.mean_ms is not None and r.measurement.latency.percentiles.p99_ms is not None
+        assert r.measurement.latency.ttfb_mean_ms is not None and r.measurement.latency.connect_mean_ms is not None
+        assert r.measurement.rates.rps is not None and r.measurement.rates.rps_derived is not None
+        assert 2.0 <= r.measurement.timing.duration_s <= 4.0  # the scheduler's 3 s, first sample to last
         roles = {a.role for a in r.outcome.artifacts}
         assert {"stdout", "stderr", "jtl", "log"} <= roles
 
@@ -66,5 +66,5 @@ def test_timed_cells_keepalive_on_and_off(tmp_path):
 def test_a_request_count_rounds_up_and_404s_fail_the_cell(tmp_path):
     r = run(tmp_path, COUNTED_404)["jmeter-c4-ka-rep1"]
     assert r.outcome.status is Status.FAILED and "12 http 4xx" in r.outcome.error
-    assert r.counts.requests_total == 12  # ceil(10 / 4) loops for each of 4 threads
-    assert r.counts.failures.http_4xx == 12 and r.counts.status_codes == {404: 12}
+    assert r.measurement.counts.requests_total == 12  # ceil(10 / 4) loops for each of 4 threads
+    assert r.measurement.counts.failures.http_4xx == 12 and r.measurement.counts.status_codes == {404: 12}

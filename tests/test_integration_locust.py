@@ -35,17 +35,17 @@ def run(tmp_path: Path, name: str, keepalive: str = "[true]", stop: str = "{dura
 
 def assert_consistent(r: RunResult) -> None:
     assert r.outcome.status is Status.OK, r.outcome.error
-    total = r.counts.requests_total
-    assert total and total > 50 and r.counts.requests_failed == 0
+    total = r.measurement.counts.requests_total
+    assert total and total > 50 and r.measurement.counts.requests_failed == 0
     assert r.identity.tool_version == "2.47.0"
     # Locust's own req/s (from the test's start) and toolbench's (from the first response):
-    assert r.rates.rps_derived == pytest.approx(r.rates.rps, rel=0.2)
-    assert histogram.decode(r.histogram).get_total_count() == total
-    assert sum(s.requests for s in r.series) == total
-    assert r.transfer.received_bytes == 13 * total  # nginx-static's "Hello, World!"
-    assert r.latency.min_ms <= r.latency.mean_ms <= r.latency.max_ms
-    assert r.timing.duration_s < r.timing.wall_s
-    assert any("JSON output" in note for note in r.notes)
+    assert r.measurement.rates.rps_derived == pytest.approx(r.measurement.rates.rps, rel=0.2)
+    assert histogram.decode(r.measurement.histogram).get_total_count() == total
+    assert sum(s.requests for s in r.measurement.series) == total
+    assert r.measurement.transfer.received_bytes == 13 * total  # nginx-static's "Hello, World!"
+    assert r.measurement.latency.min_ms <= r.measurement.latency.mean_ms <= r.measurement.latency.max_ms
+    assert r.measurement.timing.duration_s < r.measurement.timing.wall_s
+    assert any("JSON output" in note for note in r.all_notes)
 
 
 def test_single_process_keepalive_on_and_off(tmp_path):
@@ -68,7 +68,7 @@ def test_two_worker_processes(tmp_path):
 def test_a_request_budget_stops_at_exactly_that_count(tmp_path):
     (r,) = run(tmp_path, "budget", stop="{requests: 300}").values()
     assert r.outcome.status is Status.OK, r.outcome.error
-    assert r.counts.requests_total == 300
+    assert r.measurement.counts.requests_total == 300
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from toolbench import invariants, registry
 from toolbench.adapter import Adapter, group_of, raw_from_files
 from toolbench.errors import ParseError, ParserCrash
-from toolbench.schema import Identity, Measurement, Outcome, Status, result_from_measurement
+from toolbench.schema import Identity, Measurement, Outcome, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The CI budget, the same inputs every run; TOOLBENCH_PROPERTY_EXAMPLES=N tries N random
@@ -168,7 +168,7 @@ def run_case(adapter: Adapter, groups: list[list[Path]], group_index: int | None
             return "parse error"
     assert isinstance(m, Measurement)
     invariants.check(m)
-    result = result_from_measurement(Identity(scenario="p", cell_id="c", tool=m.tool), Outcome(Status.OK), m)
+    result = RunResult(Identity(scenario="p", cell_id="c", tool=m.tool), Outcome(Status.OK), m)
     json.dumps(result.to_dict(), allow_nan=False)  # what `toolbench parse` prints must be JSON
     return "measurement"
 

@@ -15,6 +15,7 @@ import pytest
 
 import report_data
 from toolbench import store
+from toolbench.manifest import Manifest, ScenarioRecord
 from toolbench.report import compare, errors, fmt, model, render, truth
 from toolbench.report.context import Context
 from toolbench.schema import Failures
@@ -209,9 +210,9 @@ def test_prerequisites_found_wanted_ok_and_not_checked(runs: dict[str, Path]) ->
 
 
 def test_runs_are_labelled_by_what_tells_them_apart() -> None:
-    one = {"scenario": {"name": "quick"}, "started_at": "2026-01-10T09:00:00Z"}
-    other_day = {"scenario": {"name": "quick"}, "started_at": "2026-01-11T09:00:00Z"}
-    other_scenario = {"scenario": {"name": "ref"}, "started_at": "2026-01-10T09:00:00Z"}
+    one = Manifest(ScenarioRecord("quick"), started_at="2026-01-10T09:00:00Z")
+    other_day = Manifest(ScenarioRecord("quick"), started_at="2026-01-11T09:00:00Z")
+    other_scenario = Manifest(ScenarioRecord("ref"), started_at="2026-01-10T09:00:00Z")
     assert compare.labels([("a", one), ("b", other_day)]) == ["2026-01-10 09:00", "2026-01-11 09:00"]
     assert compare.labels([("a", one), ("b", other_scenario)]) == ["quick", "ref"]
     assert compare.labels([("a", one), ("b", one)]) == ["a", "b"]

@@ -243,8 +243,8 @@ def test_noise_and_ties() -> None:
 
 def test_whole_seconds_drop_the_partial_first_and_last() -> None:
     (result,) = [r for r in json_results("tie") if r.identity.tool == "ab"][:1]
-    assert len(result.series) >= 3
-    assert stats.whole_seconds(result) == result.series[1:-1]
+    assert len(result.measurement.series) >= 3
+    assert stats.whole_seconds(result) == result.measurement.series[1:-1]
 
 
 def test_two_targets_are_compared_per_tool_with_the_servers_cost() -> None:
@@ -293,9 +293,8 @@ def test_charts_keep_one_series_per_target_and_tool_and_a_single_target_run_has_
 def test_a_run_that_compares_targets_answers_which_target_first() -> None:
     # The recorded two-target run, as a scenario with `compare: targets` would have stored it.
     plain = views("two-targets")
-    asked = [dataclasses.replace(v, manifest={**v.manifest, "scenario": {**v.manifest["scenario"],
-                                                                          "compare": "targets"}})
-             for v in plain]
+    asked = [dataclasses.replace(v, manifest=dataclasses.replace(
+        v.manifest, scenario=dataclasses.replace(v.manifest.scenario, compare="targets"))) for v in plain]
     (tools,), (targets,) = model.build(plain).verdicts, model.build(asked).verdicts
     assert not tools.headline.startswith("No target")
     assert targets.headline.startswith("No target served more than another beyond the noise in either like-for-like "

@@ -92,7 +92,8 @@ def tool_in_flight(run_dir: Path, cells_done: int) -> bool:
 
 def target_port(run_dir: Path) -> int:
     manifest = json.loads((run_dir / store.MANIFEST).read_text())
-    return urllib.parse.urlsplit(manifest["target"]["url"]).port
+    (entry,) = manifest["targets"].values()
+    return urllib.parse.urlsplit(entry["url"]).port
 
 
 def start_mid_cell(tmp_path: Path, root: Path, cells_done: int = 1) -> tuple[Run, Path, int]:

@@ -13,6 +13,7 @@ from blackholes import Silent
 from conftest import REPO, need
 from toolbench import runner, scenario, store
 from toolbench.hosts import LocalHost
+from toolbench.manifest import RunStatus
 from toolbench.schema import Status
 
 pytestmark = pytest.mark.integration
@@ -46,19 +47,21 @@ def test_a_run_keeps_results_raw_output_and_manifest(tmp_path):
     for cell_id in ("ab-c4-ka-rep1", "ab-c4-close-rep1", "siege-c4-ka-rep1", "siege-c4-close-rep1"):
         r = results[cell_id]
         assert r.outcome.status is Status.OK, r.outcome.error
-        assert r.counts.requests_ok and r.counts.requests_ok > 100
-        assert r.rates.rps and r.timing.wall_s
+        assert r.measurement.counts.requests_ok and r.measurement.counts.requests_ok > 100
+        assert r.measurement.rates.rps and r.measurement.timing.wall_s
         # siege often ends a timed run early; toolbench says so instead of hiding it.
-        assert r.timing.wall_s >= 0.9 or any("of the 1s asked" in note for note in r.notes)
+        assert r.measurement.timing.wall_s >= 0.9 or any("of the 1s asked" in note for note in r.all_notes)
         assert r.identity.url.startswith("http://127.0.0.1:")
         for artifact in r.outcome.artifacts:
             assert (run.path / artifact.path).is_file(), artifact
     assert results["ab-c4-ka-rate50-rep1"].outcome.status is Status.UNSUPPORTED
     assert "open model" in results["ab-c4-ka-rate50-rep1"].outcome.error
     manifest = run.manifest()
-    assert manifest["status"] == "complete"
-    assert manifest["tools"]["ab"] == "2.3"
-    assert manifest["environment"]["cpu_count"] >= 1 and manifest["scenario"]["text"].startswith("name: quick")
+    assert manifest.status is RunStatus.COMPLETE
+    assert manifest.tool_version("ab") == "2.3"
+    assert manifest.environment.cpu_count >= 1 and manifest.scenario.text.startswith("name: quick")
+    (target,) = manifest.targets
+    assert target.kind == "nginx-static" and target.url.startswith("http://127.0.0.1:")
     siegerc = (run.path / "raw" / "siege-c4-ka-rep1" / "siegerc").read_text()
     assert "connection = keep-alive" in siegerc and "json_output = true" in siegerc
 
@@ -199,22 +202,52 @@ stop: {{requests: 50}}
 """
     summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
     (result,) = store.RunDir.open(summary.run_dir).results()
-    assert result.outcome.status is Status.OK and result.counts.requests_ok == 50
-    pid = json.loads((summary.run_dir / "manifest.json").read_text())["target"]
-    assert pid["url"] == f"http://127.0.0.1:{port}"
+    assert result.outcome.status is Status.OK and result.measurement.counts.requests_ok == 50
+    recorded = json.loads((summary.run_dir / "manifest.json").read_text())["targets"]
+    assert recorded == [{"name": "command", "kind": "command", "label": "command", "restart": "once", "error": None,
+                         "url": f"http://127.0.0.1:{port}", "version": None}]
+    assert result.identity.target_label == "command" and result.identity.url == f"http://127.0.0.1:{port}/index.html"
     with pytest.raises(OSError):  # stopped with the run: nothing answers any more
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
-def test_a_command_target_that_dies_is_one_clear_error(tmp_path):
+def test_a_command_target_that_dies_fails_its_cells_with_the_reason(tmp_path):
     text = f"""\
 name: dies
 target: {{command: "{sys.executable} -c 'import sys; sys.exit(3)'", url: "http://127.0.0.1:9"}}
 matrix: {{tool: [ab]}}
 """
-    from toolbench.errors import TargetError
-    with pytest.raises(TargetError, match="command: exited with code 3 before it was ready"):
-        runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
-    (manifest,) = (tmp_path / "reports").glob("dies-*/manifest.json")
-    recorded = json.loads(manifest.read_text())
-    assert recorded["status"] == "failed" and "exited with code 3" in recorded["error"]
+    summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
+    (result,) = store.RunDir.open(summary.run_dir).results()
+    assert result.outcome.status is Status.FAILED
+    assert "the target did not start: command: exited with code 3 before it was ready" in result.outcome.error
+    recorded = json.loads((summary.run_dir / "manifest.json").read_text())
+    assert recorded["status"] == "complete" and "exited with code 3" in recorded["targets"]["command"]["error"]
+
+
+def test_two_bundled_targets_each_serve_their_cells_and_are_watched(tmp_path):
+    import dataclasses
+    from toolbench.servers.spec import NginxOptions, SocketOptions, TargetSpec
+    text = "name: two\ntarget: {server: nginx-static}\nmatrix: {tool: [engine], concurrency: [4], keepalive: [false]}\n" \
+           "stop: {duration: 1s}\nprobe: {enabled: false}\nmonitor: {interval: 0.2s}\n"
+    s = scenario.load(write_scenario(tmp_path, text))
+    specs = {"nginx": TargetSpec(kind="nginx-static", name="nginx", nginx=NginxOptions(workers=1)),
+             "gevent": TargetSpec(kind="socket-gevent", name="gevent", socket=SocketOptions(sleep_s=0.05))}
+    s = dataclasses.replace(s, targets=specs, matrix=dataclasses.replace(s.matrix, target=("nginx", "gevent")))
+    summary = runner.run(s, tmp_path / "reports")
+    run = store.RunDir.open(summary.run_dir)
+    nginx, gevent = run.results()
+    assert (nginx.identity.cell_id, nginx.identity.target_label) == ("nginx-engine-c4-close-rep1", "nginx")
+    assert (gevent.identity.cell_id, gevent.identity.target_label) == ("gevent-engine-c4-close-rep1", "gevent")
+    for result in (nginx, gevent):
+        assert result.outcome.status is Status.OK, result.outcome.error
+        assert result.server_cost is not None and result.server_cost.workers == 1
+        assert result.server_cost.samples >= 2 and result.server_cost.cpu_us_per_request is not None
+        assert (run.path / "raw" / result.identity.cell_id / "server.jsonl").is_file()
+    assert nginx.server_cost.cpu_user_s + nginx.server_cost.cpu_system_s > 0
+    # 4 connections each waiting 0.05 s: the gevent server cannot pass 80 requests a second.
+    assert 0 < gevent.measurement.counts.requests_ok <= 80 * gevent.measurement.timing.wall_s + 4
+    manifest = run.manifest()
+    assert manifest["targets"]["nginx"]["version"].startswith("nginx")
+    assert manifest["targets"]["gevent"]["kind"] == "socket-gevent"
+    assert nginx.identity.url != gevent.identity.url  # each on its own free port

@@ -63,13 +63,13 @@ def test_every_executed_cell_carries_cost_sockets_and_probe(tmp_path):
         lines = (run.path / monitor[0].path).read_text().splitlines()
         assert len(lines) == c.samples and "cpu_pct_per_core" in json.loads(lines[0])["host"]
     manifest = run.manifest()
-    checked = manifest["prerequisites"]
-    assert checked["went_on"] is False and checked["host"] == "local"
-    by_key = {(f["kind"], f["key"]): f for f in checked["findings"]}
-    assert by_key[("sysctl", "net.core.somaxconn")]["found"] == _somaxconn()
-    assert by_key[("ulimit", "nofile")]["ok"] is True
-    assert by_key[("ulimit", "nofile")]["found"] in (str(_nofile()), str(resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
-    assert manifest["observation"]["probe"]["interval_s"] == 0.2
+    checked = manifest.prerequisites
+    assert checked.went_on is False and checked.host == "local"
+    by_key = {(f.kind, f.key): f for f in checked.findings}
+    assert by_key[("sysctl", "net.core.somaxconn")].found == _somaxconn()
+    assert by_key[("ulimit", "nofile")].ok is True
+    assert by_key[("ulimit", "nofile")].found in (str(_nofile()), str(resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+    assert manifest.observation.probe.interval_s == 0.2
 
 
 UNMET = """\
@@ -105,7 +105,7 @@ def test_told_to_go_on_it_runs_and_the_manifest_says_so(tmp_path):
     (result,) = run.results()
     assert result.outcome.status is Status.OK and result.probe is None  # probe: {enabled: false}
     assert result.cost.cpu_us_per_request > 0
-    checked = run.manifest()["prerequisites"]
-    assert checked["went_on"] is True
-    (unmet,) = [f for f in checked["findings"] if f["kind"] == "sysctl"]
-    assert unmet["ok"] is False and unmet["note"] == "no such key on this kernel"
+    checked = run.manifest().prerequisites
+    assert checked.went_on is True
+    (unmet,) = [f for f in checked.findings if f.kind == "sysctl"]
+    assert unmet.ok is False and unmet.note == "no such key on this kernel"

@@ -13,12 +13,17 @@ def full_result() -> RunResult:
         identity=Identity(scenario="s", cell_id="ab-c10-ka-rep1", tool="ab", tool_version="2.3", concurrency=10,
                           keepalive=True, params={"size": "1k"}),
         outcome=Outcome(Status.OK, exit_code=0),
-        counts=Counts(requests_total=10, requests_ok=9, requests_failed=1, failures=Failures(http_4xx=1),
-                      status_codes={200: 9, 404: 1}),
-        latency=Latency(mean_ms=1.5, percentiles=Percentiles(p99_ms=3.0), resolution_ms=1.0),
-        histogram=histogram.encode(histogram.from_ms([1.0, 2.0, 3.0])),
-        series=[SecondSample(second=0, requests=10, errors=1)],
-        fidelity={"latency.mean_ms": Fidelity.REPORTED, "counts.requests_failed": Fidelity.DERIVED},
+        measurement=Measurement(
+            tool="ab",
+            counts=Counts(requests_total=10, requests_ok=9, requests_failed=1, failures=Failures(http_4xx=1),
+                          status_codes={200: 9, 404: 1}),
+            latency=Latency(mean_ms=1.5, percentiles=Percentiles(p99_ms=3.0), resolution_ms=1.0),
+            histogram=histogram.encode(histogram.from_ms([1.0, 2.0, 3.0])),
+            histogram_resolution_ms=1.0,
+            series=[SecondSample(second=0, requests=10, errors=1)],
+            fidelity={"latency.mean_ms": Fidelity.REPORTED, "counts.requests_failed": Fidelity.DERIVED},
+            notes=["the tool's own note"]),
+        notes=["toolbench's note"],
         cost=GeneratorCost(cpu_user_s=0.5),
         probe=ProbeSummary(samples_ms=[0.4]),
     )
@@ -28,27 +33,27 @@ def test_round_trip_through_json_keeps_every_field():
     result = full_result()
     again = RunResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert again == result
-    assert again.counts.status_codes == {200: 9, 404: 1}  # int keys survive JSON's string keys
+    assert again.measurement.counts.status_codes == {200: 9, 404: 1}  # int keys survive JSON's string keys
     assert again.to_dict()["schema_version"] == SCHEMA_VERSION
 
 
 def test_absent_metrics_stay_absent_and_are_never_zero():
     result = full_result()
-    assert result.latency.min_ms is None
+    assert result.measurement.latency.min_ms is None
     assert result.fidelity_of("latency.min_ms") is Fidelity.ABSENT
     assert result.fidelity_of("latency.mean_ms") is Fidelity.REPORTED
     assert result.fidelity_of("counts.requests_failed") is Fidelity.DERIVED
-    assert RunResult.from_dict(result.to_dict()).latency.percentiles.p50_ms is None
+    assert RunResult.from_dict(result.to_dict()).measurement.latency.percentiles.p50_ms is None
 
 
 def test_unknown_fields_and_versions_are_rejected():
     data = full_result().to_dict()
-    data["counts"]["bogus"] = 1
-    with pytest.raises(SchemaError, match=r"RunResult.counts: unknown fields \['bogus'\]"):
+    data["measurement"]["counts"]["bogus"] = 1
+    with pytest.raises(SchemaError, match=r"RunResult.measurement.counts: unknown fields \['bogus'\]"):
         RunResult.from_dict(data)
     data = full_result().to_dict()
     data["schema_version"] = 99
-    with pytest.raises(SchemaError, match="schema version 99"):
+    with pytest.raises(SchemaError, match="schema_version 99 is not one this toolbench reads"):
         RunResult.from_dict(data)
     data = full_result().to_dict()
     data["outcome"]["status"] = "great"

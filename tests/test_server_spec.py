@@ -179,3 +179,15 @@ def test_server_cost_round_trips_in_a_run_result(tmp_path: Path):
     old = result.to_dict()
     del old["server_cost"]  # a record written before the field existed still loads
     assert RunResult.from_dict(old).server_cost is None
+
+
+def test_a_servers_workers_are_its_processes_up_to_the_cores():
+    from toolbench.servers.spec import GunicornOptions, NginxOptions, TargetSpec, UwsgiOptions
+    assert TargetSpec(kind="nginx-static", nginx=NginxOptions()).workers(cores=2) == 2  # one per core
+    assert TargetSpec(kind="nginx-static", nginx=NginxOptions(workers=1)).workers(cores=2) == 1
+    assert TargetSpec(kind="gunicorn", gunicorn=GunicornOptions(workers=4)).workers(cores=8) == 4
+    assert TargetSpec(kind="gunicorn", gunicorn=GunicornOptions(workers=4)).workers(cores=2) == 2
+    both = TargetSpec(kind="nginx-uwsgi", nginx=NginxOptions(workers=1), uwsgi=UwsgiOptions(processes=2))
+    assert both.workers(cores=8) == 3
+    assert TargetSpec(kind="socket-gevent").workers(cores=8) == 1
+    assert TargetSpec(kind="url", url="http://127.0.0.1:9").workers(cores=8) is None

@@ -314,16 +314,16 @@ probe: {{interval: 100ms, baseline: 5}}
     summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
     run = store.RunDir.open(summary.run_dir)
     results = {r.identity.tool: r for r in run.results()}
-    assert run.manifest()["environment"]["host"] == f"{sshd.user}@127.0.0.1:{sshd.port}"
+    assert run.manifest().environment.host == f"{sshd.user}@127.0.0.1:{sshd.port}"
     for tool in ("ab", "siege"):
         assert results[tool].outcome.status is Status.OK, results[tool].outcome.error
-        assert results[tool].counts.requests_ok == 400
+        assert results[tool].measurement.counts.requests_ok == 400
         probed = results[tool].probe
         assert probed is not None and probed.baseline_ms  # the probe runs from this machine
     # ab's -e and -g files were written remotely and fetched back beside its streams.
     roles = {a.role for a in results["ab"].outcome.artifacts}
     assert {"csv", "tsv"} <= roles
-    assert results["ab"].histogram is not None
+    assert results["ab"].measurement.histogram is not None
     assert results["ab"].cost is not None and results["ab"].cost.rss_peak_bytes is None  # not monitored remotely
 
 
@@ -339,3 +339,35 @@ def test_an_unknown_generator_key_stops_the_run_before_anything_runs(sshd: Sshd,
     with pytest.raises(HostError, match="unknown host key"):
         runner.run(scenario.load(path), tmp_path / "reports", known_hosts=empty)
     assert not (tmp_path / "reports").exists()
+
+
+def test_a_command_target_runs_on_the_target_host_and_is_stopped_there(sshd: Sshd, tmp_path: Path) -> None:
+    from toolbench import runner, scenario, store
+    from toolbench.schema import Status
+
+    port = free_port()
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "index.html").write_text("hi")
+    text = f"""\
+name: far
+hosts:
+  target: {{address: 127.0.0.1, port: {sshd.port}, user: {sshd.user}, key: "{sshd.client_key}"}}
+target:
+  command: "{sys.executable} -m http.server {port} --bind 127.0.0.1 --directory {www}"
+  url: "http://127.0.0.1:{port}"
+  ready: {{path: /index.html, timeout: 10s}}
+request: {{path: /index.html}}
+matrix: {{tool: [ab], concurrency: [2]}}
+stop: {{requests: 50}}
+"""
+    path = tmp_path / "far.yaml"
+    path.write_text(text)
+    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
+    (result,) = store.RunDir.open(summary.run_dir).results()
+    assert result.outcome.status is Status.OK and result.measurement.counts.requests_ok == 50
+    assert result.server_cost is None  # not sampled on another machine: absent, not 0
+    # Its log was kept there and fetched when it stopped; nothing answers any more.
+    assert "GET /index.html" in (summary.run_dir / "targets" / "command" / "target.stderr.txt").read_text()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()

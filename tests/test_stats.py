@@ -8,7 +8,7 @@ import pytest
 from conftest import need, recorded
 from toolbench import derive, histogram, runner, scenario, stats
 from toolbench.adapters import ab as ab_adapter
-from toolbench.schema import Identity, Outcome, Rates, RunResult, Status, result_from_measurement
+from toolbench.schema import Counts, Identity, Measurement, Outcome, Rates, RunResult, Status
 
 REPEATED = """\
 name: rep
@@ -40,7 +40,7 @@ def test_repetitions_are_interleaved_and_summarized_per_cell(repeated):
     assert [c.key.label for c in cells] == ["ab c2 ka", "ab c8 ka"]
     for cell in cells:
         mine = [r for r in repeated if r.identity.concurrency == cell.key.concurrency]
-        rps = [r.rates.rps for r in mine]
+        rps = [r.measurement.rates.rps for r in mine]
         t = cell.throughput_rps
         assert cell.runs == cell.ok == 3 and t.n == 3 and t.repetitions == [1, 2, 3]
         assert t.median == statistics.median(rps) and t.min == min(rps) and t.max == max(rps)
@@ -49,7 +49,7 @@ def test_repetitions_are_interleaved_and_summarized_per_cell(repeated):
         assert t.ci95_low == pytest.approx(statistics.fmean(rps) - half)
         assert t.ci95_high == pytest.approx(statistics.fmean(rps) + half)
         assert set(cell.latency_ms) >= {"mean_ms", "p50_ms", "p99_ms"}
-        assert cell.latency_ms["p50_ms"].values == [r.latency.percentiles.p50_ms for r in mine]
+        assert cell.latency_ms["p50_ms"].values == [r.measurement.latency.percentiles.p50_ms for r in mine]
         assert cell.requests_total == 9000 and cell.requests_failed == 0 and cell.error_rate == 0
 
 
@@ -57,7 +57,7 @@ def test_repetitions_are_interleaved_and_summarized_per_cell(repeated):
 def test_the_histograms_of_the_repetitions_merge_exactly(repeated):
     cell = stats.cell_stats(repeated)[0]
     mine = [r for r in repeated if r.identity.concurrency == 2]
-    parts = [histogram.decode(r.histogram) for r in mine]
+    parts = [histogram.decode(r.measurement.histogram) for r in mine]
     assert cell.merged.count == sum(h.get_total_count() for h in parts) == 9000
     assert cell.merged.repetitions == [1, 2, 3]
     assert cell.merged.max_ms == max(h.get_max_value() for h in parts) / 1000.0
@@ -74,7 +74,8 @@ def test_the_histograms_of_the_repetitions_merge_exactly(repeated):
 def test_a_disturbed_repetition_is_flagged_not_dropped(repeated):
     mine = [r for r in repeated if r.identity.concurrency == 8]
     base = mine[0].rates.rps  # real runs vary by tens of percent here: set the rates, keep the rest
-    reps = [dataclasses.replace(r, rates=Rates(rps=base * factor)) for r, factor in zip(mine, (1.0, 0.1, 1.02))]
+    reps = [dataclasses.replace(r, measurement=dataclasses.replace(r.measurement, rates=Rates(rps=base * factor)))
+            for r, factor in zip(mine, (1.0, 0.1, 1.02))]
     cell = stats.cell_stats(reps)[0]
     assert cell.throughput_rps.outliers == [2] and cell.throughput_rps.n == 3
     assert cell.throughput_rps.min == base * 0.1 and cell.throughput_rps.median == base
@@ -96,13 +97,13 @@ def _parsed(case: str, concurrency: int, rep: int = 1, **files: str) -> RunResul
     status, error = derive.judge(m, 0, timed_out=False, interrupted=False, timeout_s=0, stderr="")
     identity = Identity(scenario="s", cell_id=f"ab-c{concurrency}-{case}", tool="ab", concurrency=concurrency,
                         keepalive=False, repetition=rep)
-    return result_from_measurement(identity, Outcome(status, error=error), m)
+    return RunResult(identity, Outcome(status, error=error), m)
 
 
 def test_errors_begin_where_the_failed_requests_start():
     ok = _parsed("2.3-nokeepalive", 10)
     failing = _parsed("2.3-404", 50)
-    assert ok.counts.requests_failed == 0 and failing.counts.requests_failed > 0
+    assert ok.measurement.counts.requests_failed == 0 and failing.measurement.counts.requests_failed > 0
     (peak,) = stats.peaks([ok, failing])
     assert peak.errors_from_concurrency == 50
     assert [p.error_rate > 0 for p in peak.points] == [False, True]
@@ -142,8 +143,8 @@ def test_a_variant_is_its_own_series():
     def result(variant, rps):
         ident = Identity(scenario="s", cell_id=f"{variant or 'locust'}-c10", tool="locust", variant=variant,
                          concurrency=10, keepalive=True)
-        return RunResult(ident, Outcome(Status.OK), counts=Counts(requests_total=100, requests_ok=100),
-                         rates=Rates(rps=rps))
+        return RunResult(ident, Outcome(Status.OK), Measurement(ident.tool, counts=Counts(requests_total=100,
+                         requests_ok=100), rates=Rates(rps=rps)))
 
     found = {p.tool: p.best_rps for p in st.peaks([result(None, 5000.0), result("locust-2p", 9000.0)])}
     assert found == {"locust": 5000.0, "locust-2p": 9000.0}

@@ -10,19 +10,21 @@ import pytest
 
 from toolbench import store
 from toolbench.errors import Notice, StoreError
-from toolbench.schema import Counts, Identity, Outcome, RunResult, Status
+from toolbench.manifest import Manifest, RunStatus, ScenarioRecord
+from toolbench.schema import Counts, Identity, Measurement, Outcome, RunResult, Status
 
 
 def result(cell_id: str, status: Status = Status.OK) -> RunResult:
     return RunResult(Identity(scenario="s", cell_id=cell_id, tool="ab", concurrency=1),
-                     Outcome(status), counts=Counts(requests_total=10, requests_ok=10, requests_failed=0))
+                     Outcome(status), Measurement("ab", counts=Counts(requests_total=10, requests_ok=10,
+                                                                       requests_failed=0)))
 
 
 @pytest.fixture
 def run(tmp_path) -> store.RunDir:
     (tmp_path / store.RAW).mkdir()
     run = store.RunDir(tmp_path)
-    run.write_manifest({"toolbench_manifest": 1, "status": "running"})
+    run.write_manifest(Manifest(ScenarioRecord("s"), status=RunStatus.RUNNING))
     for cell in ("a", "b", "c"):
         run.append(result(cell))
     return run

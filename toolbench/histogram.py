@@ -142,8 +142,10 @@ class PerRequest:
     `tool` and `source`; so are seconds spanning more than MAX_SERIES_S. Everything is
     summed in integers: the figures do not depend on how the data was cut into parts."""
 
-    def __init__(self, tool: str, source: str | None = None, unit_ms: float = 1.0) -> None:
+    def __init__(self, tool: str, source: str | None = None, unit_ms: float = 1.0,
+                 seconds_field: str = "seconds") -> None:
         self.num = Numbers(tool, source)
+        self.seconds_field = seconds_field  # how the tool's output names its seconds, for errors
         self.unit_ms = unit_ms
         self.tally = np.zeros(0, np.int64)  # index: whole ms, value: requests
         self.parts: list[HdrHistogram] = []  # histograms handed over as they are (the engine's µs)
@@ -234,7 +236,7 @@ class PerRequest:
         first = lo if size == 0 else min(lo, self.sec_base)
         last = hi if size == 0 else max(hi, self.sec_base + size - 1)
         if last - first > MAX_SERIES_S:
-            raise self.num.error("seconds", f"they span more than {MAX_SERIES_S} s: not the seconds of one run")
+            raise self.num.error(self.seconds_field, f"they span more than {MAX_SERIES_S} s: not the seconds of one run")
         if size == 0:
             self.sec_base = first
         self.sec = np.pad(self.sec, ((0, 0), (self.sec_base - first, last - first + 1 - size - (self.sec_base - first))))

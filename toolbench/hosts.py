@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Mapping, Protocol
+from typing import IO, Iterator, Mapping, Protocol, Sequence
 
 import psutil
 
@@ -87,6 +87,16 @@ class Host(Protocol):
     def run(self, argv: list[str], cwd: Path, stdout: Path, stderr: Path, timeout_s: float,
             env: dict[str, str] | None = None) -> Completed: ...
 
+    def workspace(self, workdir: Path) -> str | Path:
+        """Where a tool whose files are kept in `workdir` runs: `workdir` itself on this machine."""
+
+    def stage(self, workdir: Path, tool_dir: str | Path, names: Sequence[str]) -> None:
+        """Puts the input files `names` of `workdir` where the tool runs."""
+
+    def collect(self, tool_dir: str | Path, names: Sequence[str], workdir: Path) -> None:
+        """Brings the files `names` the tool wrote (those it did) back into `workdir`, and
+        removes the workspace; nothing to do where the tool ran in `workdir`."""
+
     def with_limits(self, wanted: Mapping[str, int]) -> "Host": ...
 
     def process_limits(self, raised: bool = True) -> dict[str, Limit]: ...
@@ -94,18 +104,6 @@ class Host(Protocol):
     def facts(self) -> Facts: ...
 
     def close(self) -> None: ...
-
-
-class RemoteHost(Host, Protocol):
-    """A host whose tools run on another machine: their files travel (toolbench.ssh.SSHHost)."""
-
-    def mkdtemp(self) -> str: ...
-
-    def put(self, local_path: Path, remote_path: str) -> None: ...
-
-    def get(self, remote_path: str, local_path: Path) -> None: ...
-
-    def remove_tree(self, remote_path: str) -> None: ...
 
 
 class LocalHost:
@@ -126,6 +124,15 @@ class LocalHost:
 
     def which(self, program: str) -> str | None:
         return shutil.which(program)
+
+    def workspace(self, workdir: Path) -> Path:
+        return workdir
+
+    def stage(self, workdir: Path, tool_dir: str | Path, names: Sequence[str]) -> None:
+        """The tool runs where its inputs were written."""
+
+    def collect(self, tool_dir: str | Path, names: Sequence[str], workdir: Path) -> None:
+        """The tool wrote its files in `workdir` itself."""
 
     def capture(self, argv: list[str], timeout_s: float = 10.0) -> Captured:
         try:

@@ -20,6 +20,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 
+from toolbench.errors import ToolbenchError
 from toolbench.scenario import ProbeSpec, RequestSpec
 from toolbench.schema import Latency, ProbeSummary
 
@@ -51,7 +52,7 @@ class Samples:
     errors: list[str] = field(default_factory=list)
 
 
-class ProbeFailure(Exception):
+class ProbeFailure(ToolbenchError):
     """One probe request failed; the message says how, in a few words."""
 
 

@@ -5,23 +5,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import platform
-import shlex
 import sys
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol
 
-from toolbench import derive, diagnose, invariants, lifeline, monitor, plan, prereq, probe, registry, ssh, store, targets
+from toolbench import (derive, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe, registry,
+                       serving, ssh, store)
 from toolbench.adapter import Adapter, RawOutput
-from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, ToolbenchError
-from toolbench.hosts import Completed, Host, LocalHost, RemoteHost, Running
+from toolbench.execute import Watched, execute_with_retries
+from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
+from toolbench.hosts import Completed, Host, LocalHost
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import Scenario
-from toolbench.servers.cost import ServerMonitor, summarize
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
-                              RunResult, Status, Timing, result_from_measurement)
+                              RunResult, Status, Timing)
+from toolbench.serving import Serving, TargetStarter
 
 
 class Observer(Protocol):
@@ -54,21 +55,30 @@ class RunSummary:
 
 def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         observer: Observer | None = None, host: Host | None = None, go_on: bool = False,
-        known_hosts: Path | None = None, trust_new_key: bool = False) -> RunSummary:
+        known_hosts: Path | None = None, trust_new_key: bool = False,
+        start_target: TargetStarter | None = None) -> RunSummary:
     """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
-    unmet, unless `go_on`; the findings go into the manifest either way."""
+    unmet, unless `go_on`; the findings go into the manifest either way. `host` runs the
+    tools and `start_target` starts the targets: by default the scenario's generator, and
+    toolbench.servers on this machine or a command on `hosts.target` over SSH."""
     _check_hosts(scenario)
-    if host is not None:
-        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on)
-    with contextlib.closing(ssh.connect(scenario.generator, known_hosts=known_hosts,
-                                        trust_new_key=trust_new_key)) as generator:
-        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), generator, go_on)
+    with contextlib.ExitStack() as stack:
+        if start_target is None and not scenario.target_host.is_local:
+            far = stack.enter_context(contextlib.closing(ssh.connect(
+                scenario.target_host, known_hosts=known_hosts, trust_new_key=trust_new_key)))
+            start_target = serving.remote_starter(far)
+        if host is None:
+            host = stack.enter_context(contextlib.closing(ssh.connect(
+                scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))
+        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target)
 
 
 def _check_hosts(scenario: Scenario) -> None:
-    if not scenario.target_host.is_local:
-        raise ScenarioError(f"{scenario.source}: hosts.target: toolbench does not start targets on other "
-                            "machines yet; start it there and give its `url` as the target")
+    for name, spec in scenario.targets.items():
+        if not scenario.target_host.is_local and spec.kind not in serving.REMOTE_KINDS:
+            raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}: toolbench starts a `command` "
+                                f"on hosts.target, not yet the bundled {spec.kind}; start it there and give its "
+                                "`url`")
     loopback = scenario.generator.address in ("localhost", "::1") or scenario.generator.address.startswith("127.")
     for name, spec in scenario.targets.items():
         if not scenario.generator.is_local and spec.bundled and not loopback:
@@ -78,7 +88,7 @@ def _check_hosts(scenario: Scenario) -> None:
 
 
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
-            go_on: bool) -> RunSummary:
+            go_on: bool, start_target: TargetStarter | None) -> RunSummary:
     # The tools get the scenario's ulimits: the limits are checked and applied in one place.
     host = host.with_limits(scenario.prerequisites.ulimit)
     cells = plan.expand(scenario)
@@ -96,17 +106,20 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
         with life:
             if isinstance(host, LocalHost):
                 host = host.with_lifeline(life)
-            checked = {"checked_at": store.utc_now(), "host": host.label,
-                       "went_on": bool(prereq.blocking(findings)), "findings": [f.to_dict() for f in findings]}
-            resumed = {"at": store.utc_now(), "stopped_leftovers": left, "repaired": repaired}
+            checked = manifest.Prerequisites(
+                checked_at=store.utc_now(), host=host.label, went_on=bool(prereq.blocking(findings)),
+                findings=[manifest.Finding(**f.to_dict()) for f in findings])
+            resumed = manifest.Resumed(at=store.utc_now(), stopped_leftovers=list(left), repaired=repaired)
             for said in ([f"stopped what the earlier run left running: {', '.join(left)}"] if left else []) + (
                     [repaired] if repaired else []):
                 warnings.warn(Notice(said), stacklevel=2)
-            return _run_locked(scenario, cells, run_dir, observer, host, life, checked, resumed if resume else None)
+            starter = start_target or serving.local_starter(life)
+            return _run_locked(scenario, cells, run_dir, observer, host, starter, checked, resumed if resume else None)
 
 
 def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.RunDir, observer: Observer, host: Host,
-                life: lifeline.Lifeline, checked: dict[str, object], resumed: dict[str, object] | None) -> RunSummary:
+                starter: TargetStarter, checked: manifest.Prerequisites,
+                resumed: manifest.Resumed | None) -> RunSummary:
     """The run proper, with its folder locked. The manifest ends saying how the run ended:
     complete, interrupted, or failed with the error."""
     try:
@@ -116,24 +129,14 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
             run_dir.write_manifest(_manifest(scenario, host, found, checked))
         else:
             _same_profile(scenario, run_dir)
-            earlier = run_dir.manifest().get("resumed")
-            run_dir.update_manifest(prerequisites=checked, status="starting",
-                                    resumed=[*(earlier if isinstance(earlier, list) else []), resumed])
+            earlier = run_dir.manifest().resumed
+            run_dir.update_manifest(prerequisites=checked, status=manifest.RunStatus.STARTING,
+                                    resumed=[*earlier, resumed])
         run_dir.reserve_space()
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
-        interrupted = False
-        # Each target in turn, started once for its cells (a stopgap until targets run per the
-        # runner's own loop with `restart` and failures per target).
-        for name in scenario.matrix.target or tuple(scenario.targets):
-            mine = [c for c in todo if c.cell.target == name]
-            if interrupted or not mine:
-                continue
-            folder = run_dir.path / ("target" if len(scenario.targets) == 1 else f"target-{name}")
-            with targets.started(scenario.targets[name], folder, life, max(scenario.matrix.concurrency)) as target:
-                run_dir.update_manifest(target={"label": target.label, "url": target.base_url,
-                                                "version": target.version}, status="running")
-                interrupted = _run_cells(scenario, mine, run_dir, host, found, target, observer)
+        run_dir.update_manifest(status=manifest.RunStatus.RUNNING)
+        interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer)
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as exc:
@@ -141,11 +144,11 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         said = problem or exc
         error = str(said) if isinstance(said, ToolbenchError) else f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(ToolbenchError):  # the error in flight says more
-            run_dir.record_end("failed", error)
+            run_dir.record_end(manifest.RunStatus.FAILED, error)
         if problem is not None:
             raise problem from None
         raise
-    run_dir.record_end("interrupted" if interrupted else "complete", None)
+    run_dir.record_end(manifest.RunStatus.INTERRUPTED if interrupted else manifest.RunStatus.COMPLETE, None)
     if interrupted:
         raise Interrupted(run_dir.path)
     return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
@@ -157,71 +160,121 @@ class ToolFound:
     why_not: str = ""  # when version is None: what detection said
 
 
+@dataclass
+class _Progress:
+    index: int = 0  # cells seen, for the observer
+    last_ran: bool = False  # the previous cell put load on a target: the next start cools down first
+
+
+def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
+                   found: dict[str, ToolFound], starter: TargetStarter, observer: Observer) -> bool:
+    """Each target in turn, started for its cells and stopped after them. A target that
+    fails to start fails its cells with the reason, and the other targets run. True when
+    the run was interrupted."""
+    progress = _Progress()
+    # A resumed run keeps what its earlier part recorded of targets it does not start again.
+    recorded = {t.name or t.label: t for t in run_dir.manifest().targets}
+    for batch in serving.batches(scenario, todo, run_dir.path / "targets"):
+        if progress.last_ran and scenario.cooldown_s:
+            time.sleep(scenario.cooldown_s)
+        progress.last_ran = False
+        up = False
+        try:
+            with starter(batch.spec, batch.workdir, batch.max_concurrency) as running:
+                up = True
+                recorded[batch.name] = serving.manifest_entry(batch.name, batch.spec, running)
+                run_dir.update_manifest(targets=list(recorded.values()))
+                if _run_cells(scenario, batch.cells, run_dir, host, found, Serving(batch.name, batch.spec, running),
+                              observer, progress):
+                    return True
+        except TargetError as exc:
+            if up:
+                raise  # it ran, and did not stop cleanly: not a failure of its cells
+            recorded[batch.name] = serving.manifest_entry(batch.name, batch.spec, None, str(exc))
+            run_dir.update_manifest(targets=list(recorded.values()))
+            _fail_cells(scenario, batch.cells, batch.name, f"the target did not start: {exc}", run_dir, found,
+                        observer, progress)
+    return False
+
+
+def _fail_cells(scenario: Scenario, cells: list[PlannedCell], target: str, why: str, run_dir: store.RunDir,
+                found: dict[str, ToolFound], observer: Observer, progress: _Progress) -> None:
+    for planned in cells:
+        observer.cell_started(progress.index, planned.cell)
+        identity = _identity(scenario, planned.cell, found[planned.cell.tool].version, target)
+        result = _not_runnable(planned, found[planned.cell.tool], identity) or RunResult(
+            identity, Outcome(Status.FAILED, error=why))
+        run_dir.append(result)
+        observer.cell_finished(progress.index, result)
+        progress.index += 1
+
+
 def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
-               found: dict[str, ToolFound], target: targets.RunningTarget, observer: Observer) -> bool:
-    last_ran = False
-    for index, planned in enumerate(todo):
-        cell = planned.cell.at(target.base_url)
-        observer.cell_started(index, cell)
+               found: dict[str, ToolFound], target: Serving, observer: Observer, progress: _Progress) -> bool:
+    for planned in todo:
+        cell = planned.cell.at(target.running.base_url)
+        observer.cell_started(progress.index, cell)
         runnable = planned.support.ok and found[cell.tool].version is not None
         started_at = store.utc_now()
         try:
-            if runnable and last_ran and scenario.cooldown_s:
+            if runnable and progress.last_ran and scenario.cooldown_s:
                 time.sleep(scenario.cooldown_s)
-            watch = runnable and scenario.monitor.enabled and bool(target.pids)
-            server = ServerMonitor(target.pids, target.port, scenario.monitor.interval_s) if watch else None
-            if server:
-                server.start()
-            try:
-                result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target.label)
-            finally:
-                spent = server.stop() if server else None
-            if spent is not None and result.outcome.status is not Status.UNSUPPORTED:
-                result = dataclasses.replace(result, server_cost=summarize(spent, result.counts.requests_total))
+            result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target)
         except KeyboardInterrupt:
             # Stopped outside the tool's run (its baseline, its parse): the cell is stored as
             # interrupted all the same, so that --resume runs it again.
-            result = RunResult(_identity(scenario, cell, found[cell.tool].version, target.label),
+            result = RunResult(_identity(scenario, cell, found[cell.tool].version, target.name),
                                Outcome(Status.INTERRUPTED, error="interrupted before the cell ended"),
-                               timing=Timing(started_at=started_at, ended_at=store.utc_now()))
-        last_ran = runnable
+                               Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
+        progress.last_ran = runnable
         run_dir.append(result)
-        observer.cell_finished(index, result)
+        observer.cell_finished(progress.index, result)
+        progress.index += 1
         if result.outcome.status is Status.INTERRUPTED:
             return True
     return False
 
 
-def _identity(scenario: Scenario, cell: Cell, version: str | None, target_label: str) -> Identity:
+def _identity(scenario: Scenario, cell: Cell, version: str | None, target: str) -> Identity:
     return Identity(
         scenario=scenario.name, cell_id=cell.id, tool=cell.tool, tool_version=version,
-        target_label=target_label, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
+        target_label=target, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
         repetition=cell.repetition, model=LoadModel.OPEN if cell.rate_rps else LoadModel.CLOSED,
         rate_rps=cell.rate_rps, variant=cell.variant)
 
 
-def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
-             found: ToolFound, target_label: str) -> RunResult:
-    version = found.version
-    identity = _identity(scenario, cell, version, target_label)
+def _not_runnable(planned: PlannedCell, found: ToolFound, identity: Identity) -> RunResult | None:
     if not planned.support.ok:
         return RunResult(identity, Outcome(Status.UNSUPPORTED, error=planned.support.reason))
-    if version is None:
+    if found.version is None:
         return RunResult(identity, Outcome(Status.TOOL_MISSING, error=found.why_not))
+    return None
+
+
+def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
+             found: ToolFound, target: Serving) -> RunResult:
+    version = found.version
+    identity = _identity(scenario, cell, version, target.name)
+    skipped = _not_runnable(planned, found, identity)
+    if skipped is not None:
+        return skipped
     adapter = registry.get(cell.tool)
     workdir = run_dir.cell_dir(cell.id)
     started_at = store.utc_now()
     try:
-        completed, raw, watched, hangs = _execute_with_retries(adapter, cell, workdir, host, scenario, run_dir)
+        completed, raw, watched, hangs = execute_with_retries(adapter, cell, workdir, host, scenario, run_dir,
+                                                              target)
     except HostError as exc:
         return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
-                         timing=Timing(started_at=started_at, ended_at=store.utc_now()))
+                         Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
     ended_at = store.utc_now()
     artifacts = [Artifact(role="stdout", path=run_dir.relative(workdir / "stdout.txt")),
                  Artifact(role="stderr", path=run_dir.relative(workdir / "stderr.txt"))]
     artifacts += [Artifact(role=role, path=run_dir.relative(path)) for role, path in raw.files.items()]
     if watched.series is not None and watched.series.exists():
         artifacts.append(Artifact(role="monitor", path=run_dir.relative(watched.series)))
+    if watched.server.series is not None and watched.server.series.exists():
+        artifacts.append(Artifact(role="server-monitor", path=run_dir.relative(watched.server.series)))
     measurement, parse_error = _parse(adapter, raw)
     status, error = derive.judge(measurement, completed.exit_code, timed_out=completed.timed_out,
                                  interrupted=completed.interrupted, timeout_s=cell.timeout_s,
@@ -235,33 +288,13 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     timing = Timing(started_at=started_at, ended_at=ended_at, wall_s=completed.wall_s,
                     duration_s=measurement.timing.duration_s if measurement else None)
     cost, probed = _observations(scenario, cell, completed, watched, measurement)
+    server_cost = watched.server.summary(measurement.counts.requests_total if measurement else None)
     if measurement is None:
-        return RunResult(identity, outcome, timing=timing, cost=cost, probe=probed, notes=hangs)
+        return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
+                         notes=hangs, server_cost=server_cost)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
-    notes = measurement.notes + hangs + _short_run_note(cell, completed.wall_s)
-    return result_from_measurement(identity, outcome, dataclasses.replace(measurement, timing=timing, notes=notes),
-                                   cost=cost, probe=probed)
-
-
-def _execute_with_retries(adapter: Adapter, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
-                          run_dir: store.RunDir) -> tuple[Completed, RawOutput, "Watched", list[str]]:
-    """A tool known to hang now and then at the end of a run (`retries_on_hang`) is run
-    again after a hang; the hung attempt's output is kept beside, and noted."""
-    attempts = 1 + int(getattr(adapter, "retries_on_hang", 0))
-    hangs: list[str] = []
-    for attempt in range(1, attempts + 1):
-        completed, raw, watched = _execute(adapter, cell, workdir, host, scenario)
-        if not completed.timed_out or attempt == attempts:
-            break
-        kept = workdir / f"hung-{attempt}"
-        kept.mkdir(exist_ok=True)
-        stay = {"command.txt", *adapter.build(cell, workdir).files}  # what the next attempt needs
-        for path in list(workdir.iterdir()):
-            if path.is_file() and path.name not in stay:
-                path.rename(kept / path.name)
-        hangs.append(f"{cell.tool} was still running at the hard limit of {cell.timeout_s:g}s and was killed "
-                     f"(attempt {attempt} of {attempts}; its output is in {run_dir.relative(kept)}); it was run again")
-    return completed, raw, watched, hangs
+    return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
+                     notes=hangs + _short_run_note(cell, completed.wall_s), server_cost=server_cost)
 
 
 def _reach_if_nothing_counted(m: Measurement | None, completed: Completed, cell: Cell) -> derive.Reach | None:
@@ -279,84 +312,6 @@ def _short_run_note(cell: Cell, wall_s: float) -> list[str]:
     if asked is None or wall_s >= 0.9 * asked:
         return []
     return [f"the tool ran {wall_s:.2f}s of the {asked:g}s asked"]
-
-
-@dataclass(frozen=True)
-class Watched:
-    """What toolbench observed around one run of a tool."""
-
-    monitor: monitor.MonitorReport | None
-    baseline: probe.Samples | None
-    during: probe.Samples | None
-    series: Path | None
-
-
-def _execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host,
-             scenario: Scenario) -> tuple[Completed, RawOutput, Watched]:
-    """On a remote generator the tool runs in a temporary folder there: its input files go
-    over first, its output files come back after; stdout and stderr stream back live."""
-    far = cast(RemoteHost, host) if host.remote else None
-    remote = far.mkdtemp() if far else None
-    tool_dir = Path(remote) if remote else workdir
-    invocation = adapter.build(cell, tool_dir)
-    for name, content in invocation.files.items():
-        (workdir / name).write_text(content)
-        if far:
-            far.put(workdir / name, f"{remote}/{name}")
-    (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n")
-    assert cell.url is not None
-    spec = scenario.probe
-    # A probe request never waits longer than the whole cell may last.
-    probe_timeout = min(spec.timeout_s, cell.timeout_s)
-    target = probe.ProbeTarget.of(cell.url, cell.request)
-    base = probe.baseline(target, spec.baseline_requests, probe_timeout) if spec.enabled else None
-    # psutil sees only this machine's processes: a remote tool is not monitored.
-    series = workdir / "monitor.jsonl" if scenario.monitor.enabled and not remote else None
-    mon = monitor.Monitor(scenario.monitor.interval_s, monitor.port_of(cell.url), series) if series else None
-    prb = probe.Probe(target, spec.interval_s, probe_timeout) if spec.enabled else None
-    try:
-        try:
-            running = host.start(invocation.argv, cwd=tool_dir, stdout=workdir / "stdout.txt",
-                                 stderr=workdir / "stderr.txt", env=invocation.env)
-            completed = _watch(running, cell.timeout_s, mon, prb)
-        finally:
-            # However the tool's run ended, its watchers end with it; the monitor last, as
-            # writing its series may fail (a full disk).
-            during = prb.stop() if prb else None
-            report = mon.stop() if mon else None
-        if far and remote:
-            _fetch(far, remote, invocation.outputs, workdir)
-    finally:
-        if far and remote:
-            far.remove_tree(remote)
-    files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
-    raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
-                    stderr=(workdir / "stderr.txt").read_text(errors="replace"),
-                    exit_code=completed.exit_code, files=files, source=str(workdir))
-    return completed, raw, Watched(report, base, during, series)
-
-
-def _fetch(host: RemoteHost, remote: str, outputs: dict[str, str], workdir: Path) -> None:
-    for name in outputs.values():
-        try:
-            host.get(f"{remote}/{name}", workdir / name)
-        except HostError:
-            pass  # the tool did not write it: the parser says what that means
-
-
-def _watch(running: Running, timeout_s: float, mon: monitor.Monitor | None, prb: probe.Probe | None) -> Completed:
-    """Starts the watchers on the running tool and waits for it; whatever happens in between,
-    the tool does not outlive this call (a zero wait kills and reaps it). The caller stops
-    the watchers."""
-    try:
-        if mon:
-            mon.start(running.pid, running.started)
-        if prb:
-            prb.start(running.started)
-    except BaseException:
-        running.wait(0)
-        raise
-    return running.wait(timeout_s)
 
 
 def _observations(scenario: Scenario, cell: Cell, completed: Completed, watched: Watched,
@@ -394,26 +349,24 @@ def _detect_tools(host: Host, tools: set[str]) -> dict[str, ToolFound]:
 
 def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:
     """A resumed run keeps the profile it started with: another would plan other cells."""
-    stored = run_dir.manifest().get("scenario")
-    was = stored.get("profile") if isinstance(stored, dict) else None
+    was = run_dir.manifest().scenario.profile
     if was != scenario.profile:
         said = f"--profile {was}" if was else "no --profile"
         raise ToolbenchError(f"{run_dir.path}: this run was started with {said}; resume it the same way")
 
 
 def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
-              prerequisites: dict[str, object]) -> dict[str, object]:
+              prerequisites: manifest.Prerequisites) -> manifest.Manifest:
     facts = host.facts()
-    return {
-        "toolbench_manifest": 1,
-        "scenario": {"name": scenario.name, "source": scenario.source, "text": scenario.raw_text,
-                     "profile": scenario.profile, "compare": scenario.compare,
-                     "description": scenario.description},
-        "started_at": store.utc_now(),
-        "status": "starting",
-        "environment": {"host": host.label, **facts.__dict__, "python": platform.python_version(),
-                        "argv": sys.argv},
-        "tools": {tool: f.version for tool, f in found.items()},
-        "prerequisites": prerequisites,
-        "observation": {"monitor": dataclasses.asdict(scenario.monitor), "probe": dataclasses.asdict(scenario.probe)},
-    }
+    return manifest.Manifest(
+        scenario=manifest.ScenarioRecord(name=scenario.name, description=scenario.description,
+                                         source=scenario.source, text=scenario.raw_text,
+                                         profile=scenario.profile, compare=scenario.compare),
+        started_at=store.utc_now(),
+        environment=manifest.Environment(host=host.label, **dataclasses.asdict(facts),
+                                         python=platform.python_version(), argv=list(sys.argv)),
+        tools=[manifest.ToolRecord(tool, f.version) for tool, f in sorted(found.items())],
+        prerequisites=prerequisites,
+        observation=manifest.Observation(monitor=manifest.MonitorSettings(**dataclasses.asdict(scenario.monitor)),
+                                         probe=manifest.ProbeSettings(**dataclasses.asdict(scenario.probe))),
+    )

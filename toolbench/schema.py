@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, Mapping, TypeVar
+from typing import Any, Mapping
 
+from toolbench import codec
 from toolbench.errors import SchemaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the tool's figures moved into RunResult.measurement
 
-T = TypeVar("T")
 
 
 class Fidelity(str, enum.Enum):
@@ -191,6 +188,7 @@ class GeneratorCost:
     samples: int = 0
     interval_s: float | None = None
     monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
+    workers: int | None = None  # worker processes (cores) the server may keep busy; None: unknown
     notes: list[str] = field(default_factory=list)
 
 
@@ -220,6 +218,7 @@ class ServerCost:
     samples: int = 0
     interval_s: float | None = None
     monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
+    workers: int | None = None  # worker processes (cores) the server may keep busy; None: unknown
     notes: list[str] = field(default_factory=list)
 
 
@@ -272,7 +271,7 @@ class Outcome:
     artifacts: list[Artifact] = field(default_factory=list)
 
 
-# Metric names that carry a fidelity entry: the dotted path of the field in RunResult.
+# Metric names that carry a fidelity entry: the dotted path of the field in Measurement.
 METRICS: frozenset[str] = frozenset(
     [f"timing.duration_s", "rates.rps", "rates.rps_derived", "rates.rps_ok"]
     + [f"counts.{f}" for f in ("requests_total", "requests_ok", "requests_failed", "status_codes")]
@@ -317,28 +316,6 @@ class Measurement:
         if unknown:
             raise SchemaError(f"unknown metric names in fidelity: {sorted(unknown)}")
 
-
-@dataclass(frozen=True)
-class RunResult:
-    identity: Identity
-    outcome: Outcome
-    timing: Timing = field(default_factory=Timing)
-    counts: Counts = field(default_factory=Counts)
-    rates: Rates = field(default_factory=Rates)
-    transfer: Transfer = field(default_factory=Transfer)
-    latency: Latency = field(default_factory=Latency)
-    histogram: str | None = None
-    histogram_resolution_ms: float | None = None
-    latency_uncorrected: Latency | None = None
-    histogram_uncorrected: str | None = None
-    series: list[SecondSample] = field(default_factory=list)
-    fidelity: dict[str, Fidelity] = field(default_factory=dict)
-    cost: GeneratorCost | None = None
-    probe: ProbeSummary | None = None
-    notes: list[str] = field(default_factory=list)
-    server_cost: ServerCost | None = None  # the target's cost, when toolbench started and watched it
-    schema_version: int = SCHEMA_VERSION
-
     def fidelity_of(self, metric: str) -> Fidelity:
         if metric not in METRICS:
             raise SchemaError(f"unknown metric {metric!r}")
@@ -349,94 +326,40 @@ class RunResult:
             return Fidelity.ABSENT
         return self.fidelity.get(metric, Fidelity.REPORTED)
 
+
+@dataclass(frozen=True)
+class RunResult:
+    """One executed cell: what toolbench knows of it (identity, outcome, what it cost, the
+    probe, toolbench's own notes) around what the tool measured. A cell that never ran
+    (unsupported, tool missing) still has a Measurement, holding only its timing."""
+
+    identity: Identity
+    outcome: Outcome
+    measurement: Measurement = None  # type: ignore[assignment]  # filled in by __post_init__
+    cost: GeneratorCost | None = None
+    probe: ProbeSummary | None = None
+    notes: list[str] = field(default_factory=list)  # toolbench's own; the tool's are in measurement.notes
+    server_cost: ServerCost | None = None  # the target's cost, when toolbench started and watched it
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        if self.measurement is None:
+            object.__setattr__(self, "measurement", Measurement(tool=self.identity.tool))
+
+    @property
+    def all_notes(self) -> list[str]:
+        """The tool's notes, then toolbench's."""
+        return self.measurement.notes + self.notes
+
+    def fidelity_of(self, metric: str) -> Fidelity:
+        return self.measurement.fidelity_of(metric)
+
     def to_dict(self) -> dict[str, Any]:
-        return _encode(self)
+        return codec.encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunResult":
-        version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise SchemaError(f"schema version {version!r} is not {SCHEMA_VERSION}")
-        return _decode(cls, data, "RunResult")
+        """A record of any schema version toolbench has written, migrated to this one."""
+        from toolbench import migrate  # it knows every older layout; loaded with the first record
 
-
-def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        # JSON keys are strings; status codes come back as ints through the type hints.
-        return {str(k): _encode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    return value
-
-
-@functools.lru_cache(maxsize=None)
-def _type_hints(tp: type) -> dict[str, Any]:
-    """Resolving hints is the dearest step of loading a run; the classes never change."""
-    return typing.get_type_hints(tp)
-
-
-def _decode(tp: Any, data: Any, path: str) -> Any:
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        if data is None:
-            return None
-        options = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _decode(options[0], data, path)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(data, Mapping):
-            raise SchemaError(f"{path}: expected an object, got {type(data).__name__}")
-        hints = _type_hints(tp)
-        names = {f.name for f in dataclasses.fields(tp)}
-        unknown = set(data) - names
-        if unknown:
-            raise SchemaError(f"{path}: unknown fields {sorted(unknown)}")
-        kwargs = {k: _decode(hints[k], v, f"{path}.{k}") for k, v in data.items()}
-        return tp(**kwargs)
-    if origin is list:
-        (item,) = typing.get_args(tp)
-        return [_decode(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
-    if origin is dict:
-        key_t, val_t = typing.get_args(tp)
-        return {key_t(k): _decode(val_t, v, f"{path}.{k}") for k, v in data.items()}
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        try:
-            return tp(data)
-        except ValueError as exc:
-            raise SchemaError(f"{path}: {exc}") from None
-    if tp is float and isinstance(data, int) and not isinstance(data, bool):
-        return float(data)
-    if isinstance(tp, type) and not isinstance(data, tp):
-        raise SchemaError(f"{path}: expected {tp.__name__}, got {data!r}")
-    return data
-
-
-def result_from_measurement(
-    identity: Identity, outcome: Outcome, measurement: Measurement, **extra: Any
-) -> RunResult:
-    """Combine the tool's view of a run with what toolbench knows about it."""
-    return RunResult(
-        identity=identity,
-        outcome=outcome,
-        timing=measurement.timing,
-        counts=measurement.counts,
-        rates=measurement.rates,
-        transfer=measurement.transfer,
-        latency=measurement.latency,
-        histogram=measurement.histogram,
-        histogram_resolution_ms=measurement.histogram_resolution_ms,
-        latency_uncorrected=measurement.latency_uncorrected,
-        histogram_uncorrected=measurement.histogram_uncorrected,
-        series=measurement.series,
-        fidelity=measurement.fidelity,
-        notes=measurement.notes,
-        **extra,
-    )
-
-
-def replace(obj: T, **changes: Any) -> T:
-    """dataclasses.replace, typed for the frozen records of this module."""
-    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+        return codec.decode(cls, migrate.result(data), "RunResult")

@@ -297,6 +297,24 @@ class SSHHost:
             raise HostError(f"{self.label}: cannot make a temporary folder: {captured.stderr.strip()}")
         return path
 
+    def workspace(self, workdir: Path) -> str:
+        """A temporary folder there, removed by collect()."""
+        return self.mkdtemp()
+
+    def stage(self, workdir: Path, tool_dir: str | PurePath, names: Sequence[str]) -> None:
+        for name in names:
+            self.put(workdir / name, f"{tool_dir}/{name}")
+
+    def collect(self, tool_dir: str | PurePath, names: Sequence[str], workdir: Path) -> None:
+        try:
+            for name in names:
+                try:
+                    self.get(f"{tool_dir}/{name}", workdir / name)
+                except HostError:
+                    pass  # the tool did not write it: the parser says what that means
+        finally:
+            self.remove_tree(str(tool_dir))
+
     def remove_tree(self, remote_path: str) -> None:
         """Removes a folder made by mkdtemp, with everything in it."""
         if not remote_path.startswith("/") or remote_path.rstrip("/") in ("", "/tmp") or ".." in remote_path:

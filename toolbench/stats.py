@@ -164,28 +164,28 @@ class Peak:
 def throughput(result: RunResult) -> float | None:
     """Successful requests per second: what every comparison ranks. Stored in `rates.rps_ok`;
     computed by the same rule for records stored before that field existed."""
-    if result.rates.rps_ok is not None:
-        return result.rates.rps_ok
-    return derive.ok_rate(result.counts, result.rates, result.timing.duration_s)[0]
+    if result.measurement.rates.rps_ok is not None:
+        return result.measurement.rates.rps_ok
+    return derive.ok_rate(result.measurement.counts, result.measurement.rates, result.measurement.timing.duration_s)[0]
 
 
 def throughput_derived(result: RunResult) -> bool:
     """Whether the successful rate was computed by toolbench rather than printed by the tool."""
-    if result.rates.rps_ok is not None:
+    if result.measurement.rates.rps_ok is not None:
         return result.fidelity_of("rates.rps_ok") is Fidelity.DERIVED
-    return derive.ok_rate(result.counts, result.rates, result.timing.duration_s)[1] is Fidelity.DERIVED
+    return derive.ok_rate(result.measurement.counts, result.measurement.rates, result.measurement.timing.duration_s)[1] is Fidelity.DERIVED
 
 
 def attempted(result: RunResult) -> float | None:
     """Attempted requests per second, failed ones included: the tool's own figure, else derived."""
-    return result.rates.rps if result.rates.rps is not None else result.rates.rps_derived
+    return result.measurement.rates.rps if result.measurement.rates.rps is not None else result.measurement.rates.rps_derived
 
 
 def whole_seconds(result: RunResult) -> list[SecondSample]:
     """The per-second samples that cover a whole second of load. Every tool's clock starts
     and stops mid-second (ab, JMeter and Locust stamp whole epoch seconds; the engine counts
     from its start, ramp-up included), so the first and last samples are dropped."""
-    return list(result.series[1:-1])
+    return list(result.measurement.series[1:-1])
 
 
 def half_range_pct(values: list[float]) -> float | None:
@@ -294,8 +294,8 @@ def _stats(key: CellKey, reps: list[RunResult]) -> CellStats:
         found = spread(*_unzip(pairs))
         if found is not None:
             latency[name] = found
-    failed = [r.counts.requests_failed for r in ran if r.counts.requests_failed is not None]
-    total = [r.counts.requests_total for r in ran if r.counts.requests_total is not None]
+    failed = [r.measurement.counts.requests_failed for r in ran if r.measurement.counts.requests_failed is not None]
+    total = [r.measurement.counts.requests_total for r in ran if r.measurement.counts.requests_total is not None]
     return CellStats(key=key, runs=len(ran), ok=len(ok), throughput_rps=spread(*_unzip(rps)), latency_ms=latency,
                      merged=merge(ok), requests_failed=sum(failed) if failed else None,
                      requests_total=sum(total) if total else None,
@@ -310,16 +310,16 @@ def _unzip(pairs: list[tuple[float | None, int]]) -> tuple[list[float], list[int
 
 def _latency(result: RunResult, name: str) -> float | None:
     if name == "mean_ms":
-        return result.latency.mean_ms
-    return getattr(result.latency.percentiles, name)
+        return result.measurement.latency.mean_ms
+    return getattr(result.measurement.latency.percentiles, name)
 
 
 def merge(results: Iterable[RunResult]) -> Merged | None:
     """Adds the histograms of the results that have one (repetitions of one cell, say)."""
-    with_hist = [r for r in results if r.histogram]
+    with_hist = [r for r in results if r.measurement.histogram]
     if not with_hist:
         return None
-    total = histogram.merge(r.histogram for r in with_hist if r.histogram)
+    total = histogram.merge(r.measurement.histogram for r in with_hist if r.measurement.histogram)
     if total.get_total_count() == 0:
         return None
     return Merged(histogram=histogram.encode(total), count=total.get_total_count(),

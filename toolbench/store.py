@@ -3,6 +3,7 @@ cell by cell), raw/<cell>/ with every artifact. Reports read only from here."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import errno
 import fcntl
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 
 from toolbench.errors import Notice, SchemaError, StoreError
+from toolbench.manifest import Manifest, RunStatus
 from toolbench.schema import RunResult, Status
 
 if TYPE_CHECKING:
@@ -82,32 +84,34 @@ class RunDir:
         return os.path.relpath(path, self.path)
 
     # manifest ----------------------------------------------------------------
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
+    def write_manifest(self, manifest: Manifest) -> None:
         """Replaced whole or not at all: a full disk leaves the previous manifest in place."""
         tmp = self.path / (MANIFEST + ".tmp")
         try:
-            tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            tmp.write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=True) + "\n")
             tmp.replace(self.path / MANIFEST)
         except OSError:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
+        """The manifest of any version toolbench has written, as the current record."""
         try:
             data = json.loads((self.path / MANIFEST).read_text())
         except (OSError, ValueError) as exc:
             raise StoreError(f"{self.path / MANIFEST}: unreadable: {exc}") from None
         if not isinstance(data, dict):
             raise StoreError(f"{self.path / MANIFEST}: expected a JSON object")
-        return data
+        try:
+            return Manifest.from_dict(data)
+        except SchemaError as exc:
+            raise StoreError(f"{self.path / MANIFEST}: {exc}") from None
 
     def update_manifest(self, **changes: Any) -> None:
-        manifest = self.manifest()
-        manifest.update(changes)
-        self.write_manifest(manifest)
+        self.write_manifest(dataclasses.replace(self.manifest(), **changes))
 
-    def record_end(self, status: str, error: str | None) -> None:
+    def record_end(self, status: RunStatus, error: str | None) -> None:
         """The manifest says how the run ended. The space held since the start is given back
         first: on a full disk it is what lets the manifest still be rewritten."""
         self.release_space()
@@ -327,21 +331,35 @@ def _last_line_start(fh: BinaryIO, size: int) -> int:
     return 0
 
 
+# What toolbench.load() leaves out of its columns: bulky per-request data stay in the record,
+# and the measurement's own identity duplicates the identity columns.
+_NOT_COLUMNS = frozenset(["histogram", "histogram_uncorrected", "series", "probe.samples_ms", "probe.baseline_ms",
+                          "probe.sample_offsets_s", "measurement.tool", "measurement.url",
+                          "measurement.concurrency", "measurement.tool_version"])
+_KEPT_WHOLE = frozenset(["counts.status_codes", "fidelity", "identity.params"])
+
+
 def flatten(result: RunResult) -> dict[str, Any]:
-    """One row per result: nested fields become dotted columns, for tables and DataFrames."""
+    """One row per result: nested fields become dotted columns, for tables and DataFrames.
+    The tool's figures keep the names they had before schema 2 moved them into `measurement`
+    (`counts.requests_total`, `rates.rps_ok`, `latency.percentiles.p99_ms`, ...); the tool's
+    notes are `tool_notes`, toolbench's `notes`."""
     row: dict[str, Any] = {}
 
     def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and prefix not in ("counts.status_codes", "fidelity", "identity.params"):
+        if isinstance(value, dict) and prefix not in _KEPT_WHOLE:
             for key, sub in value.items():
                 walk(f"{prefix}.{key}" if prefix else key, sub)
-        elif prefix in ("histogram", "histogram_uncorrected", "series", "probe.samples_ms", "probe.baseline_ms",
-                        "probe.sample_offsets_s"):
-            return  # bulky per-request data stay in the record, not in the table
-        else:
+        elif prefix not in _NOT_COLUMNS:
             row[prefix] = value
 
-    walk("", result.to_dict())
+    data = result.to_dict()
+    measured = data.pop("measurement")
+    data["tool_notes"] = measured.pop("notes")
+    walk("", data)
+    for key in ("tool", "url", "concurrency", "tool_version"):
+        measured.pop(key)
+    walk("", measured)
     return row
 
 

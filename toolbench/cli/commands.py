@@ -12,7 +12,7 @@ from pathlib import Path
 from toolbench import derive, invariants, registry, store
 from toolbench.adapter import Adapter, group_of, raw_from_files
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError
-from toolbench.schema import Identity, Outcome, RunResult, result_from_measurement
+from toolbench.schema import Identity, Outcome, RunResult
 
 def run(args: argparse.Namespace) -> int:
     from toolbench import runner, scenario
@@ -106,7 +106,7 @@ def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
     identity = Identity(scenario="parsed", cell_id=Path(name).name, tool=measurement.tool,
                         tool_version=measurement.tool_version, url=measurement.url,
                         concurrency=measurement.concurrency)
-    return result_from_measurement(identity, Outcome(status, error=error), measurement)
+    return RunResult(identity, Outcome(status, error=error), measurement)
 
 
 def tools(args: argparse.Namespace) -> int:
@@ -156,8 +156,8 @@ def _print_results_table(results: list[RunResult]) -> None:
     for column in ("cell", "status", "requests", "failed", "ok req/s", "mean ms", "p99 ms"):
         table.add_column(column, justify="left" if column in ("cell", "status") else "right")
     for r in results:
-        table.add_row(r.identity.cell_id, r.outcome.status.value, number(r.counts.requests_total),
-                      number(r.counts.requests_failed), number(throughput(r)),
-                      number(r.latency.mean_ms, r.latency.resolution_ms),
-                      number(r.latency.percentiles.p99_ms, r.latency.resolution_ms))
+        table.add_row(r.identity.cell_id, r.outcome.status.value, number(r.measurement.counts.requests_total),
+                      number(r.measurement.counts.requests_failed), number(throughput(r)),
+                      number(r.measurement.latency.mean_ms, r.measurement.latency.resolution_ms),
+                      number(r.measurement.latency.percentiles.p99_ms, r.measurement.latency.resolution_ms))
     Console(file=sys.stderr).print(table)

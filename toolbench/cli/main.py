@@ -16,7 +16,6 @@ from toolbench.errors import Interrupted, Notice, ToolbenchError
 # error (argparse); 128 + the signal's number when a run was stopped: 130 Ctrl-C (SIGINT),
 # 143 SIGTERM, 129 SIGHUP.
 EXIT_ERROR = 1
-EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:

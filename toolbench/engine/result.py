@@ -1,6 +1,7 @@
 """The workers' results, merged exactly, in the common schema."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 from collections import defaultdict
@@ -27,8 +28,7 @@ from toolbench.schema import (
     Status,
     Timing,
     Transfer,
-    replace,
-    result_from_measurement,
+
 )
 
 TOOL = "engine"
@@ -61,7 +61,7 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     received = sum(r.received_bytes for r in results)
     connects = sum(r.connects for r in results)
     ttfb_count = sum(r.ttfb_count for r in results)
-    latency = replace(
+    latency = dataclasses.replace(
         _latency(hist, moments),
         connect_mean_ms=(sum(r.connect_sum_ns for r in results) / connects / 1e6) if connects else None,
         ttfb_mean_ms=(sum(r.ttfb_sum_ns for r in results) / ttfb_count / 1e6) if ttfb_count else None)
@@ -80,7 +80,7 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
         tool=TOOL,
         timing=Timing(started_at=_iso(started), ended_at=_iso(started + duration_s) if started else None,
                       duration_s=duration_s, wall_s=out.wall_s),
-        counts=replace(counts, connections_opened=connects),
+        counts=dataclasses.replace(counts, connections_opened=connects),
         rates=Rates(rps=total / duration_s, rps_derived=total / duration_s),
         transfer=Transfer(received_bytes=received, sent_bytes=sum(r.sent_bytes for r in results),
                           received_bytes_per_s=received / duration_s),
@@ -118,8 +118,7 @@ def run_result(out: Collected, version: str | None = None) -> RunResult:
     cpu = out.cpu_user_s + out.cpu_system_s
     cost = GeneratorCost(cpu_user_s=out.cpu_user_s, cpu_system_s=out.cpu_system_s,
                          cpu_us_per_request=(cpu / total * 1e6) if total else None)
-    return result_from_measurement(identity, Outcome(status=status, exit_code=None, error=error), m,
-                                   cost=cost)
+    return RunResult(identity, Outcome(status=status, exit_code=None, error=error), m, cost=cost)
 
 
 def _counts(results: list[WorkerResult]) -> Counts:
@@ -193,7 +192,7 @@ def _with_fidelity(m: Measurement) -> Measurement:
     for name in ("histogram", "latency_uncorrected", "histogram_uncorrected", "series"):
         if getattr(m, name):
             fidelity[name] = Fidelity.REPORTED
-    return replace(m, fidelity=fidelity)
+    return dataclasses.replace(m, fidelity=fidelity)
 
 
 def _walk(obj: Any, prefix: str, out: dict[str, Fidelity]) -> None:

@@ -8,8 +8,8 @@ _SHOWN = (("50%", "p50_ms"), ("75%", "p75_ms"), ("90%", "p90_ms"), ("99%", "p99_
 
 
 def render(result: RunResult, workers: int | None = None) -> str:
-    ident, lat, counts = result.identity, result.latency, result.counts
-    duration = result.timing.duration_s
+    ident, lat, counts = result.identity, result.measurement.latency, result.measurement.counts
+    duration = result.measurement.timing.duration_s
     lines = [f"Running {_secs(duration)} test @ {ident.url}"]
     model = (f"open model at {ident.rate_rps or 0:g} requests/s" if ident.model is LoadModel.OPEN
              else "closed model")
@@ -20,7 +20,7 @@ def render(result: RunResult, workers: int | None = None) -> str:
         lines.append(f"  error: {result.outcome.error}")
         return "\n".join(lines) + "\n"
     open_model = ident.model is LoadModel.OPEN
-    uncorrected = result.latency_uncorrected if open_model else None
+    uncorrected = result.measurement.latency_uncorrected if open_model else None
     title = "Latency (from the intended send time)" if open_model else "Latency"
     lines.append(f"  {title:<38}{'mean':>10}{'stdev':>10}{'max':>10}")
     lines.append(f"  {'':<38}{_ms(lat.mean_ms):>10}{_ms(lat.stdev_ms):>10}{_ms(lat.max_ms):>10}")
@@ -38,12 +38,12 @@ def render(result: RunResult, workers: int | None = None) -> str:
         extra.append(f"connect {_ms(lat.connect_mean_ms)} mean")
     if extra:
         lines.append("  " + "; ".join(extra))
-    received = result.transfer.received_bytes or 0
+    received = result.measurement.transfer.received_bytes or 0
     lines.append(f"  {counts.requests_total} requests in {_secs(duration)}, {_bytes(received)} read")
     lines += _failures(result)
-    rps = result.rates.rps or 0.0
+    rps = result.measurement.rates.rps or 0.0
     lines.append(f"Requests/sec: {rps:>12.2f}")
-    lines.append(f"Transfer/sec: {_bytes(result.transfer.received_bytes_per_s or 0):>12}")
+    lines.append(f"Transfer/sec: {_bytes(result.measurement.transfer.received_bytes_per_s or 0):>12}")
     if result.outcome.status is not Status.OK and result.outcome.error:
         lines.append(f"{result.outcome.status.value}: {result.outcome.error}")
     elif result.outcome.status is Status.INTERRUPTED:
@@ -53,13 +53,13 @@ def render(result: RunResult, workers: int | None = None) -> str:
 
 def _failures(result: RunResult) -> list[str]:
     lines = []
-    f = result.counts.failures
+    f = result.measurement.counts.failures
     # As wrk groups them; the engine's finer kinds stay in its `engine_failures` note.
     failed = [f"{name} {n}" for name, n in (("connect", f.connect), ("read", f.read), ("timeout", f.timeout),
                                             ("malformed", f.other)) if n]
     if failed:
         lines.append("  Socket errors: " + ", ".join(failed))
-    bad = {code: n for code, n in result.counts.status_codes.items() if not 200 <= code < 400}
+    bad = {code: n for code, n in result.measurement.counts.status_codes.items() if not 200 <= code < 400}
     if bad:
         lines.append(f"  Non-2xx or 3xx responses: {sum(bad.values())} ("
                      + ", ".join(f"{code}: {n}" for code, n in bad.items()) + ")")

@@ -18,8 +18,7 @@ SAME = " (same tool, concurrency and keep-alive)"
 def question(run: RunView) -> str:
     """What the run's scenario compares, from its manifest; `tools` for runs made before
     scenarios said so."""
-    scenario = run.manifest.get("scenario")
-    asked = scenario.get("compare") if isinstance(scenario, dict) else None
+    asked = run.manifest.scenario.compare
     return asked if asked in QUESTIONS else "tools"
 
 

@@ -3,6 +3,7 @@ differences against the first run given, and which of them are beyond the noise 
 from __future__ import annotations
 
 from toolbench import stats
+from toolbench.manifest import Manifest
 from toolbench.report import fmt, groups, likewise
 from toolbench.report.context import Context, RunView
 from toolbench.report.environment import ended
@@ -11,14 +12,13 @@ from toolbench.report.view import Column, Link, Row, Section, Table, Value, num,
 BEYOND = "beyond the noise"
 
 
-def labels(runs: list[tuple[str, dict[str, object]]]) -> list[str]:
+def labels(runs: list[tuple[str, Manifest]]) -> list[str]:
     """Short, distinct names for runs: the scenario when they differ, else the date, else the folder."""
-    def scenario(m: dict[str, object]) -> str:
-        sc = m.get("scenario")
-        return str(sc.get("name")) if isinstance(sc, dict) and sc.get("name") else ""
+    def scenario(m: Manifest) -> str:
+        return m.scenario.name
 
-    def date(m: dict[str, object]) -> str:
-        return fmt.when(str(m.get("started_at") or "")).removesuffix(" UTC")
+    def date(m: Manifest) -> str:
+        return fmt.when(m.started_at or "").removesuffix(" UTC")
 
     for make in (lambda n, m: scenario(m), lambda n, m: date(m), lambda n, m: f"{scenario(m)} {date(m)}".strip(),
                  lambda n, m: n):

@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import yaml
 
+from toolbench.manifest import Manifest
 from toolbench.report import charts, groups
 from toolbench.schema import RunResult
 
@@ -21,7 +22,7 @@ class RunView:
     name: str  # the run folder's name
     label: str  # how charts and tables name the run when several are compared; "" for one run
     href: str  # the run folder, relative to the report file
-    manifest: dict[str, Any]
+    manifest: Manifest
     results: list[RunResult]
 
     def link(self, path: str) -> str:
@@ -30,26 +31,19 @@ class RunView:
         joined = path if base in ("", ".") else f"{base}/{path}"
         return quote(joined or "./")
 
-    # The manifest is JSON written by the runner; read it defensively, it may be older or newer.
-    def section(self, key: str) -> dict[str, Any]:
-        value = self.manifest.get(key)
-        return value if isinstance(value, dict) else {}
-
     @property
     def scenario(self) -> str:
-        name = self.section("scenario").get("name")
-        return str(name) if name else self.name
+        return self.manifest.scenario.name or self.name
 
     @property
     def started_at(self) -> str | None:
-        value = self.manifest.get("started_at")
-        return str(value) if value else None
+        return self.manifest.started_at
 
     @functools.cached_property
     def scenario_source(self) -> dict[str, Any]:
         """The scenario as it was given, read from the manifest's copy of its text; {} when
         that text is missing or no longer reads (the run's own records are what count)."""
-        text = self.section("scenario").get("text")
+        text = self.manifest.scenario.text
         try:
             loaded = yaml.safe_load(text) if isinstance(text, str) else None
         except yaml.YAMLError:
@@ -58,8 +52,7 @@ class RunView:
 
     @property
     def description(self) -> str:
-        value = self.scenario_source.get("description")
-        return str(value).strip() if value else ""
+        return self.manifest.scenario.description
 
     @property
     def stop(self) -> str:
@@ -72,8 +65,8 @@ class RunView:
     @property
     def cpu_count(self) -> int | None:
         """The generator's cores (the manifest's environment is the generator host's facts)."""
-        value = self.section("environment").get("cpu_count")
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+        value = self.manifest.environment.cpu_count
+        return value if value is not None and value > 0 else None
 
 
 @dataclass(frozen=True)

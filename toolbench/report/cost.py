@@ -17,9 +17,9 @@ def cpu_us_per_request(r: RunResult) -> tuple[float | None, bool]:
         return None, False
     if cost.cpu_us_per_request is not None:
         return cost.cpu_us_per_request, False
-    if cost.cpu_user_s is None or cost.cpu_system_s is None or not r.counts.requests_total:
+    if cost.cpu_user_s is None or cost.cpu_system_s is None or not r.measurement.counts.requests_total:
         return None, False
-    return (cost.cpu_user_s + cost.cpu_system_s) * 1e6 / r.counts.requests_total, True
+    return (cost.cpu_user_s + cost.cpu_system_s) * 1e6 / r.measurement.counts.requests_total, True
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from toolbench.manifest import Environment, Finding
 from toolbench.report import fmt
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Row, Section, Table, Value, text
@@ -15,27 +16,22 @@ NOT_CHECKED = "not checked"
 
 def facts(run: RunView) -> list[tuple[str, str]]:
     """The environment of one run, as (name, value) pairs in reading order."""
-    env = run.section("environment")
+    m = run.manifest
     out = [("scenario", run.scenario), ("started", fmt.when(run.started_at)),
-           ("ended", fmt.when(_str(run.manifest.get("ended_at")))), ("status", ended(run)),
-           ("stop", run.stop)]
-    out += _host_facts("host", env)
-    for role, host in sorted(run.section("hosts").items()):
-        if isinstance(host, dict):  # remote generator or target hosts, by role
-            out += _host_facts(str(role), host)
-    target = run.section("target")
-    if target:
-        out.append(("target", " ".join(v for v in (_str(target.get("label")), _str(target.get("version"))) if v)))
-        out.append(("target URL", _str(target.get("url"))))
-    tools = run.section("tools")
-    out += [(f"tool: {name}", _str(version) or "not found") for name, version in sorted(tools.items())]
+           ("ended", fmt.when(m.ended_at)), ("status", ended(run)), ("stop", run.stop)]
+    out += _host_facts("host", m.environment)
+    for target in m.targets:
+        role = "target" if len(m.targets) == 1 else f"target {target.label}"
+        out.append((role, " ".join(v for v in (target.label, _str(target.version)) if v)))
+        out.append((f"{role} URL", _str(target.url)))
+    out += [(f"tool: {t.tool}", _str(t.version) or "not found") for t in sorted(m.tools, key=lambda t: t.tool)]
     return [(k, v or fmt.ABSENT) for k, v in out]
 
 
 def ended(run: RunView) -> str:
     """How the run ended, as the manifest says, with what its results hold, so that the two
     never tell different stories ("complete" over a table of failed cells)."""
-    status = _str(run.manifest.get("status")) or "status not recorded"
+    status = run.manifest.status.value
     if not run.results:
         return f"{status}: no cell recorded"
     counts = Counter(r.outcome.status for r in run.results)
@@ -47,22 +43,16 @@ def ended(run: RunView) -> str:
     return f"{status}: {counts[Status.OK]} of {len(run.results)} cells ok" + (f" ({others})" if others else "")
 
 
-def _host_facts(role: str, env: dict[str, Any]) -> list[tuple[str, str]]:
-    if not env:
-        return [(role, fmt.ABSENT)]
-    cpu = " × ".join(v for v in (_str(env.get("cpu_count")), _str(env.get("cpu_model"))) if v)
-    return [(role, _str(env.get("hostname")) + (f" ({env['host']})" if env.get("host") else "")),
-            (f"{role} CPU", cpu), (f"{role} memory", fmt.size(_number(env.get("memory_bytes")))),
-            (f"{role} kernel", _str(env.get("kernel"))), (f"{role} OS", _str(env.get("os"))),
-            (f"{role} Python", _str(env.get("python")))]
+def _host_facts(role: str, env: Environment) -> list[tuple[str, str]]:
+    cpu = " × ".join(v for v in (_str(env.cpu_count), _str(env.cpu_model)) if v)
+    return [(role, _str(env.hostname) + (f" ({env.host})" if env.host else "")),
+            (f"{role} CPU", cpu), (f"{role} memory", fmt.size(env.memory_bytes)),
+            (f"{role} kernel", _str(env.kernel)), (f"{role} OS", _str(env.os)),
+            (f"{role} Python", _str(env.python))]
 
 
 def _str(value: Any) -> str:
     return "" if value is None else str(value)
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def environment_section(ctx: Context) -> Section:
@@ -85,12 +75,10 @@ def environment_section(ctx: Context) -> Section:
                    side_by_side=True)
 
 
-def prerequisite_findings(run: RunView) -> list[dict[str, Any]] | None:
-    """The findings as stored: a list, or the runner's record holding them under "findings"."""
-    stored = run.manifest.get("prerequisites")
-    if isinstance(stored, dict):
-        stored = stored.get("findings")
-    return [f for f in stored if isinstance(f, dict)] if isinstance(stored, list) else None
+def prerequisite_findings(run: RunView) -> list[Finding] | None:
+    """The findings as stored; None when the run did not check them."""
+    checked = run.manifest.prerequisites
+    return None if checked is None else checked.findings
 
 
 def _prerequisites(run: RunView, several: bool) -> Table | None:
@@ -99,18 +87,17 @@ def _prerequisites(run: RunView, several: bool) -> Table | None:
         return None
     rows = []
     for item in findings:
-        ok = item.get("ok")
+        ok = item.ok
         state = NOT_CHECKED if ok is None else ("ok" if ok else "NOT MET")
-        if ok is False and item.get("required") is False:
+        if ok is False and not item.required:
             state = "not met (advice)"
-        name = _str(item.get("name") or item.get("key"))
-        kind = _str(item.get("kind"))
+        name, kind = item.key, item.kind
         rows.append(Row((text(f"{kind}: {name}" if kind and kind not in name else name),
-                         text(_str(item.get("found"))), text(_str(item.get("wanted"))),
-                         Value(state, flag="not met" if ok is False else ""), text(_str(item.get("note")), "")),
-                        bad=ok is False and item.get("required") is not False))
+                         text(_str(item.found)), text(_str(item.wanted)),
+                         Value(state, flag="not met" if ok is False else ""), text(item.note, "")),
+                        bad=ok is False and item.required))
     caption = "Prerequisites" + (f" — {run.label}" if several else "")
-    if isinstance(run.manifest.get("prerequisites"), dict) and run.manifest["prerequisites"].get("went_on"):
+    if run.manifest.prerequisites is not None and run.manifest.prerequisites.went_on:
         caption += " (the run went on with a required prerequisite unmet)"
     cols = (Column("setting"), Column("found"), Column("wanted"), Column("ok"), Column("note"))
     if not rows:

@@ -22,8 +22,8 @@ def _has_errors(r: RunResult) -> bool:
     """A cell that ran and failed, or had failed requests; a cell not run is no error."""
     if r.outcome.status in NOT_RUN:
         return False
-    return r.outcome.status is not Status.OK or bool(r.counts.requests_failed) or \
-        any(code >= 400 for code in r.counts.status_codes)
+    return r.outcome.status is not Status.OK or bool(r.measurement.counts.requests_failed) or \
+        any(code >= 400 for code in r.measurement.counts.status_codes)
 
 
 def errors_section(ctx: Context) -> Section:
@@ -31,7 +31,7 @@ def errors_section(ctx: Context) -> Section:
         return Section("errors", "Errors", absent="No results.")
     cells = [(run, r) for run, r in ctx.results if _has_errors(r)]
     ran = [r for _, r in ctx.results if r.outcome.status not in NOT_RUN]
-    silent = [r for r in ran if r.outcome.status is Status.OK and r.counts.requests_failed is None]
+    silent = [r for r in ran if r.outcome.status is Status.OK and r.measurement.counts.requests_failed is None]
     points = []
     if not cells:
         points.append(f"No request failed in the {len(ran)} cells that ran.")
@@ -53,20 +53,20 @@ def _totals(ctx: Context) -> Table:
     """Per tool, the failed requests of every cell that ran, added up by class."""
     by_tool: dict[str, list[RunResult]] = {}
     for _, r in ctx.results:
-        if r.outcome.status is Status.OK and r.counts.requests_failed:
+        if r.outcome.status is Status.OK and r.measurement.counts.requests_failed:
             by_tool.setdefault(r.identity.label, []).append(r)
     rows = []
     for tool, results in sorted(by_tool.items()):
-        requests = sum(r.counts.requests_total or 0 for r in results)
-        failed = sum(r.counts.requests_failed or 0 for r in results)
+        requests = sum(r.measurement.counts.requests_total or 0 for r in results)
+        failed = sum(r.measurement.counts.requests_failed or 0 for r in results)
         values = [text(tool), num(fmt.number(requests), requests), num(fmt.number(failed), failed)]
         for name, _ in CLASSES:
-            found = [getattr(r.counts.failures, name) for r in results]
+            found = [getattr(r.measurement.counts.failures, name) for r in results]
             total = sum(v for v in found if v is not None) if any(v is not None for v in found) else None
             values.append(num(fmt.number(total), total))
         codes: Counter[int] = Counter()
         for r in results:
-            codes.update({c: n for c, n in r.counts.status_codes.items() if c >= 400})
+            codes.update({c: n for c, n in r.measurement.counts.status_codes.items() if c >= 400})
         values.append(text(status_codes(dict(codes))))
         rows.append(Row(tuple(values)))
     labels = ["tool", "requests", "failed"] + [(name.replace("_", " "), title) for name, title in CLASSES] + \
@@ -78,7 +78,7 @@ def _totals(ctx: Context) -> Table:
 def _cells_table(ctx: Context, cells: list[tuple[RunView, RunResult]]) -> Table:
     rows = []
     for run, r in cells:
-        c = r.counts
+        c = r.measurement.counts
         values = ([text(run.label)] if ctx.several else []) + [
             text(r.identity.cell_id), text(r.outcome.status.value.replace("_", " ")),
             num(fmt.number(c.requests_total), c.requests_total), num(fmt.number(c.requests_failed), c.requests_failed)]

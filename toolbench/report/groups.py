@@ -67,7 +67,7 @@ class Point:
     @property
     def resolution_ms(self) -> float | None:
         """The coarsest rounding step of the repetitions: below it a value means "less than a step"."""
-        values = [r.latency.resolution_ms for r in self.ok if r.latency.resolution_ms]
+        values = [r.measurement.latency.resolution_ms for r in self.ok if r.measurement.latency.resolution_ms]
         return max(values) if values else None
 
     @functools.cached_property
@@ -91,11 +91,11 @@ class Point:
     @property
     def error_rate(self) -> float | None:
         """Failed over attempted requests, over every repetition that ran and counted them."""
-        ran = [r for r in self.results if r.outcome.status not in NOT_RUN and r.counts.requests_total]
-        failed = [r.counts.requests_failed for r in ran if r.counts.requests_failed is not None]
+        ran = [r for r in self.results if r.outcome.status not in NOT_RUN and r.measurement.counts.requests_total]
+        failed = [r.measurement.counts.requests_failed for r in ran if r.measurement.counts.requests_failed is not None]
         if not ran or len(failed) < len(ran):
             return None
-        return sum(failed) / sum(r.counts.requests_total or 0 for r in ran)
+        return sum(failed) / sum(r.measurement.counts.requests_total or 0 for r in ran)
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,8 @@ def series(all_points: list[Point]) -> list[Series]:
     for key, pts in by_series(all_points).items():
         # Peaks need no latency histogram: without them stats does not merge any, which on a
         # large run would cost seconds for nothing shown here.
-        bare = [dataclasses.replace(r, histogram=None) for p in pts for r in p.results]
+        bare = [dataclasses.replace(r, measurement=dataclasses.replace(r.measurement, histogram=None))
+                for p in pts for r in p.results]
         found = stats.peaks(bare)  # one line: the series is one tool and keep-alive setting
         out.append(Series(key=key, points=tuple(pts), peak=found[0] if len(found) == 1 else None))
     return out

@@ -15,7 +15,7 @@ MAX_PANELS = 8
 
 
 def _pct(point: groups.Point, field: str) -> float | None:
-    return point.median(lambda r: getattr(r.latency.percentiles, field))
+    return point.median(lambda r: getattr(r.measurement.latency.percentiles, field))
 
 
 def _has_percentiles(point: groups.Point) -> bool:
@@ -27,7 +27,7 @@ def percentiles_section(ctx: Context) -> Section:
     silent = sorted({p.key.name for p in ctx.points if p.ok} - {p.key.name for p in shown})
     points = tuple(f"{name} reports no latency percentiles." for name in silent)
     if not shown:
-        printed = any(getattr(r.latency.percentiles, field) is not None
+        printed = any(getattr(r.measurement.latency.percentiles, field) is not None
                       for _, r in ctx.results for _, field, _ in SHOWN)
         return Section("latency", "Latency percentiles", points=points, absent=(
             "No cell that finished ok reported latency percentiles, so none are compared here; the results table "
@@ -53,7 +53,7 @@ def _row(ctx: Context, p: groups.Point) -> list[Value]:
         v = _pct(p, field)
         values.append(num(fmt.number(v, res), v, derived=p.derived(f"latency.percentiles.{field}"),
                           flag=fmt.resolution_flag(v, res)))
-    top = p.median(lambda r: r.latency.max_ms)
+    top = p.median(lambda r: r.measurement.latency.max_ms)
     values.append(num(fmt.number(top, res), top, flag=fmt.resolution_flag(top, res)))
     values.append(num(fmt.number(res), res))
     return values
@@ -63,7 +63,7 @@ def _uncorrected_note(p: groups.Point) -> str:
     """An open-model row times requests from their intended send (coordinated omission
     corrected); the tool's figures from the actual send go beside it, as it reported both."""
     def unc(get: Callable[[Latency], float | None]) -> float | None:
-        return p.median(lambda r: get(r.latency_uncorrected) if r.latency_uncorrected else None)
+        return p.median(lambda r: get(r.measurement.latency_uncorrected) if r.measurement.latency_uncorrected else None)
 
     p50, p99, top = unc(lambda u: u.percentiles.p50_ms), unc(lambda u: u.percentiles.p99_ms), unc(lambda u: u.max_ms)
     if p50 is None and p99 is None and top is None:

@@ -35,7 +35,7 @@ def peaks_section(ctx: Context) -> Section:
 
 def _peak_values(ctx: Context, peak: groups.Series, repeated: bool) -> list[Value]:
     best = peak.best
-    p99 = best.median(lambda r: r.latency.percentiles.p99_ms) if best else None
+    p99 = best.median(lambda r: r.measurement.latency.percentiles.p99_ms) if best else None
     res = best.resolution_ms if best else None
     values = ([text(peak.key.run)] if ctx.several else []) + [
         text(peak.key.name), text(peak.key.keepalive_text),

@@ -22,7 +22,7 @@ def shared_notes(ctx: Context) -> dict[str, list[str]]:
             by_tool[r.identity.label].append(r)
     out = {}
     for tool, results in by_tool.items():
-        common = [n for n in results[0].notes if all(n in r.notes for r in results[1:])]
+        common = [n for n in results[0].all_notes if all(n in r.all_notes for r in results[1:])]
         if common and len(results) > 1:
             out[tool] = common
     return out
@@ -62,22 +62,22 @@ def results_section(ctx: Context) -> Section:
 
 def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool], shared: list[str]) -> Row:
     with_cost, with_server, with_probe = shown
-    res = r.latency.resolution_ms
+    res = r.measurement.latency.resolution_ms
     rps, tried = stats.throughput(r), stats.attempted(r)
-    c = r.counts
+    c = r.measurement.counts
     errors = (c.requests_failed / c.requests_total * 100.0
               if c.requests_failed is not None and c.requests_total else None)
-    lat = r.latency
+    lat = r.measurement.latency
     links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts)
     version = f" {r.identity.tool_version}" if r.identity.tool_version else ""
     values = ([text(run.label)] if ctx.several else []) + [
         text(r.identity.cell_id), text(r.identity.label + version),
         num(fmt.number(r.identity.concurrency), r.identity.concurrency), text(fmt.yes_no(r.identity.keepalive)),
         num(str(r.identity.repetition), r.identity.repetition), text(r.outcome.status.value.replace("_", " ")),
-        num(fmt.number(r.counts.requests_total), r.counts.requests_total),
-        num(fmt.number(r.counts.requests_failed), r.counts.requests_failed),
+        num(fmt.number(r.measurement.counts.requests_total), r.measurement.counts.requests_total),
+        num(fmt.number(r.measurement.counts.requests_failed), r.measurement.counts.requests_failed),
         num(fmt.number(rps), rps, derived=rps is not None and stats.throughput_derived(r)),
-        num(fmt.number(tried), tried, derived=r.rates.rps is None and tried is not None),
+        num(fmt.number(tried), tried, derived=r.measurement.rates.rps is None and tried is not None),
         num(fmt.percent(errors), errors),
         _ms(lat.mean_ms, res), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
         _ms(lat.max_ms, res)]
@@ -92,7 +92,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
         values.append(num(fmt.number(probe), probe))
     values.append(Value("" if links else fmt.ABSENT, links=links))
     return Row(tuple(values), bad=r.outcome.status not in NOT_BAD, error=r.outcome.error or "",
-               note="; ".join(n for n in r.notes if n not in shared))
+               note="; ".join(n for n in r.all_notes if n not in shared))
 
 
 def _ms(value: float | None, resolution: float | None) -> Value:

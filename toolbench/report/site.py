@@ -60,12 +60,12 @@ def publish(runs_dir: Path, site: Path | None = None) -> Published:
 
 def _entry(run: Path, output: Path, site: Path, data: ReportData) -> IndexEntry:
     manifest = store.RunDir.open(run).manifest()
-    started = str(manifest.get("started_at") or "")
+    started = manifest.started_at or ""
     cells = sum(s.cells for s in data.statuses)
     ok = sum(s.cells for s in data.statuses if s.status == "ok")
     headline = data.verdicts[0].headline if data.verdicts else ""
     return IndexEntry(title=data.title, href=Path(os.path.relpath(output, site)).as_posix(), date=fmt.when(started),
-                      scenario=data.subtitle or data.title, status=str(manifest.get("status") or fmt.ABSENT),
+                      scenario=data.subtitle or data.title, status=manifest.status.value,
                       cells=f"{ok} of {cells} ok", headline=headline, sort_date=started)
 
 

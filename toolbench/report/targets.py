@@ -85,8 +85,8 @@ def _rank(comp: TargetComparison, entry: Entry) -> str:
 def _row(ctx: Context, comp: TargetComparison, e: Entry) -> Row:
     p = e.point
     errors = p.error_rate * 100.0 if p.error_rate is not None else None
-    p50 = p.median(lambda r: r.latency.percentiles.p50_ms)
-    p99 = p.median(lambda r: r.latency.percentiles.p99_ms)
+    p50 = p.median(lambda r: r.measurement.latency.percentiles.p50_ms)
+    p99 = p.median(lambda r: r.measurement.latency.percentiles.p99_ms)
     gen = likewise.cpu_estimate(p)
     values = ([text(comp.run)] if ctx.several else []) + [
         text(comp.tool + (f" {comp.variant}" if comp.variant else "")), text(fmt.yes_no(comp.keepalive)),

@@ -124,8 +124,8 @@ def _probe_check(tool_ms: float | None, probe_ms: float | None, baseline_ms: flo
 
 def cell_truth(p: groups.Point) -> CellTruth:
     res = p.resolution_ms
-    p50 = p.median(lambda r: r.latency.percentiles.p50_ms)
-    mean = p.median(lambda r: r.latency.mean_ms)
+    p50 = p.median(lambda r: r.measurement.latency.percentiles.p50_ms)
+    mean = p.median(lambda r: r.measurement.latency.mean_ms)
     tool_ms = p50 if p50 is not None else mean
     rps = p.attempted  # Little's law counts every request a connection made, failed ones too
     closed = all(r.identity.model is LoadModel.CLOSED for r in p.ok)

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from toolbench import stats
+from toolbench.manifest import RunStatus
 from toolbench.report import answer, fmt, targets
 from toolbench.report.bounds import Bound
 from toolbench.report.context import Context, RunView
@@ -65,7 +66,7 @@ def _plural(n: int, word: str) -> str:
 
 def _headline(run: RunView, comps: list[Comparison]) -> str:
     prefix = (f"Interrupted run ({_plural(len(run.results), 'cell')} recorded). "
-              if run.manifest.get("status") == "interrupted" else "")
+              if run.manifest.status is RunStatus.INTERRUPTED else "")
     if not run.results:
         return "This run has no results yet."
     if not comps:
@@ -282,7 +283,7 @@ def _failures(run: RunView, cells: list[Cell], series: list[Series]) -> list[str
                            for c in sorted(failing, key=lambda c: -(c.point.error_rate or 0))[:4])
         out.append(f"Failed requests, beside the successful rate the ranking uses: {listed}"
                    + (f" and {len(failing) - 4} more cells." if len(failing) > 4 else "."))
-    status = run.manifest.get("status")
-    if status not in (None, "complete"):
-        out.append(f"The run's status is “{status}”: it may not hold every planned cell.")
+    status = run.manifest.status
+    if status is not RunStatus.COMPLETE:
+        out.append(f"The run's status is “{status.value}”: it may not hold every planned cell.")
     return out

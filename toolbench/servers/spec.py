@@ -113,6 +113,21 @@ class TargetSpec:
     def bundled(self) -> bool:
         return self.kind in BUNDLED
 
+    def workers(self, cores: int) -> int | None:
+        """How many cores the server can keep busy at once: its worker processes (Python's
+        threads share one core each), at most the machine's cores; None when toolbench does
+        not know (a command or a URL). nginx's default is one worker per core."""
+        nginx = (self.nginx.workers or cores) if self.nginx else 0
+        if self.kind in ("flask-dev",) + SOCKET_KINDS:
+            processes = 1
+        elif self.kind == "gunicorn":
+            processes = (self.gunicorn or GunicornOptions()).workers
+        elif self.kind in ("uwsgi", "nginx-uwsgi"):
+            processes = nginx + (self.uwsgi or UwsgiOptions()).processes
+        else:
+            processes = nginx
+        return min(processes, cores) if processes else None
+
 
 def parse_target(node: Node, name: str | None = None) -> TargetSpec:
     """One target entry: `{server: KIND, ...options}`, `{command: ..., url: ...}` or `{url: ...}`,
