@@ -82,3 +82,15 @@ def test_a_profile_name_is_a_strict_name(tmp_path):
 def test_compare_is_tools_or_targets(tmp_path):
     with pytest.raises(ScenarioError, match=r":3: compare: expected one of tools, targets"):
         scenario.load(write(tmp_path, BASE.replace("compare: tools", "compare: colours")))
+
+
+def test_validate_checks_the_tool_options_of_every_profile(tmp_path):
+    import subprocess
+
+    from conftest import REPO
+
+    path = write(tmp_path, BASE + "  long:\n    tools: {ab: {gnuplot: maybe}}\n")
+    done = subprocess.run([str(REPO / ".venv" / "bin" / "toolbench"), "validate", str(path), "--profile", "quick"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(":22: tools.ab.gnuplot: expected bool, got 'maybe'")

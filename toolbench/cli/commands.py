@@ -48,6 +48,8 @@ def validate(args: argparse.Namespace) -> int:
     from toolbench import plan, scenario
 
     loaded = scenario.load(args.scenario, args.profile)
+    for other in loaded.profiles:  # a tool option in any profile is checked too, not only the one asked for
+        plan.expand(scenario.load(args.scenario, other))
     cells = plan.expand(loaded)
     unsupported = [c for c in cells if not c.support.ok]
     for planned in cells:
