@@ -11,8 +11,8 @@ from toolbench import histogram
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
-from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Percentiles,
-                              Rates, SecondSample, Timing, Transfer)
+from toolbench.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement,
+                              Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
@@ -30,6 +30,7 @@ _PCT_ROW = re.compile(r"^\s*(\d+)%\s+(\d+)")
 _FAILED_BREAKDOWN = re.compile(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)")
 _BREAKDOWN_NAMES = ("Connect", "Receive", "Length", "Exceptions")
 _VERSION = re.compile(r"This is ApacheBench, Version (\S+)")
+_RESET = re.compile(r"Connection reset by peer", re.IGNORECASE)
 # ab prints whole percents only: every schema percentile but p99.9.
 _PCT_NAMES = {int(pct): name for name, pct in PERCENTILES if pct.is_integer()}
 T = TypeVar("T")
@@ -37,7 +38,7 @@ T = TypeVar("T")
 
 class AbAdapter:
     name = "ab"
-    option_types = {"gnuplot": bool, "timeout_s": int}
+    option_types = {"gnuplot": bool, "timeout_s": int, "continue_on_error": bool}
 
     def detect(self, host: "Host") -> str | None:
         return version_from_output(host, ["ab", "-V"], _VERSION)
@@ -51,8 +52,9 @@ class AbAdapter:
 
     def build(self, cell: "Cell", workdir: Path) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
-        argv = ["ab", "-c", str(cell.concurrency), "-r", "-e", "percentiles.csv",
-                "-s", str(option(cell, "timeout_s", 30))]
+        argv = ["ab", "-c", str(cell.concurrency), "-e", "percentiles.csv", "-s", str(option(cell, "timeout_s", 30))]
+        if option(cell, "continue_on_error", True):
+            argv.insert(3, "-r")  # without it, ab ends at the first failed read (a reset), as study 003's did
         outputs = {"csv": "percentiles.csv"}
         files: dict[str, str] = {}
         if option(cell, "gnuplot", True):
@@ -106,7 +108,7 @@ def parse(raw: RawOutput) -> Measurement:
     fidelity: dict[str, Fidelity] = {}
     received = _lead(fields, "Total transferred", num.integer)
     counts = _counts(fields, received, num, notes, fidelity)
-    latency = _latency(fields, conn, pcts, raw, num, notes)
+    latency = _latency(fields, conn, pcts, raw, num, notes, fidelity)
     hist, series = _per_request(raw)
     if hist is not None:
         fidelity["histogram"] = Fidelity.DERIVED
@@ -117,6 +119,10 @@ def parse(raw: RawOutput) -> Measurement:
     error = _error_line(raw.stderr)
     if error:
         notes.append(f"ab: {error}")
+    if counts.requests_total is None and error and _RESET.search(error):
+        # Without -r ab ends at the first reset and prints no counts: that one is all it tells.
+        counts = Counts(failures=Failures(reset=1))
+        notes.append("ab ended at a connection reset (run without -r): it reported no counts")
     rate = _lead(fields, "Transfer rate", num.decimal)
     return Measurement(
         tool="ab",
@@ -202,7 +208,7 @@ def _counts(fields: dict[str, str], received: int | None, num: Numbers, notes: l
 
 
 def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[int, float],
-             raw: RawOutput, num: Numbers, notes: list[str]) -> Latency:
+             raw: RawOutput, num: Numbers, notes: list[str], fidelity: dict[str, Fidelity]) -> Latency:
     csv_pcts = _past_the_table(_read_csv(raw.files.get("csv")), _lead(fields, "Complete requests", num.integer),
                                notes)
     if csv_pcts:
@@ -217,15 +223,19 @@ def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[in
     # microsecond; the table's are whole ms.
     min_ms = csv_pcts.get(0, table_min) if csv_pcts else table_min
     max_ms = csv_pcts.get(100, table_max) if csv_pcts else pcts.get(100, table_max)
-    # ab's mean "Time per request" has three decimals; the table's is whole ms. It is
-    # concurrency x time taken / requests, though, and so also counts time spent outside
-    # any request (connections tried again): above the longest request, it is no mean of them.
-    mean_ms = _lead(fields, "Time per request", num.decimal)
-    if mean_ms is not None and total and max_ms is not None and mean_ms > max_ms + 1.0:
-        notes.append(f"ab's Time per request, {mean_ms:g} ms, is above its longest request, {max_ms:g} ms: it "
-                     "counts time outside the requests; the mean is the Connection Times table's, in whole ms")
-        # Rounded to whole ms, it may fall outside the exact min and max, where no mean lies.
+    # The mean of the requests' own times: never ab's "Time per request", which is concurrency x
+    # time taken / requests, its own rate turned over, so no check against the rate could fail.
+    # The -e file's curve gives it to the microsecond; else the table's Total mean, whole ms.
+    mean_ms = _curve_mean(csv_pcts)
+    if mean_ms is not None:
+        fidelity["latency.mean_ms"] = Fidelity.DERIVED
+    elif total and max_ms is not None:
+        # Rounded, it may fall outside the exact min and max, where no mean lies.
         mean_ms = min(max(total[1], min_ms if min_ms is not None else 0.0), max_ms)
+    per_slot = _lead(fields, "Time per request", num.decimal)
+    if per_slot is not None and max_ms is not None and per_slot > max_ms + 1.0:
+        notes.append(f"ab's Time per request, {per_slot:g} ms, is above its longest request, {max_ms:g} ms: it "
+                     "counts time outside the requests")
     return Latency(
         min_ms=min_ms,
         mean_ms=mean_ms,
@@ -235,7 +245,25 @@ def _latency(fields: dict[str, str], conn: dict[str, list[float]], pcts: dict[in
         connect_mean_ms=conn["Connect"][1] if "Connect" in conn else None,
         ttfb_mean_ms=conn["Waiting"][1] if "Waiting" in conn else None,
         resolution_ms=resolution if (total or csv_pcts) else None,
+        connection_times=_connection_times(conn),
     )
+
+
+def _curve_mean(csv_pcts: dict[int, float]) -> float | None:
+    """The mean of the requests' times from the -e file's 101 rows (0% to 100%): the mean is
+    the area under that curve, taken between each row and the next."""
+    if any(i not in csv_pcts for i in range(101)):
+        return None
+    return sum(csv_pcts[i] + csv_pcts[i + 1] for i in range(100)) / 200.0
+
+
+def _connection_times(conn: dict[str, list[float]]) -> ConnectionTimes | None:
+    """ab's whole Connection Times table (min, mean, sd, median, max per row)."""
+    if not conn:
+        return None
+    rows = {name.lower(): TimesRow(*conn[name]) for name in ("Connect", "Processing", "Waiting", "Total")
+            if name in conn}
+    return ConnectionTimes(**rows)
 
 
 def _read_csv(path: Path | None) -> dict[int, float]:

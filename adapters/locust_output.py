@@ -31,7 +31,8 @@ FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "timed out")),
     ("connect", ("connectionrefused", "connection refused", "newconnectionerror", "no route to host",
                  "connecterror")),
-    ("read", ("connectionreset", "connection reset", "remotedisconnected", "brokenpipe", "incompleteread",
+    ("reset", ("connectionreset", "connection reset")),
+    ("read", ("remotedisconnected", "brokenpipe", "incompleteread",
               "connection aborted", "connectionclosed", "protocolerror", "badstatusline")),
 )
 

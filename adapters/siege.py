@@ -12,7 +12,7 @@ from toolbench import failures
 from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing,
+from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, SiegeFigures, Timing,
                               Transfer)
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 MIB = 1024 * 1024
 RESOLUTION_MS = 10.0  # siege prints times in hundredths of a second
+DEFAULT_FAILURES = 1024  # siege's own default: socket failures (5xx included) before it gives up
 BODY_FILE = "body"
 
 # Written for every run: Debian's /etc/siege/siegerc turns JSON output on, and a
@@ -28,6 +29,16 @@ BODY_FILE = "body"
 # Logging stays off: with it on, siege 4.0.7 often hangs after a timed (-t) run
 # (3 runs in 8 at -c 50 here; none in 8 with it off). The JSON summary has every
 # figure the log line has.
+#
+# `failures` stays finite (siege's own default, 1024, as in study 000). A timed run (-t) ends
+# by cancelling siege's threads (pthread_cancel from its timer), and a thread cancelled while
+# glibc's malloc lock is held leaves the others deadlocked in free() as they exit, main waiting
+# in pthread_join forever with SIGTERM blocked (gdb on a hung siege 4.0.7). Against a server
+# answering mostly 503 each thread fails fast and over and over (browser.c returns FALSE for
+# any 5xx, and __increment_failures() ends in pthread_testcancel()), so the cancel lands there
+# often: 2 hangs in 5 runs of -c 100 -t 2S here with failures = 2147483647. With a finite
+# bound each thread leaves its loop by itself once siege has counted that many failures
+# (browser.c: `if (my.failures > 0 && my.failed >= my.failures) break;`), before any cancel.
 SIEGERC = """\
 verbose = false
 color = off
@@ -41,7 +52,7 @@ concurrent = {concurrency}
 limit = {limit}
 benchmark = true
 timeout = {timeout}
-failures = 2147483647
+failures = {failures}
 internet = false
 accept-encoding =
 chunked = true
@@ -69,14 +80,15 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # siege colours "[error]" unless told not
 FAILURE_TABLE: failures.Table = (
     ("connect", ("refused", "unable to connect")),
     ("timeout", ("timed out", "timeout")),
-    ("read", ("reset", "socket read")),
+    ("reset", ("reset",)),
+    ("read", ("socket read", "read error")),
 )
 _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 
 class SiegeAdapter:
     name = "siege"
-    option_types = {"timeout_s": int}
+    option_types = {"timeout_s": int, "failures": int}
     # siege 4.0.7 sometimes never exits after a timed run (a thread cancelled while it
     # holds a glibc lock; upstream issues #4 and #66): such a run is killed at the hard
     # limit, kept, noted, and run again, at most this many more times.
@@ -100,7 +112,8 @@ class SiegeAdapter:
         assert cell.url is not None, "the runner resolves the URL before building"
         rc = SIEGERC.format(connection="keep-alive" if cell.keepalive else "close",
                             concurrency=cell.concurrency, limit=max(255, cell.concurrency),
-                            timeout=option(cell, "timeout_s", 30))
+                            timeout=option(cell, "timeout_s", 30),
+                            failures=max(1, option(cell, "failures", DEFAULT_FAILURES)))
         # Never -g: with keep-alive it hangs. -R makes siege ignore every other siegerc.
         argv = ["siege", "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
         if cell.stop.requests_per_connection is not None:
@@ -158,6 +171,9 @@ def parse(raw: RawOutput) -> Measurement:
 def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measurement:
     notes = [f"figures from siege's {source}",
              "siege reports times in hundredths of a second and data in MB with two decimals"]
+    if "aborted due to excessive socket failure" in raw.stderr:
+        notes.append("siege stopped early: it counted as many failures as its siegerc's `failures` allows "
+                     "(tools.siege.failures)")
     fidelity: dict[str, Fidelity] = {}
     transactions = int(s["transactions"])
     failed = int(s.get("failed_transactions", 0))
@@ -196,6 +212,7 @@ def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measuremen
         fidelity=fidelity,
         notes=notes,
         tool_version=_version(raw.stderr + raw.stdout),
+        siege=SiegeFigures(concurrency=s.get("concurrency"), availability_pct=s.get("availability")),
     )
 
 
@@ -215,12 +232,13 @@ def _mean_ms(s: dict[str, float], notes: list[str]) -> float | None:
 def _failure_classes(failed: int, stderr: str, http_errors: int | None) -> Failures:
     """siege counts socket failures without classes; its [error] lines on stderr name them."""
     by_class = failures.tally(_errors(stderr), FAILURE_TABLE)
-    connect, timeout, read = by_class["connect"], by_class["timeout"], by_class["read"]
-    classified = connect + timeout + read
+    connect, timeout, read, reset = by_class["connect"], by_class["timeout"], by_class["read"], by_class["reset"]
+    classified = connect + timeout + read + reset
     if classified > failed:  # more lines than failures: keep the tool's count, unclassified
-        connect = timeout = read = 0
+        connect = timeout = read = reset = 0
         classified = 0
-    return Failures(connect=connect, timeout=timeout, read=read, http=http_errors, other=failed - classified)
+    return Failures(connect=connect, timeout=timeout, read=read, reset=reset, http=http_errors,
+                    other=failed - classified)
 
 
 def _json_summary(text: str, num: Numbers) -> dict[str, float] | None:

@@ -10,7 +10,7 @@ from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Status
+from toolbench.schema import Fidelity, Status, TimesRow, replace
 
 
 def parse(case: str, **files: str):
@@ -26,7 +26,9 @@ def test_keepalive_stdout_with_percentile_csv():
     assert m.rates.rps_derived == pytest.approx(20000 / 0.293)
     assert m.timing.duration_s == 0.293
     assert m.transfer.received_bytes == 4960000
-    assert m.latency.mean_ms == 0.146
+    # The mean of the requests' own times, from the -e curve (the table says 0 ms), not "Time
+    # per request" (0.146 ms: 10 connections / 68280.13 requests/s, the rate turned over).
+    assert m.latency.mean_ms == pytest.approx(0.15535) and m.fidelity["latency.mean_ms"] is Fidelity.DERIVED
     # The -e CSV has microsecond resolution where stdout's table says 0 ms.
     assert m.latency.percentiles.p50_ms == 0.128 and m.latency.percentiles.p99_ms == 0.322
     assert m.latency.max_ms == 2.829
@@ -103,6 +105,39 @@ def test_the_published_study_output_parses():
     assert m.latency.stdev_ms == 201.8 and m.latency.min_ms == 500
 
 
+@pytest.mark.parametrize("case, total, time_per_request", [
+    ("seed-threading-c500", (500, 541, 201.8, 501, 2132), 556.166),
+    ("seed-gevent-c500", (500, 557, 204.1, 512, 1525), 565.584),
+    ("seed-gevent-c1000", (500, 695, 492.5, 517, 3521), 740.623),
+    ("seed-gevent-c1500", (500, 736, 406.7, 520, 1712), 793.536),
+])
+def test_the_study_connection_times_table_is_kept_and_its_total_mean_is_the_mean(case, total, time_per_request):
+    m = invariants.check(parse(case))
+    t = m.latency.connection_times
+    assert (t.total.min_ms, t.total.mean_ms, t.total.sd_ms, t.total.median_ms, t.total.max_ms) == total
+    assert m.latency.mean_ms == total[1] != time_per_request
+    assert "latency.mean_ms" not in m.fidelity  # as ab reported it
+
+
+def test_the_whole_table_of_the_threading_study():
+    t = parse("seed-threading-c500").latency.connection_times
+    rows = [(r.min_ms, r.mean_ms, r.sd_ms, r.median_ms, r.max_ms) for r in (t.connect, t.processing, t.waiting)]
+    assert rows == [(0, 33, 177.0, 0, 1000), (500, 508, 33.9, 501, 1132), (500, 508, 33.9, 501, 1132)]
+
+
+def test_a_table_row_out_of_order_is_a_parse_error():
+    m = parse("seed-threading-c500")
+    times = replace(m.latency.connection_times, connect=TimesRow(10.0, 33.0, 1.0, 0.0, 5.0))  # mean above max
+    with pytest.raises(ParseError, match="connection_times.connect.max_ms: 5 is below mean_ms"):
+        invariants.check(replace(m, latency=replace(m.latency, connection_times=times)))
+
+
+def test_a_reset_without_r_ends_ab_and_is_a_reset():
+    m = parse("reset")
+    assert m.counts.failures.reset == 1 and m.counts.requests_total is None
+    assert any("connection reset" in note for note in m.notes)
+
+
 def test_garbage_is_a_parse_error():
     from toolbench.adapter import RawOutput
     with pytest.raises(ParseError, match="ab: cannot parse output .*no ApacheBench banner"):
@@ -133,6 +168,11 @@ def test_build_is_pure_and_complete(tmp_path: Path):
     assert inv.outputs == {"csv": "percentiles.csv", "tsv": "requests.tsv"}
     assert inv.argv[-1] == "http://127.0.0.1:8080/"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_continue_on_error_false_drops_r(tmp_path: Path):
+    assert "-r" not in ab.ADAPTER.build(cell(options={"continue_on_error": False}), tmp_path).argv
+    assert "-r" in ab.ADAPTER.build(cell(options={"continue_on_error": True}), tmp_path).argv
 
 
 def test_build_post_with_body_and_headers(tmp_path: Path):

@@ -208,3 +208,11 @@ def test_cli_parse_of_usage_output_is_one_line_error(tmp_path):
 def test_requests_per_connection_is_planned_unsupported_with_the_reason():
     support = http_load.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=10)))
     assert not support.ok and "per connection" in support.reason
+
+
+def test_first_response_time_is_ttfb_and_the_report_labels_it():
+    from toolbench.report import results
+    lat = http_load.parse(recorded("http_load", "27jun2014-p10_fetches")).latency
+    assert lat.mean_ms is None and lat.ttfb_mean_ms is not None  # no whole-request latency
+    shown = results._mean(lat)
+    assert shown.flag == "first byte only, not the whole request" and shown.sort is None

@@ -1,12 +1,14 @@
 """siege's parser over output recorded from the real siege (commands in fixtures/siege/README.md)."""
 import shutil
 import subprocess
+import re
 from pathlib import Path
 
 import pytest
 
 from conftest import recorded
 from toolbench.adapter import RawOutput
+from toolbench import invariants
 from toolbench.adapters import siege
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
@@ -71,7 +73,7 @@ def test_resets_are_classed_from_the_error_lines():
     m = parse("4.0.7-reset")
     assert m.counts.requests_total == 10
     f = m.counts.failures
-    assert (f.connect, f.read, f.other) == (3, 7, 0)
+    assert (f.connect, f.read, f.reset, f.other) == (3, 0, 7, 0)
 
 
 def test_verbose_lines_give_status_codes():
@@ -152,3 +154,31 @@ def test_a_response_time_above_the_longest_transaction_is_no_mean_and_is_left_ou
     assert m.counts.requests_ok == 86 and m.counts.requests_failed == 1914
     assert m.latency.mean_ms is None and m.latency.max_ms == 360.0
     assert any("is no mean and is left out" in n for n in m.notes)
+
+
+@pytest.mark.parametrize("case", ["4.0.4-seed-gunicorn-w1-sync-c1000", "4.0.7-benchmark-j", "4.0.7-refused"])
+def test_siege_own_concurrency_and_availability_are_kept(case):
+    m = invariants.check(parse(case))
+    text = (FIXTURES / f"{case}.txt").read_text() + _stderr(case)
+    assert m.siege.concurrency == _figure(text, "concurrency")
+    assert m.siege.availability_pct == _figure(text, "availability")
+
+
+def _stderr(case: str) -> str:
+    path = FIXTURES / f"{case}.stderr.txt"
+    return path.read_text() if path.exists() else ""
+
+
+def _figure(text: str, name: str) -> float:
+    """The figure as the recording prints it, in its text or its JSON form."""
+    m = re.search(rf'(?im)^\s*"?{name}"?:\s+([\d.]+)', text)
+    assert m, name
+    return float(m.group(1))
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "siege"
+
+
+def test_siegerc_failures_is_finite_and_set_by_the_scenario(tmp_path: Path):
+    assert "failures = 1024\n" in siege.ADAPTER.build(cell(), tmp_path).files["siegerc"]
+    assert "failures = 50\n" in siege.ADAPTER.build(cell(options={"failures": 50}), tmp_path).files["siegerc"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-CLASSES = ("connect", "timeout", "read", "http_4xx", "http_5xx", "other")
+CLASSES = ("connect", "timeout", "read", "reset", "http_4xx", "http_5xx", "other")
 Table = tuple[tuple[str, tuple[str, ...]], ...]
 
 # glibc, macOS/BSD (`gaierror(8, 'nodename nor servname provided, or not known')`), Java, curl, siege.

@@ -39,7 +39,8 @@ from typing import Any, Callable, Iterator
 
 from toolbench import derive, histogram, numbers
 from toolbench.errors import ParseError, ParserCrash, SchemaError
-from toolbench.schema import PERCENTILES, Counts, Latency, Measurement, SecondSample
+from toolbench.schema import (PERCENTILES, ConnectionTimes, Counts, Latency, Measurement, SecondSample, SiegeFigures,
+                              TimesRow)
 
 if typing.TYPE_CHECKING:
     from toolbench.adapter import Adapter, RawOutput
@@ -47,6 +48,7 @@ if typing.TYPE_CHECKING:
 MAX_SERIES_S = histogram.MAX_SERIES_S
 MAX_SERIES_SLACK_S = 10.0
 _FLOAT_NOISE = 1e-9
+TABLE_STEP_MS = 1.0  # ab's Connection Times table is in whole ms
 
 
 def parse_checked(adapter: "Adapter", raw: "RawOutput") -> Measurement:
@@ -82,6 +84,7 @@ def _problems(m: Measurement) -> Iterator[str]:
     for name in ("histogram", "histogram_uncorrected"):
         yield from _histogram(getattr(m, name), name, m.counts.requests_total)
     yield from _series(m.series, m.timing.duration_s, m.latency.resolution_ms)
+    yield from _siege(m.siege)
 
 
 # ---- numbers ----
@@ -171,9 +174,30 @@ def _latency(lat: Latency, path: str) -> Iterator[str]:
         yield from _order(lo_name, lo, hi_name, hi, after)
     if lat.min_ms is not None and lat.max_ms is not None:
         yield from _order(f"{path}.min_ms", lat.min_ms, f"{path}.max_ms", lat.max_ms, after)
+    if lat.connection_times is not None:
+        yield from _times_rows(lat.connection_times, f"{path}.connection_times")
     for name, value in known:
         yield from _order(f"{path}.min_ms", lat.min_ms, f"{path}.percentiles.{name}", value, after)
         yield from _order(f"{path}.percentiles.{name}", value, f"{path}.max_ms", lat.max_ms, after)
+
+
+def _times_rows(table: ConnectionTimes, path: str) -> Iterator[str]:
+    """Each row's min <= mean <= max and min <= median <= max, within the table's whole ms."""
+    def after(low: float, high: float) -> bool:
+        return low <= high + TABLE_STEP_MS + _FLOAT_NOISE
+
+    for f in dataclasses.fields(table):
+        row: TimesRow = getattr(table, f.name)
+        for middle in ("mean_ms", "median_ms"):
+            yield from _order(f"{path}.{f.name}.min_ms", row.min_ms, f"{path}.{f.name}.{middle}",
+                              getattr(row, middle), after)
+            yield from _order(f"{path}.{f.name}.{middle}", getattr(row, middle), f"{path}.{f.name}.max_ms",
+                              row.max_ms, after)
+
+
+def _siege(figures: SiegeFigures | None) -> Iterator[str]:
+    if figures is not None and figures.availability_pct is not None and figures.availability_pct > 100.0:
+        yield f"siege.availability_pct: {figures.availability_pct:g} is more than 100"
 
 
 def _order(lo_name: str, lo: float | None, hi_name: str, hi: float | None,

@@ -75,6 +75,7 @@ class Failures:
     connect: int | None = None
     timeout: int | None = None
     read: int | None = None
+    reset: int | None = None  # the connection was reset by the peer (TCP RST)
     http_4xx: int | None = None
     http_5xx: int | None = None
     http: int | None = None
@@ -136,6 +137,29 @@ class Percentiles:
 
 
 @dataclass(frozen=True)
+class TimesRow:
+    """One row of ab's Connection Times table: whole milliseconds (sd to 0.1 ms)."""
+
+    min_ms: float | None = None
+    mean_ms: float | None = None
+    sd_ms: float | None = None
+    median_ms: float | None = None
+    max_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionTimes:
+    """ab's Connection Times table, as ab printed it: `connect` is the TCP connect,
+    `processing` from the connect to the last byte, `waiting` from the sent request to the
+    first byte back, `total` connect + processing (the whole request)."""
+
+    connect: TimesRow = field(default_factory=TimesRow)
+    processing: TimesRow = field(default_factory=TimesRow)
+    waiting: TimesRow = field(default_factory=TimesRow)
+    total: TimesRow = field(default_factory=TimesRow)
+
+
+@dataclass(frozen=True)
 class Latency:
     """Response time of whole requests. `resolution_ms` is the tool's rounding step:
     a value below it (ab's integer milliseconds, siege's hundredths of a second)
@@ -149,6 +173,18 @@ class Latency:
     connect_mean_ms: float | None = None
     ttfb_mean_ms: float | None = None
     resolution_ms: float | None = None
+    connection_times: ConnectionTimes | None = None  # ab's own table, whole ms
+
+
+@dataclass(frozen=True)
+class SiegeFigures:
+    """What siege alone reports. `concurrency` is siege's "Concurrency": the sum of its
+    transactions' times over the elapsed time, i.e. the mean number of connections busy
+    (not a setting). `availability_pct` is transactions / (transactions + socket
+    failures) x 100: siege counts a 5xx both as a transaction and as a failure."""
+
+    concurrency: float | None = None  # connections, mean over the run
+    availability_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -277,7 +313,7 @@ METRICS: frozenset[str] = frozenset(
     + [f"counts.{f}" for f in ("requests_total", "requests_ok", "requests_failed", "status_codes")]
     + [f"counts.failures.{f.name}" for f in dataclasses.fields(Failures)]
     + [f"transfer.{f.name}" for f in dataclasses.fields(Transfer)]
-    + [f"latency.{f.name}" for f in dataclasses.fields(Latency) if f.name != "percentiles"]
+    + [f"latency.{f.name}" for f in dataclasses.fields(Latency) if f.name not in ("percentiles", "connection_times")]
     + [f"latency.percentiles.{name}" for name, _ in PERCENTILES]
     + ["counts.connections_opened", "histogram", "latency_uncorrected", "histogram_uncorrected", "series"]
 )
@@ -310,6 +346,7 @@ class Measurement:
     url: str | None = None
     concurrency: int | None = None
     tool_version: str | None = None
+    siege: SiegeFigures | None = None  # siege's own figures, beside the common ones
 
     def __post_init__(self) -> None:
         unknown = set(self.fidelity) - METRICS

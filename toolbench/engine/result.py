@@ -40,7 +40,8 @@ FAILURE_DETAIL = "engine_failures"
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout",)),
     ("connect", ("connect_refused", "connect_other")),
-    ("read", ("reset", "closed")),
+    ("reset", ("reset",)),
+    ("read", ("closed",)),
     ("other", ("malformed",)),
 )
 
@@ -132,7 +133,7 @@ def _counts(results: list[WorkerResult]) -> Counts:
     by_class = failures.tally(kinds, FAILURE_TABLE)
     http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
     http_5xx = sum(n for c, n in codes.items() if c >= 500)
-    classes = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
+    classes = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"], reset=by_class["reset"],
                         http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"])
     responses = sum(codes.values())
     failed = sum(kinds.values()) + http_4xx + http_5xx
@@ -172,7 +173,8 @@ def _why_nothing(m: Measurement, timeout_s: float) -> str:
     f = m.counts.failures
     parts = [f"{n} {words}" for n, words in ((f.connect, "could not connect"),
                                              (f.timeout, f"no response (or no connection) within {timeout_s:g}s"),
-                                             (f.read, "connection closed or reset before the response"),
+                                             (f.read, "connection closed before the response"),
+                                             (f.reset, "connection reset before the response"),
                                              (f.other, "malformed response")) if n]
     if parts:
         return "no HTTP response: " + ", ".join(parts)

@@ -55,7 +55,8 @@ def _failures(result: RunResult) -> list[str]:
     lines = []
     f = result.measurement.counts.failures
     # As wrk groups them; the engine's finer kinds stay in its `engine_failures` note.
-    failed = [f"{name} {n}" for name, n in (("connect", f.connect), ("read", f.read), ("timeout", f.timeout),
+    failed = [f"{name} {n}" for name, n in (("connect", f.connect), ("read", (f.read or 0) + (f.reset or 0) or None),
+                                            ("timeout", f.timeout),
                                             ("malformed", f.other)) if n]
     if failed:
         lines.append("  Socket errors: " + ", ".join(failed))

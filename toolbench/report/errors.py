@@ -8,7 +8,8 @@ from toolbench.report.context import Context, RunView
 from toolbench.report.view import Row, Section, Table, columns, num, text
 from toolbench.schema import RunResult, Status
 
-CLASSES = (("connect", "could not connect"), ("timeout", "no answer in time"), ("read", "read failed or reset"),
+CLASSES = (("connect", "could not connect"), ("timeout", "no answer in time"), ("read", "read failed"),
+           ("reset", "connection reset by the peer"),
            ("http_4xx", "HTTP 4xx"), ("http_5xx", "HTTP 5xx"), ("http", "HTTP errors the tool does not class"),
            ("other", "anything else, e.g. a wrong length"))
 NOT_RUN = groups.NOT_RUN

@@ -8,7 +8,7 @@ from toolbench.report import fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.cost import cpu_us_per_request
 from toolbench.report.view import Column, Link, Row, Section, Table, Value, num, text
-from toolbench.schema import RunResult, Status
+from toolbench.schema import Latency, RunResult, Status
 
 NOT_BAD = (Status.OK, Status.UNSUPPORTED, Status.TOOL_MISSING)  # a cell not run is no failure
 
@@ -79,7 +79,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
         num(fmt.number(rps), rps, derived=rps is not None and stats.throughput_derived(r)),
         num(fmt.number(tried), tried, derived=r.measurement.rates.rps is None and tried is not None),
         num(fmt.percent(errors), errors),
-        _ms(lat.mean_ms, res), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
+        _mean(lat), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
         _ms(lat.max_ms, res)]
     if with_cost:
         cpu, derived = cpu_us_per_request(r)
@@ -93,6 +93,14 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
     values.append(Value("" if links else fmt.ABSENT, links=links))
     return Row(tuple(values), bad=r.outcome.status not in NOT_BAD, error=r.outcome.error or "",
                note="; ".join(n for n in r.all_notes if n not in shared))
+
+
+def _mean(lat: Latency) -> Value:
+    """The mean of whole requests; a tool that times only the first byte (http_load) shows that,
+    labelled as what it is, never as a whole request's time."""
+    if lat.mean_ms is None and lat.ttfb_mean_ms is not None:
+        return num(fmt.number(lat.ttfb_mean_ms, lat.resolution_ms), None, flag="first byte only, not the whole request")
+    return _ms(lat.mean_ms, lat.resolution_ms)
 
 
 def _ms(value: float | None, resolution: float | None) -> Value:
