@@ -1,6 +1,9 @@
 """Profiles: partial scenarios merged over the top-level keys, checked like the rest."""
+import subprocess
+
 import pytest
 
+from conftest import REPO
 from test_scenario import write
 from toolbench import plan, scenario
 from toolbench.errors import ScenarioError
@@ -85,10 +88,6 @@ def test_compare_is_tools_or_targets(tmp_path):
 
 
 def test_validate_checks_the_tool_options_of_every_profile(tmp_path):
-    import subprocess
-
-    from conftest import REPO
-
     path = write(tmp_path, BASE + "  long:\n    tools: {ab: {gnuplot: maybe}}\n")
     done = subprocess.run([str(REPO / ".venv" / "bin" / "toolbench"), "validate", str(path), "--profile", "quick"],
                           capture_output=True, text=True, timeout=120)
