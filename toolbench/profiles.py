@@ -71,5 +71,3 @@ def _merge_mapping(base: Node, override: Node) -> Node:
     node = yaml.MappingNode("tag:yaml.org,2002:map", pairs, start_mark=override.node.start_mark,
                             end_mark=override.node.end_mark)
     return Node(node, base.file, base.path)
-
-

@@ -96,6 +96,8 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
     if prereq.blocking(findings) and not go_on:
         raise prereq.refusal(findings, scenario.source)
     run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)
+    if resume:
+        _same_profile(scenario, run_dir)  # before anything is written: the run stays resumable
     with run_dir.lock():
         try:
             left = lifeline.stop_leftovers(run_dir.path / lifeline.LEDGER) if resume else []
@@ -128,7 +130,6 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         if resumed is None:
             run_dir.write_manifest(_manifest(scenario, host, found, checked))
         else:
-            _same_profile(scenario, run_dir)
             earlier = run_dir.manifest().resumed
             run_dir.update_manifest(prerequisites=checked, status=manifest.RunStatus.STARTING,
                                     resumed=[*earlier, resumed])

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from toolbench.report.context import RunView
-from toolbench.report.targets import TargetComparison
 from toolbench.report import fmt
-from toolbench.report.targets import Entry
+from toolbench.report.context import RunView
+from toolbench.report.targets import Entry, TargetComparison
 from toolbench.report.verdict_text import estimate, every
 
 QUESTIONS = ("tools", "targets")
