@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 import numpy as np
 
 from toolbench import histogram
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version,
+                               option)
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement,
@@ -36,12 +37,12 @@ _PCT_NAMES = {int(pct): name for name, pct in PERCENTILES if pct.is_integer()}
 T = TypeVar("T")
 
 
-class AbAdapter:
+class AbAdapter(Adapter):
     name = "ab"
     option_types = {"gnuplot": bool, "timeout_s": int, "continue_on_error": bool}
 
-    def detect(self, host: "Host") -> str | None:
-        return version_from_output(host, ["ab", "-V"], _VERSION)
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        return found_by_version(host, path or "ab", ["-V"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:
@@ -50,9 +51,10 @@ class AbAdapter:
             return Support(False, f"ab sends a body only with POST or PUT, not {cell.request.method}")
         return SUPPORTED
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
-        argv = ["ab", "-c", str(cell.concurrency), "-e", "percentiles.csv", "-s", str(option(cell, "timeout_s", 30))]
+        argv = [found.path, "-c", str(cell.concurrency), "-e", "percentiles.csv",
+                "-s", str(option(cell, "timeout_s", 30))]
         if option(cell, "continue_on_error", True):
             argv.insert(3, "-r")  # without it, ab ends at the first failed read (a reset), as study 003's did
         outputs = {"csv": "percentiles.csv"}

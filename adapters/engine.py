@@ -3,46 +3,36 @@ and reads the RunResult it writes natively (--json-out)."""
 from __future__ import annotations
 
 import dataclasses
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
-from toolbench.errors import HostError, ParseError, SchemaError
+from toolbench.adapter import Adapter, Detection, Found, Invocation, RawOutput, found_python, option
+from toolbench.errors import ParseError, SchemaError
 from toolbench.numbers import Numbers
 from toolbench.schema import Measurement, RunResult
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
+    from toolbench.hosts import Captured, Host
     from toolbench.plan import Cell
 
 RESULT_FILE = "engine.json"
 BODY_FILE = "body"
 
 
-class EngineAdapter:
+class EngineAdapter(Adapter):
     name = "engine"
     # workers: processes (default one per CPU); timeout_s: per request; warmup_s: excluded start.
     option_types = {"workers": int, "timeout_s": int, "warmup_s": int}
-    ok_exit_codes = (0,)
+    program = "python"  # run as `python -m toolbench.engine`: the path is the Python's
 
-    def detect(self, host: "Host") -> str | None:
-        try:
-            captured = host.capture([sys.executable, "-m", "toolbench.engine", "--version"], timeout_s=30.0)
-        except HostError:
-            return None
-        words = captured.stdout.split()
-        if captured.exit_code != 0 or len(words) < 2 or words[0] != "toolbench-engine":
-            return None
-        return words[1]
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        return found_python(host, path, "toolbench.engine", _version)
 
-    def supports(self, cell: "Cell") -> Support:
-        return SUPPORTED  # any method, body, keep-alive either way, closed or open model
+    # supports(): any method, body, keep-alive either way, closed or open model (the default)
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
-        argv = [sys.executable, "-m", "toolbench.engine", cell.url, "-c", str(cell.concurrency),
+        argv = [found.path, "-m", "toolbench.engine", cell.url, "-c", str(cell.concurrency),
                 "--json-out", RESULT_FILE, "--no-progress"]
         # Per connection: c x N in total. The engine shares its budget among a worker's
         # connections, so the total is exact and a connection may send more or fewer than N.
@@ -78,6 +68,13 @@ class EngineAdapter:
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
+
+
+def _version(captured: "Captured") -> str | None:
+    words = captured.stdout.split()
+    if captured.exit_code != 0 or len(words) < 2 or words[0] != "toolbench-engine":
+        return None
+    return words[1]
 
 
 def parse(raw: RawOutput) -> Measurement:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolbench import failures
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
+                               missing_program, option)
 from toolbench.errors import HostError, ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing, Transfer
@@ -49,20 +50,23 @@ FAILURE_TABLE: failures.Table = (
 _MISMATCH = ("byte count wrong", "checksum wrong")
 
 
-class HttpLoadAdapter:
+class HttpLoadAdapter(Adapter):
     name = "http_load"
     option_types = {"timeout_s": int}
 
-    def detect(self, host: "Host") -> str | None:
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
         """http_load has no -version flag; run bare, it prints its usage and exits 1.
         That usage names no version, so an http_load that answers so is "unknown"."""
-        if host.which("http_load") is None:
-            return None
+        found = host.which(path or "http_load")
+        if found is None:
+            return missing_program(host, path or "http_load")
         try:
-            captured = host.capture(["http_load"])
-        except HostError:
-            return None
-        return "unknown" if _USAGE.search(captured.stdout + captured.stderr) else None
+            captured = host.capture([found])
+        except HostError as exc:
+            return Missing(str(exc))
+        if not _USAGE.search(captured.stdout + captured.stderr):
+            return Missing(f"{host.label}: {found} run bare did not print http_load's usage")
+        return Found(found, "unknown")
 
     def supports(self, cell: "Cell") -> Support:
         if cell.keepalive:
@@ -81,9 +85,9 @@ class HttpLoadAdapter:
             return Support(False, f"http_load's -seconds takes whole seconds, not {duration:g}s")
         return SUPPORTED
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
-        argv = ["http_load", "-timeout", str(option(cell, "timeout_s", 30))]
+        argv = [found.path, "-timeout", str(option(cell, "timeout_s", 30))]
         if cell.rate_rps is not None:
             argv += ["-rate", str(int(cell.rate_rps))]
         else:

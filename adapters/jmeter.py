@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,9 +27,10 @@ from urllib.parse import urlsplit
 
 import jinja2
 
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option
-from toolbench.adapters import jmeter_jtl
-from toolbench.adapters.jmeter_agg import Jtl, JtlError
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
+                               missing_program, option)
+from toolbench.adapters.jmeter_agg import Jtl
+from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.errors import AdapterError, HostError, ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
@@ -57,29 +57,33 @@ _XML_ENTITIES = {'"': "&quot;", "'": "&apos;", "\t": "&#9;", "\n": "&#10;", "\r"
 _NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-class JMeterAdapter:
+class JMeterAdapter(Adapter):
     name = "jmeter"
     # heap: the JVM heap (-Xms and -Xmx), e.g. "1g"; timeout_s: connect and response timeouts.
     option_types = {"heap": str, "timeout_s": int}
 
-    def detect(self, host: "Host") -> str | None:
-        """The version of the JMeter that build() runs. A JMeter that is there but cannot
-        run (no Java, Debian's 2.13) raises HostError with the reason."""
-        path = locate(host)
-        if path is None:
-            return None
-        java_home = os.environ.get("JAVA_HOME")
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        """The JMeter that build() will run on this host: at `path`, else the first of
+        candidates(). One that is there but cannot run (no Java, Debian's 2.13) is Missing,
+        with the reason."""
+        where = host.which(path) if path else locate(host)
+        if where is None:
+            return missing_program(host, path or "jmeter")
+        java_home = None if host.remote else os.environ.get("JAVA_HOME")  # this process's, so this machine's
         if host.which("java") is None and not (java_home and Path(java_home, "bin", "java").exists()):
-            raise HostError(f"JMeter at {path} needs Java: no `java` on PATH and no JAVA_HOME "
-                            "(install a JRE, e.g. apt-get install default-jre-headless)")
-        captured = host.capture([path, "--version", "-j", "/dev/null"], timeout_s=60)
+            return Missing(f"JMeter at {where} needs Java: no `java` on the PATH of {host.label} and no "
+                           "JAVA_HOME (install a JRE, e.g. apt-get install default-jre-headless)")
+        try:
+            captured = host.capture([where, "--version", "-j", "/dev/null"], timeout_s=60)
+        except HostError as exc:
+            return Missing(str(exc))
         version = parse_version(captured.stdout + captured.stderr)
         if version is None:
             last = (captured.stderr.strip() or captured.stdout.strip()).splitlines()[-1:] or ["no output"]
-            raise HostError(f"{path} --version exited {captured.exit_code} without a version: {last[0][:200]}")
+            return Missing(f"{where} --version exited {captured.exit_code} without a version: {last[0][:200]}")
         if int(version.split(".")[0]) < 3:
-            raise HostError(f"{path} is JMeter {version}: {DEBIAN_213}")
-        return version
+            return Missing(f"{where} is JMeter {version}: {DEBIAN_213}")
+        return Found(where, version)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:
@@ -101,11 +105,11 @@ class JMeterAdapter:
                                   f"not {option(cell, 'heap', '1g')!r}")
         return SUPPORTED
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
         heap = option(cell, "heap", "1g")
         jvm_heap = f"-Xms{heap} -Xmx{heap} -XX:MaxMetaspaceSize=256m"
-        argv = [locate_local() or "jmeter", "-n", "-t", PLAN, "-l", JTL, "-j", LOG,
+        argv = [found.path, "-n", "-t", PLAN, "-l", JTL, "-j", LOG,
                 "-Jjmeter.save.saveservice.output_format=csv",
                 "-Jjmeter.save.saveservice.print_field_names=true",
                 "-Jjmeter.save.saveservice.default_delimiter=,",
@@ -209,16 +213,12 @@ def candidates() -> list[str]:
 
 
 def locate(host: "Host") -> str | None:
+    """The first of candidates() that is on this host (the paths are checked there)."""
     for candidate in candidates():
         path = host.which(candidate)
         if path is not None:
             return path
     return None
-
-
-def locate_local() -> str | None:
-    """locate() on this machine, for build(), which has no host."""
-    return next((p for c in candidates() if (p := shutil.which(c)) is not None), None)
 
 
 # ---- reading a run ----
@@ -228,13 +228,7 @@ def parse(raw: RawOutput) -> Measurement:
     summary = _summary(raw.stdout, raw.source)
     path = raw.files.get("jtl")
     if path is not None:
-        try:
-            jtl = jmeter_jtl.read(path)
-        except JtlError as exc:
-            raise ParseError("jmeter", str(exc), str(path)) from None
-        except OSError as exc:
-            raise ParseError("jmeter", f"cannot read the JTL: {exc.strerror}", str(path)) from None
-        return _from_jtl(jtl, summary)
+        return _from_jtl(read_jtl(path), summary)
     if summary is not None:
         return _from_summary(summary)
     raise ParseError("jmeter", "no JTL and no `summary =` line: JMeter ran no sample" + _last_words(raw),

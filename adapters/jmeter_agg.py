@@ -66,7 +66,7 @@ class Aggregate:
     def __init__(self) -> None:
         self.rows = 0
         self.ok = 0
-        self.classes = {"connect": 0, "timeout": 0, "read": 0, "http_4xx": 0, "http_5xx": 0, "other": 0}
+        self.classes = dict.fromkeys(failures.CLASSES, 0)
         self.has_codes = True
         self.status = np.zeros(MAX_STATUS, np.int64)
         self.times = histogram.PerRequest("jmeter")  # elapsed ms: the tally and the series

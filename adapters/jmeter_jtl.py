@@ -6,8 +6,8 @@ CSV is read in blocks of a few MiB and split with numpy: the separators of a who
 are found at once and, as every record has the same number of them, each column is a
 column of that array; numbers are parsed for all rows together (jmeter_digits). Records
 with a double quote (a message with a delimiter or a line break in it) go through the csv
-module instead. Memory stays bounded by the block size; a large file is read in several
-processes at once (jmeter_parallel)."""
+module instead. Memory stays bounded by the block size. jmeter_reader.read_jtl is the way
+in: it picks XML or CSV, and reads a large CSV in several ranges at once."""
 from __future__ import annotations
 
 import csv
@@ -17,10 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from toolbench.adapters import jmeter_parallel
-from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl, JtlError, add, is_count
+from toolbench.adapters.jmeter_agg import Aggregate, Batch, JtlError, add, is_count
 from toolbench.adapters.jmeter_digits import Block
-from toolbench.adapters.jmeter_xml import read_xml
 
 BLOCK = 4 << 20
 SLOW_SHARE = 8  # a block with more than 1 quoted record in 8 is read by the csv module alone
@@ -45,31 +43,8 @@ class Layout:
         return self.names.index(name) if name in self.names else None
 
 
-def read(path: Path) -> Jtl:
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:]
-    if not head.strip():
-        raise JtlError("the JTL is empty: JMeter wrote no sample")
-    if head.lstrip().startswith(b"<"):
-        return read_xml(path)
-    layout = _layout(head)
-    part = jmeter_parallel.read(path, layout) if jmeter_parallel.worth_it(path) else None
-    if part is None:
-        with open(path, "rb") as fh:
-            first = fh.readline() if layout.header else b""
-        part = read_range(path, layout, len(first), None, 1 if layout.header else 0)
-    if part.aggregate.rows == 0:
-        raise JtlError("the JTL has a header but no sample: JMeter ran no request")
-    notes = []
-    if part.cut_off_line is not None:
-        notes.append(f"the last line ({part.cut_off_line}) is cut off: no line break ends the file, as when "
-                     f"JMeter is killed while writing; it was left out")
-    return Jtl(part.aggregate, "csv" if layout.header else "csv without header", part.url, notes)
-
-
-def _layout(head: bytes) -> Layout:
+def layout_of(head: bytes) -> Layout:
+    """The column layout, from the first line of a CSV JTL (its header, or its first record)."""
     first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
     delimiter = "\t" if "\t" in first and "," not in first else ","
     fields = next(csv.reader([first], delimiter=delimiter))

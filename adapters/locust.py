@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from toolbench import histogram
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, group_by_suffix, option
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_python,
+                               group_by_suffix, option)
 from toolbench.adapters import locust_output as out
-from toolbench.errors import HostError, ParseError
+from toolbench.errors import ParseError
 from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Percentiles,
                               Rates, SecondSample, Timing, Transfer)
 
@@ -52,7 +52,7 @@ LOCUSTFILE, PARAMS = "locustfile.py", "locust_params.json"
 NOTE_PREFIX = "toolbench locustfile: "  # a line the locustfile prints for the result's notes
 
 
-class LocustAdapter:
+class LocustAdapter(Adapter):
     name = "locust"
     # processes: 1 runs one process; N >= 2 runs a master and N workers on this
     # machine (--processes N); -1 is one worker per core.
@@ -60,12 +60,10 @@ class LocustAdapter:
     # one; it is copied into the cell's folder as is, and reads the cell from locust_params.json.
     option_types = {"user_class": str, "processes": int, "timeout_s": int, "locustfile": Path}
 
-    def detect(self, host: "Host") -> str | None:
-        try:
-            captured = host.capture(locust_argv(["--version"]))
-        except HostError:
-            return None
-        return out.version(captured.stdout + captured.stderr)
+    program = "python"  # run as `python -m locust`: the path is the Python's
+
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        return found_python(host, path, "locust", lambda captured: out.version(captured.stdout + captured.stderr))
 
     def supports(self, cell: "Cell") -> Support:
         user_class = option(cell, "user_class", "FastHttpUser")
@@ -93,7 +91,7 @@ class LocustAdapter:
             return Support(False, f"Locust's --run-time takes whole seconds, not {duration:g}s")
         return SUPPORTED
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
         url = urlsplit(cell.url)
         path = cell.url[len(f"{url.scheme}://{url.netloc}"):] or "/"
@@ -114,7 +112,8 @@ class LocustAdapter:
             args += ["--processes", str(processes)]
         given = option(cell, "locustfile", None)
         source = Path(given).read_text(encoding="utf-8") if given else locustfile()
-        return Invocation(argv=locust_argv(args), files={LOCUSTFILE: source, PARAMS: parameters(cell, path)},
+        return Invocation(argv=[found.path, "-m", "locust", *args],
+                          files={LOCUSTFILE: source, PARAMS: parameters(cell, path)},
                           outputs=dict(OUTPUTS))
 
     def classify(self, path: Path, text: str) -> str:
@@ -126,11 +125,6 @@ class LocustAdapter:
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
-
-
-def locust_argv(args: list[str]) -> list[str]:
-    """Locust is a dependency of toolbench: the interpreter running toolbench has it."""
-    return [sys.executable, "-m", "locust", *args]
 
 
 def locustfile() -> str:

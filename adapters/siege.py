@@ -2,14 +2,14 @@
 JSON summary (-j) and its log line (--log)."""
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolbench import failures
-from toolbench.adapter import SUPPORTED, Invocation, RawOutput, Support, option, version_from_output
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version,
+                               option)
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, SiegeFigures, Timing,
@@ -86,7 +86,7 @@ FAILURE_TABLE: failures.Table = (
 _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 
-class SiegeAdapter:
+class SiegeAdapter(Adapter):
     name = "siege"
     option_types = {"timeout_s": int, "failures": int}
     # siege 4.0.7 sometimes never exits after a timed run (a thread cancelled while it
@@ -94,8 +94,8 @@ class SiegeAdapter:
     # limit, kept, noted, and run again, at most this many more times.
     retries_on_hang = 2
 
-    def detect(self, host: "Host") -> str | None:
-        return version_from_output(host, ["siege", "--version"], _VERSION)
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        return found_by_version(host, path or "siege", ["--version"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:
@@ -108,14 +108,14 @@ class SiegeAdapter:
                                   "byte: this body would not be sent as given")
         return SUPPORTED
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
         rc = SIEGERC.format(connection="keep-alive" if cell.keepalive else "close",
                             concurrency=cell.concurrency, limit=max(255, cell.concurrency),
                             timeout=option(cell, "timeout_s", 30),
                             failures=max(1, option(cell, "failures", DEFAULT_FAILURES)))
         # Never -g: with keep-alive it hangs. -R makes siege ignore every other siegerc.
-        argv = ["siege", "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
+        argv = [found.path, "-R", "siegerc", "-b", "-j", "-c", str(cell.concurrency)]
         if cell.stop.requests_per_connection is not None:
             argv += ["-r", str(cell.stop.requests_per_connection)]  # siege's own: each user N times
         elif cell.stop.requests is not None:

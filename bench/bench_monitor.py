@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from toolbench import derive, monitor, plan, registry, runner, scenario, store
-from toolbench.adapter import RawOutput
+from toolbench.adapter import Found, RawOutput
 from toolbench.hosts import LocalHost
 from toolbench.targets import nginx_static
 
@@ -66,7 +66,9 @@ def monitor_cost(url: str, interval_s: float, keepalive: bool, seconds: float) -
 
 def bare_rps(tool: str, cell: plan.Cell, workdir: Path) -> float | None:
     adapter = registry.get(tool)
-    invocation = adapter.build(cell, workdir)
+    found = adapter.detect(LocalHost())
+    assert isinstance(found, Found), found
+    invocation = adapter.build(cell, workdir, found)
     for name, content in invocation.files.items():
         (workdir / name).write_text(content)
     done = LocalHost().run(invocation.argv, cwd=workdir, stdout=workdir / "stdout.txt",
@@ -85,7 +87,7 @@ def throughput_pairs(tool: str, base_url: str, pairs: int, seconds: float, root:
     (planned,) = plan.expand(s)
     cell = planned.cell.at(base_url)
     run_dir = store.RunDir.create(root / "runs", f"bench-{tool}")
-    found = runner.ToolFound(registry.get(tool).detect(LocalHost()))
+    found = registry.get(tool).detect(LocalHost())
     bare, watched = [], []
     for i in range(pairs):
         workdir = root / f"{tool}-bare-{i}"

@@ -54,7 +54,8 @@ class _Replayed:
 
 
 class ReplayHost:
-    """`versions` maps a program to the recording of its version output (`{"ab": "ab/2.3-version"}`)."""
+    """`versions` maps a program to the recording of its version output (`{"ab": "ab/2.3-version"}`);
+    such a program is found at /replay/<program>, and answers there."""
 
     label = "replay"
     remote = False
@@ -68,9 +69,10 @@ class ReplayHost:
         return f"/replay/{program}" if program in self.versions else None
 
     def capture(self, argv: list[str], timeout_s: float = 10.0) -> Captured:
-        if argv[0] not in self.versions:
+        program = argv[0].removeprefix("/replay/")
+        if program not in self.versions:
             return Captured(1, "", f"{argv[0]}: not recorded")
-        out, err = Replay(self.versions[argv[0]]).files()
+        out, err = Replay(self.versions[program]).files()
         return Captured(0, out.read_text(), err.read_text() if err.exists() else "")
 
     def workspace(self, workdir: Path) -> Path:

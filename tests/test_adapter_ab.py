@@ -1,16 +1,18 @@
 """ab's parser over output recorded from the real ab 2.3 (commands in fixtures/ab/README.md)."""
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from conftest import recorded
 from toolbench import invariants
+from toolbench.adapter import Found
 from toolbench.adapters import ab
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Status, TimesRow, replace
+from toolbench.schema import Fidelity, Status, TimesRow
 
 
 def parse(case: str, **files: str):
@@ -127,9 +129,9 @@ def test_the_whole_table_of_the_threading_study():
 
 def test_a_table_row_out_of_order_is_a_parse_error():
     m = parse("seed-threading-c500")
-    times = replace(m.latency.connection_times, connect=TimesRow(10.0, 33.0, 1.0, 0.0, 5.0))  # mean above max
+    times = dataclasses.replace(m.latency.connection_times, connect=TimesRow(10.0, 33.0, 1.0, 0.0, 5.0))  # mean above max
     with pytest.raises(ParseError, match="connection_times.connect.max_ms: 5 is below mean_ms"):
-        invariants.check(replace(m, latency=replace(m.latency, connection_times=times)))
+        invariants.check(dataclasses.replace(m, latency=dataclasses.replace(m.latency, connection_times=times)))
 
 
 def test_a_reset_without_r_ends_ab_and_is_a_reset():
@@ -159,9 +161,12 @@ def cell(**changes) -> Cell:
     return Cell(**base)
 
 
+FOUND = Found("/opt/ab/bin/ab", "2.3")
+
+
 def test_build_is_pure_and_complete(tmp_path: Path):
-    inv = ab.ADAPTER.build(cell(), tmp_path)
-    assert inv.argv[:3] == ["ab", "-c", "8"]
+    inv = ab.ADAPTER.build(cell(), tmp_path, FOUND)
+    assert inv.argv[:3] == ["/opt/ab/bin/ab", "-c", "8"]  # the path detection found
     assert "-k" in inv.argv and "-r" in inv.argv
     # -t alone would cap the run at 50,000 requests: an explicit -n lifts the cap.
     assert inv.argv[inv.argv.index("-t") + 1] == "5" and int(inv.argv[inv.argv.index("-n") + 1]) >= 1_000_000
@@ -171,13 +176,13 @@ def test_build_is_pure_and_complete(tmp_path: Path):
 
 
 def test_continue_on_error_false_drops_r(tmp_path: Path):
-    assert "-r" not in ab.ADAPTER.build(cell(options={"continue_on_error": False}), tmp_path).argv
-    assert "-r" in ab.ADAPTER.build(cell(options={"continue_on_error": True}), tmp_path).argv
+    assert "-r" not in ab.ADAPTER.build(cell(options={"continue_on_error": False}), tmp_path, FOUND).argv
+    assert "-r" in ab.ADAPTER.build(cell(options={"continue_on_error": True}), tmp_path, FOUND).argv
 
 
 def test_build_post_with_body_and_headers(tmp_path: Path):
     req = RequestSpec(method="POST", body='{"a":1}', content_type="application/json", headers={"X-T": "1"})
-    inv = ab.ADAPTER.build(cell(request=req, keepalive=False, stop=StopSpec(requests=100)), tmp_path)
+    inv = ab.ADAPTER.build(cell(request=req, keepalive=False, stop=StopSpec(requests=100)), tmp_path, FOUND)
     assert "-k" not in inv.argv
     assert inv.files == {"body": '{"a":1}'}
     assert inv.argv[inv.argv.index("-p") + 1] == "body"
@@ -193,5 +198,5 @@ def test_unsupported_combinations_say_why():
 
 
 def test_build_requests_per_connection_is_concurrency_times_n(tmp_path: Path):
-    inv = ab.ADAPTER.build(cell(concurrency=8, stop=StopSpec(requests_per_connection=10)), tmp_path)
+    inv = ab.ADAPTER.build(cell(concurrency=8, stop=StopSpec(requests_per_connection=10)), tmp_path, FOUND)
     assert inv.argv[inv.argv.index("-n") + 1] == "80" and "-t" not in inv.argv

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from conftest import FIXTURES, REPO, recorded
-from toolbench.adapter import RawOutput
+from toolbench.adapter import Found, Missing, RawOutput
 from toolbench.adapters import http_load
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
@@ -135,14 +135,15 @@ class UsageHost:
         return f"/usr/local/bin/{program}"
 
     def capture(self, argv: list[str], timeout_s: float = 10.0) -> Captured:
-        assert argv == ["http_load"]
+        assert argv == ["/usr/local/bin/http_load"]  # the program found, run bare
         return Captured(1, "", self.stderr)
 
 
 def test_detect_recognises_the_usage_text():
     usage = (FIXTURES / "http_load" / "27jun2014-usage.stderr.txt").read_text()
-    assert http_load.ADAPTER.detect(UsageHost(usage)) == "unknown"
-    assert http_load.ADAPTER.detect(UsageHost("some other program\n")) is None
+    assert http_load.ADAPTER.detect(UsageHost(usage)) == Found("/usr/local/bin/http_load", "unknown")
+    other = http_load.ADAPTER.detect(UsageHost("some other program\n"))
+    assert isinstance(other, Missing) and "did not print http_load's usage" in other.reason
 
 
 def cell(**changes) -> Cell:
@@ -152,15 +153,18 @@ def cell(**changes) -> Cell:
     return dataclasses.replace(base, **changes)
 
 
+FOUND = Found("/usr/local/bin/http_load", "unknown")
+
+
 def test_build_parallel_seconds_and_url_file(tmp_path):
-    inv = http_load.ADAPTER.build(cell(options={"timeout_s": 5}), tmp_path)
-    assert inv.argv == ["http_load", "-timeout", "5", "-parallel", "25", "-seconds", "3", "urls.txt"]
+    inv = http_load.ADAPTER.build(cell(options={"timeout_s": 5}), tmp_path, FOUND)
+    assert inv.argv == ["/usr/local/bin/http_load", "-timeout", "5", "-parallel", "25", "-seconds", "3", "urls.txt"]
     assert inv.files == {"urls.txt": "http://127.0.0.1:8080/\n"}
 
 
 def test_build_rate_and_fetches(tmp_path):
-    inv = http_load.ADAPTER.build(cell(rate_rps=200.0, stop=StopSpec(requests=1000)), tmp_path)
-    assert inv.argv == ["http_load", "-timeout", "30", "-rate", "200", "-fetches", "1000", "urls.txt"]
+    inv = http_load.ADAPTER.build(cell(rate_rps=200.0, stop=StopSpec(requests=1000)), tmp_path, FOUND)
+    assert inv.argv == ["/usr/local/bin/http_load", "-timeout", "30", "-rate", "200", "-fetches", "1000", "urls.txt"]
 
 
 @pytest.mark.parametrize("changes, reason", [

@@ -9,9 +9,11 @@ import pytest
 
 from conftest import FIXTURES, REPO, recorded
 from toolbench import histogram
-from toolbench.adapters import jmeter, jmeter_jtl, jmeter_parallel
+from toolbench.adapter import Found, Missing
+from toolbench.adapters import jmeter, jmeter_jtl, jmeter_reader
+from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.derive import complete, judge
-from toolbench.errors import HostError, ParseError
+from toolbench.errors import ParseError
 from toolbench.hosts import Captured, LocalHost
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
@@ -100,10 +102,10 @@ def test_quoted_failure_messages_with_commas():
 def test_fast_and_slow_paths_and_block_sizes_give_the_same_figures(monkeypatch):
     """The quoted records go through the csv module, the rest through numpy; cutting the
     file into many blocks must not change a figure."""
-    whole = jmeter_jtl.read(FOLDER / "5.6.3-assertion.jtl").aggregate
+    whole = read_jtl(FOLDER / "5.6.3-assertion.jtl").aggregate
     monkeypatch.setattr(jmeter_jtl, "SLOW_SHARE", 10**9)  # never all-slow: fast runs between quoted rows
     monkeypatch.setattr(jmeter_jtl, "BLOCK", 997)
-    split = jmeter_jtl.read(FOLDER / "5.6.3-assertion.jtl").aggregate
+    split = read_jtl(FOLDER / "5.6.3-assertion.jtl").aggregate
     assert (split.rows, split.ok, split.classes, split.received, split.sent) == \
         (whole.rows, whole.ok, whole.classes, whole.received, whole.sent)
     assert (split.times.tally == whole.times.tally).all() and split.latency == whole.latency
@@ -112,10 +114,10 @@ def test_fast_and_slow_paths_and_block_sizes_give_the_same_figures(monkeypatch):
 
 @pytest.mark.parametrize("case", ["5.6.3-csv", "5.6.3-assertion", "5.6.3-csv-truncated"])
 def test_reading_in_worker_processes_gives_the_same_figures(monkeypatch, case):
-    one_pass = jmeter_jtl.read(FOLDER / f"{case}.jtl")
-    monkeypatch.setattr(jmeter_parallel, "MIN_BYTES", 0)
-    monkeypatch.setattr(jmeter_parallel, "workers", lambda: 3)
-    split = jmeter_jtl.read(FOLDER / f"{case}.jtl")
+    one_pass = read_jtl(FOLDER / f"{case}.jtl")
+    monkeypatch.setattr(jmeter_reader, "MIN_BYTES", 0)
+    monkeypatch.setattr(jmeter_reader, "workers", lambda: 3)
+    split = read_jtl(FOLDER / f"{case}.jtl")
     a, b = one_pass.aggregate, split.aggregate
     assert (b.rows, b.ok, b.classes, b.status_codes(), b.received, b.sent, b.latency, b.connect) == \
         (a.rows, a.ok, a.classes, a.status_codes(), a.received, a.sent, a.latency, a.connect)
@@ -124,10 +126,25 @@ def test_reading_in_worker_processes_gives_the_same_figures(monkeypatch, case):
 
 
 def test_a_malformed_line_found_by_a_worker_keeps_its_line_number(monkeypatch):
-    monkeypatch.setattr(jmeter_parallel, "MIN_BYTES", 0)
-    monkeypatch.setattr(jmeter_parallel, "workers", lambda: 2)
-    with pytest.raises(jmeter_jtl.JtlError, match="^line 1123: 27 fields"):
-        jmeter_jtl.read(FOLDER / "5.6.3-appended.jtl")
+    monkeypatch.setattr(jmeter_reader, "MIN_BYTES", 0)
+    monkeypatch.setattr(jmeter_reader, "workers", lambda: 2)
+    with pytest.raises(ParseError, match=r"5.6.3-appended.jtl\): line 1123: 27 fields"):
+        read_jtl(FOLDER / "5.6.3-appended.jtl")
+
+
+def test_whatever_breaks_inside_the_reader_is_a_parse_error(monkeypatch, tmp_path):
+    lines = (FOLDER / "5.6.3-csv.jtl").read_text().splitlines(keepends=True)
+    # The second half 40 days later: each half alone is a run, merged they are not.
+    later = [str(int(line.split(",", 1)[0]) + 40 * 86400_000) + "," + line.split(",", 1)[1] for line in lines[1001:]]
+    (tmp_path / "apart.jtl").write_text("".join(lines[:1001] + later))
+    (tmp_path / "cr.jtl").write_text("\r1,2\n3,4\n")  # the csv module refuses a bare CR in a header
+    (tmp_path / "folder.jtl").mkdir()
+    monkeypatch.setattr(jmeter_reader, "MIN_BYTES", 0)
+    monkeypatch.setattr(jmeter_reader, "workers", lambda: 2)
+    for name, message in (("apart", "timeStamps span more than"), ("cr", "unreadable JTL: Error: new-line"),
+                          ("folder", "cannot read the JTL: Is a directory"), ("absent", "No such file")):
+        with pytest.raises(ParseError, match=f"jmeter: cannot parse output \\(.*{name}.jtl\\): .*{message}"):
+            read_jtl(tmp_path / f"{name}.jtl")
 
 
 def test_jmeter_33_csv_has_no_url_column():
@@ -203,8 +220,9 @@ def test_detect_explains_debians_213(monkeypatch, tmp_path):
     monkeypatch.delenv("TOOLBENCH_JMETER_HOME", raising=False)
     if LocalHost().which("java") is None:
         pytest.skip("no java here")
-    with pytest.raises(HostError, match="JMeter 2.13: Debian's JMeter 2.13 cannot run test plans on Debian 12"):
-        jmeter.ADAPTER.detect(RecordedHost())
+    found = jmeter.ADAPTER.detect(RecordedHost())
+    assert isinstance(found, Missing)
+    assert "/usr/bin/jmeter is JMeter 2.13: Debian's JMeter 2.13 cannot run test plans on Debian 12" in found.reason
 
 
 def installed() -> Path:
@@ -219,11 +237,14 @@ def test_detect_finds_the_installed_jmeter_and_says_when_java_is_missing(monkeyp
     monkeypatch.delenv("TOOLBENCH_TOOLS", raising=False)
     monkeypatch.delenv("TOOLBENCH_JMETER_HOME", raising=False)
     assert jmeter.locate(LocalHost()) == str(path)
-    assert jmeter.ADAPTER.build(cell(), Path(".")).argv[0] == str(path)
+    found = jmeter.ADAPTER.detect(LocalHost())
+    assert found == Found(str(path), path.parent.parent.name[len("jmeter-"):])
+    assert jmeter.ADAPTER.build(cell(), Path("."), found).argv[0] == str(path)
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("JAVA_HOME", raising=False)
-    with pytest.raises(HostError, match="needs Java: no `java` on PATH and no JAVA_HOME"):
-        jmeter.ADAPTER.detect(LocalHost())
+    missing = jmeter.ADAPTER.detect(LocalHost())
+    assert isinstance(missing, Missing)
+    assert "needs Java: no `java` on the PATH of local and no JAVA_HOME" in missing.reason
 
 
 def test_tools_shows_the_installed_version():
@@ -298,7 +319,7 @@ def test_plan_carries_method_body_and_headers_escaped():
     headers = {h.find("*[@name='Header.name']").text: h.find("*[@name='Header.value']").text
                for h in root.iter("elementProp") if h.get("elementType") == "Header"}
     assert headers == {"X-Token": 'a"b'}
-    assert jmeter.ADAPTER.build(cell(request=req), Path(".")).files["body"] == '{"k": "&"}'
+    assert jmeter.ADAPTER.build(cell(request=req), Path("."), FOUND).files["body"] == '{"k": "&"}'
 
 
 def test_every_value_in_a_plan_is_literal_for_jmeter():
@@ -312,8 +333,12 @@ def test_every_value_in_a_plan_is_literal_for_jmeter():
     assert jmeter.jmx_value('<&"\'\n>') == "&lt;&amp;&quot;&apos;&#10;&gt;"
 
 
+FOUND = Found("/opt/jmeter/bin/jmeter", "5.6.3")
+
+
 def test_command_line_outputs_and_heap():
-    inv = jmeter.ADAPTER.build(cell(options={"heap": "512m"}), Path("."))
+    inv = jmeter.ADAPTER.build(cell(options={"heap": "512m"}), Path("."), FOUND)
+    assert inv.argv[0] == "/opt/jmeter/bin/jmeter"  # the path detection found
     assert inv.argv[1:8] == ["-n", "-t", "plan.jmx", "-l", "results.jtl", "-j", "jmeter.log"]
     assert "-Jjmeter.save.saveservice.output_format=csv" in inv.argv
     assert "-Jjmeter.save.saveservice.connect_time=true" in inv.argv

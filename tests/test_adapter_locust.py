@@ -9,7 +9,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from toolbench import histogram
-from toolbench.adapter import RawOutput
+from toolbench.adapter import Found, Missing, RawOutput
 from toolbench.adapters import locust
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
@@ -174,7 +174,7 @@ def test_classify_roles_by_content():
 
 def test_detect_reads_the_version():
     from toolbench.hosts import LocalHost
-    assert locust.ADAPTER.detect(LocalHost()) == "2.47.0"
+    assert locust.ADAPTER.detect(LocalHost()) == Found(sys.executable, "2.47.0")
     assert (FOLDER / "2.47.0-version.txt").read_text().startswith("locust 2.47.0 ")
 
 
@@ -185,9 +185,12 @@ def cell(**changes) -> Cell:
     return dataclasses.replace(base, **changes)
 
 
+FOUND = Found("/opt/py/bin/python3", "2.47.0")
+
+
 def test_build_headless_run_with_csv_and_json(tmp_path):
-    inv = locust.ADAPTER.build(cell(options={"processes": 2}), tmp_path)
-    assert inv.argv[:3] == [sys.executable, "-m", "locust"]
+    inv = locust.ADAPTER.build(cell(options={"processes": 2}), tmp_path, FOUND)
+    assert inv.argv[:3] == ["/opt/py/bin/python3", "-m", "locust"]  # the generator's Python
     args = inv.argv[3:]
     assert args[args.index("-u") + 1] == "10" and args[args.index("-r") + 1] == "10"
     assert args[args.index("-t") + 1] == "3s"
@@ -203,7 +206,7 @@ def test_build_headless_run_with_csv_and_json(tmp_path):
 def test_build_keepalive_off_httpuser_budget_and_body(tmp_path):
     c = cell(keepalive=False, stop=StopSpec(requests=500), options={"user_class": "HttpUser"},
              request=RequestSpec(method="POST", path="/a", body='{"x": "\'"}', content_type="application/json"))
-    inv = locust.ADAPTER.build(c, tmp_path)
+    inv = locust.ADAPTER.build(c, tmp_path, FOUND)
     assert "--processes" not in inv.argv
     assert inv.argv[inv.argv.index("-t") + 1] == "50s"  # a budget still gets a run time under the hard limit
     params = json.loads(inv.files["locust_params.json"])
@@ -211,7 +214,7 @@ def test_build_keepalive_off_httpuser_budget_and_body(tmp_path):
     assert params["headers"] == {"Connection": "close", "Content-Type": "application/json"}
     assert params["body"] == '{"x": "\'"}'
     # The locustfile is one fixed file: nothing of the cell is written into code.
-    assert inv.files["locustfile.py"] == locust.ADAPTER.build(cell(), tmp_path).files["locustfile.py"]
+    assert inv.files["locustfile.py"] == locust.ADAPTER.build(cell(), tmp_path, FOUND).files["locustfile.py"]
 
 
 @pytest.mark.parametrize("changes, reason", [

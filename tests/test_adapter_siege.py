@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from conftest import recorded
-from toolbench.adapter import RawOutput
 from toolbench import invariants
+from toolbench.adapter import Found, Missing, RawOutput
 from toolbench.adapters import siege
 from toolbench.derive import complete, judge
 from toolbench.errors import ParseError
+from toolbench.hosts import LocalHost
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
 from toolbench.schema import Fidelity, Status
@@ -101,9 +102,12 @@ def cell(**changes) -> Cell:
     return Cell(**base)
 
 
+FOUND = Found("/opt/siege/bin/siege", "4.0.7")
+
+
 def test_build_writes_its_own_siegerc_and_never_uses_g(tmp_path):
-    inv = siege.ADAPTER.build(cell(), tmp_path)
-    assert inv.argv[:3] == ["siege", "-R", "siegerc"]
+    inv = siege.ADAPTER.build(cell(), tmp_path, FOUND)
+    assert inv.argv[:3] == ["/opt/siege/bin/siege", "-R", "siegerc"]  # the path detection found
     assert "-g" not in inv.argv and "--get" not in inv.argv
     rc = inv.files["siegerc"]
     assert "connection = close" in rc and "limit = 300" in rc and "json_output = true" in rc
@@ -114,7 +118,8 @@ def test_build_writes_its_own_siegerc_and_never_uses_g(tmp_path):
 
 def test_build_requests_and_post(tmp_path):
     req = RequestSpec(method="POST", body='{"a":1}', content_type="application/json")
-    inv = siege.ADAPTER.build(cell(concurrency=10, keepalive=True, request=req, stop=StopSpec(requests=95)), tmp_path)
+    inv = siege.ADAPTER.build(cell(concurrency=10, keepalive=True, request=req, stop=StopSpec(requests=95)), tmp_path,
+                              FOUND)
     assert inv.argv[inv.argv.index("-r") + 1] == "10"  # repetitions per user
     assert inv.argv[-1] == "http://127.0.0.1:8080/ POST <body"  # from the file toolbench writes
     assert inv.files["body"] == '{"a":1}'
@@ -129,7 +134,7 @@ def test_fidelity_marks_what_toolbench_derived():
 
 
 def test_build_requests_per_connection_is_sieges_own_r(tmp_path):
-    inv = siege.ADAPTER.build(cell(concurrency=7, stop=StopSpec(requests_per_connection=3)), tmp_path)
+    inv = siege.ADAPTER.build(cell(concurrency=7, stop=StopSpec(requests_per_connection=3)), tmp_path, FOUND)
     assert inv.argv[inv.argv.index("-r") + 1] == "3" and "-t" not in inv.argv
     assert siege.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=3))).ok
 
@@ -138,7 +143,9 @@ def test_a_live_run_of_r_sends_n_requests_per_connection(tmp_path, nginx):
     if shutil.which("siege") is None:
         pytest.skip("siege is not installed")
     c = cell(concurrency=4, keepalive=True, stop=StopSpec(requests_per_connection=5), url=nginx.base_url + "/")
-    inv = siege.ADAPTER.build(c, tmp_path)
+    found = siege.ADAPTER.detect(LocalHost())
+    assert isinstance(found, Found), found
+    inv = siege.ADAPTER.build(c, tmp_path, found)
     for name, content in inv.files.items():
         (tmp_path / name).write_text(content)
     done = subprocess.run(inv.argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
@@ -180,5 +187,5 @@ FIXTURES = Path(__file__).parent / "fixtures" / "siege"
 
 
 def test_siegerc_failures_is_finite_and_set_by_the_scenario(tmp_path: Path):
-    assert "failures = 1024\n" in siege.ADAPTER.build(cell(), tmp_path).files["siegerc"]
-    assert "failures = 50\n" in siege.ADAPTER.build(cell(options={"failures": 50}), tmp_path).files["siegerc"]
+    assert "failures = 1024\n" in siege.ADAPTER.build(cell(), tmp_path, FOUND).files["siegerc"]
+    assert "failures = 50\n" in siege.ADAPTER.build(cell(options={"failures": 50}), tmp_path, FOUND).files["siegerc"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, recorded
+from toolbench.adapter import Found
 from toolbench.adapters.engine import ADAPTER
 
 from toolbench import histogram, registry
@@ -36,9 +37,12 @@ def test_registered_as_an_entry_point() -> None:
     assert registry.get("engine") is ADAPTER
 
 
+FOUND = Found("/opt/py/bin/python3", "0.1.0")  # a Python on the generator, not this one
+
+
 def test_build_closed_keepalive() -> None:
-    inv = ADAPTER.build(cell(), Path("/w"))
-    assert inv.argv[:4] == [sys.executable, "-m", "toolbench.engine", "http://127.0.0.1:8080/"]
+    inv = ADAPTER.build(cell(), Path("/w"), FOUND)
+    assert inv.argv[:4] == ["/opt/py/bin/python3", "-m", "toolbench.engine", "http://127.0.0.1:8080/"]
     assert inv.argv[4:6] == ["-c", "8"] and ["-d", "5s"] == inv.argv[inv.argv.index("-d"):][:2]
     assert "--no-keepalive" not in inv.argv and "--rate" not in inv.argv
     assert inv.outputs == {"json": "engine.json"} and inv.files == {}
@@ -47,7 +51,7 @@ def test_build_closed_keepalive() -> None:
 def test_build_open_model_no_keepalive_body_and_options() -> None:
     req = RequestSpec(method="POST", headers={"X-A": "1"}, body='{"a": 1}', content_type="application/json")
     inv = ADAPTER.build(cell(keepalive=False, rate_rps=250.0, request=req, stop=StopSpec(requests=1000),
-                             options={"workers": 2, "timeout_s": 3, "warmup_s": 1}), Path("/w"))
+                             options={"workers": 2, "timeout_s": 3, "warmup_s": 1}), Path("/w"), FOUND)
     argv = inv.argv
     assert ["-n", "1000"] == argv[argv.index("-n"):][:2] and "-d" not in argv
     assert ["--rate", "250"] == argv[argv.index("--rate"):][:2] and "--no-keepalive" in argv
@@ -152,5 +156,5 @@ def test_recorder_flush_is_exact() -> None:
 
 
 def test_build_requests_per_connection_is_a_total_of_concurrency_times_n(tmp_path: Path):
-    inv = ADAPTER.build(cell(concurrency=8, stop=StopSpec(requests_per_connection=10)), tmp_path)
+    inv = ADAPTER.build(cell(concurrency=8, stop=StopSpec(requests_per_connection=10)), tmp_path, FOUND)
     assert inv.argv[inv.argv.index("-n") + 1] == "80" and "-d" not in inv.argv

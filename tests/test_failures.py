@@ -41,7 +41,8 @@ def test_a_failed_name_lookup_is_a_connect_failure_for_every_tool(tool: str, tex
     ("jmeter", "Non HTTP response code: org.apache.http.NoHttpResponseException", "read"),
     ("jmeter", "Non HTTP response code: java.lang.IllegalArgumentException", "other"),
     ("siege", "socket: unable to connect sock.c:282: Connection refused", "connect"),
-    ("siege", "socket: read error Connection reset by peer sock.c:635: Connection reset by peer", "read"),
+    ("siege", "socket: read error Connection reset by peer sock.c:635: Connection reset by peer", "reset"),
+    ("siege", "socket: read error Connection timed out sock.c:635: Connection timed out", "timeout"),
     ("http_load", "Connection refused", "connect"),
     ("http_load", "Connection reset by peer", "read"),
 ])
@@ -52,13 +53,13 @@ def test_each_tool_table_classifies_its_own_words(tool: str, text: str, expected
 def test_every_engine_failure_kind_has_its_class() -> None:
     classes = {kind: failures.classify(kind, engine_result.FAILURE_TABLE) for kind in FAILURE_KINDS}
     assert classes == {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout",
-                       "timeout": "timeout", "reset": "read", "closed": "read", "malformed": "other"}
+                       "timeout": "timeout", "reset": "reset", "closed": "read", "malformed": "other"}
 
 
 def test_tally_counts_occurrences_by_class_with_every_class_present() -> None:
     counts = failures.tally({"gaierror(-2, 'Name or service not known')": 3, "Connection reset": 2, "odd": 1},
                             siege.FAILURE_TABLE)
-    assert counts == {"connect": 3, "timeout": 0, "read": 2, "http_4xx": 0, "http_5xx": 0, "other": 1}
+    assert counts == {"connect": 3, "timeout": 0, "read": 0, "reset": 2, "http_4xx": 0, "http_5xx": 0, "other": 1}
     assert failures.tally(["refused", "refused"], siege.FAILURE_TABLE)["connect"] == 2
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO
 from toolbench import names, plan, registry, scenario, store
-from toolbench.adapter import Invocation
+from toolbench.adapter import Found, Invocation
 from toolbench.errors import AdapterError, ScenarioError, StoreError
 
 BASE = """\
@@ -129,7 +129,8 @@ def test_every_input_file_of_every_adapter_is_a_plain_name(tmp_path):
     for planned in plan.expand(load(tmp_path, text)):
         if planned.support.ok:
             cell = planned.cell.at("http://127.0.0.1:8080")
-            invocation = registry.get(cell.tool).build(cell, tmp_path)
+            found = Found(f"/opt/{cell.tool}", "1")
+            invocation = registry.get(cell.tool).build(cell, tmp_path, found)
             assert not any(names.problem(n) for n in [*invocation.files, *invocation.outputs.values()])
             assert not any("</etc/hostname" in arg for arg in invocation.argv)  # bodies go through files
     assert os.listdir(tmp_path) == ["s.yaml"]  # building writes nothing

@@ -11,8 +11,9 @@ import pytest
 from conftest import REPO, need
 from engine_servers import OK, responder, serve
 from toolbench import httpvalues, registry, runner, scenario, store
-from toolbench.adapter import RawOutput
+from toolbench.adapter import Found, RawOutput
 from toolbench.adapters import jmeter, locust
+from toolbench.hosts import LocalHost
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
 from toolbench.schema import Status
@@ -34,7 +35,9 @@ def run_tool(c: Cell, workdir: Path, timeout_s: float = 120) -> RawOutput:
     """What the runner does for one cell, without the runner: build, write, run, collect."""
     adapter = registry.get(c.tool)
     workdir.mkdir(parents=True, exist_ok=True)
-    invocation = adapter.build(c, workdir)
+    found = adapter.detect(LocalHost())
+    assert isinstance(found, Found), found
+    invocation = adapter.build(c, workdir, found)
     for name, content in invocation.files.items():
         (workdir / name).write_text(content)
     done = subprocess.run(invocation.argv, cwd=workdir, capture_output=True, text=True, timeout=timeout_s,

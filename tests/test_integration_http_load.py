@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from toolbench import runner, scenario, store
+from toolbench.adapter import Found
 from toolbench.hosts import LocalHost
 from toolbench.adapters import http_load
 from toolbench.schema import LoadModel, Status
@@ -30,7 +31,8 @@ stop: {duration: 2s}
 
 
 def test_detect_recognises_the_installed_http_load():
-    assert http_load.ADAPTER.detect(LocalHost()) == "unknown"
+    found = http_load.ADAPTER.detect(LocalHost())
+    assert isinstance(found, Found) and found.version == "unknown" and found.path.endswith("/http_load")
 
 
 def test_closed_and_open_model_runs_against_nginx(tmp_path):

@@ -71,29 +71,13 @@ def test_a_request_budget_stops_at_exactly_that_count(tmp_path):
     assert r.measurement.counts.requests_total == 300
 
 
-@dataclasses.dataclass(frozen=True)
-class BrokenLocustfile:
+class BrokenLocustfile(locust.LocustAdapter):
     """The real Locust adapter, with a locustfile that fails to import."""
 
-    name: str = "locust"
-    option_types: dict = dataclasses.field(default_factory=lambda: dict(locust.ADAPTER.option_types))
-
-    def detect(self, host):
-        return locust.ADAPTER.detect(host)
-
-    def supports(self, cell):
-        return locust.ADAPTER.supports(cell)
-
-    def build(self, cell, workdir):
-        invocation = locust.ADAPTER.build(cell, workdir)
+    def build(self, cell, workdir, found):
+        invocation = super().build(cell, workdir, found)
         files = dict(invocation.files, **{"locustfile.py": "import toolbench_no_such_module\n"})
         return dataclasses.replace(invocation, files=files)
-
-    def parse(self, raw):
-        return locust.ADAPTER.parse(raw)
-
-    def classify(self, path, text):
-        return locust.ADAPTER.classify(path, text)
 
 
 def test_a_locustfile_that_fails_to_import_is_a_failed_cell_with_the_reason(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES
 from toolbench import histogram, invariants, registry
-from toolbench.adapter import RawOutput, group_of, raw_from_files
+from toolbench.adapter import RawOutput, raw_from_files
 from toolbench.errors import ParseError, ParserCrash, SchemaError
 from toolbench.schema import Latency, Measurement, Percentiles
 
@@ -27,7 +27,7 @@ def mutated(tmp_path: Path, tool: str, case: str, edits: dict[str, tuple[bytes, 
     adapter = registry.get(tool)
     paths = []
     for source in sorted((FIXTURES / tool).glob(f"{case}*")):
-        if source.suffix in NOT_OUTPUT or group_of(adapter, source) != str(source.parent / case):
+        if source.suffix in NOT_OUTPUT or adapter.group_name(source) != str(source.parent / case):
             continue
         data = source.read_bytes()
         for ending, (old, new) in edits.items():

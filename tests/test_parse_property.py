@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolbench import invariants, registry
-from toolbench.adapter import Adapter, group_of, raw_from_files
+from toolbench.adapter import Adapter, raw_from_files
 from toolbench.errors import ParseError, ParserCrash
 from toolbench.schema import Identity, Measurement, Outcome, RunResult, Status
 
@@ -53,7 +53,7 @@ def fixture_groups(adapter: Adapter) -> list[list[Path]]:
     for path in sorted(folder.iterdir()):
         if path.suffix in NOT_OUTPUT or path.name.startswith(("CASES", "README")) or path.name == "body.json":
             continue
-        groups.setdefault(group_of(adapter, path), []).append(path)
+        groups.setdefault(adapter.group_name(path), []).append(path)
     return list(groups.values())
 
 
@@ -158,7 +158,7 @@ def run_case(adapter: Adapter, groups: list[list[Path]], group_index: int | None
                     data = mutate(data, change)
             path.write_bytes(data)
             paths.append(path)
-        name = group_of(adapter, paths[0])
+        name = adapter.group_name(paths[0])
         raw = raw_from_files(adapter, name, paths)
         try:
             m = invariants.parse_checked(adapter, raw)

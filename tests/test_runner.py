@@ -12,6 +12,7 @@ import pytest
 from blackholes import Silent
 from conftest import REPO, need
 from toolbench import runner, scenario, store
+from toolbench.adapter import Adapter, Found, Invocation
 from toolbench.hosts import LocalHost
 from toolbench.errors import ToolbenchError
 from toolbench.manifest import RunStatus
@@ -152,31 +153,22 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_measured(tmp_path):
     assert out.strip().endswith("report.html")  # what was measured still renders
 
 
-class HangsOnce:
+class HangsOnce(Adapter):
     """A tool that hangs on its first run and answers on the next: siege's occasional hang
     at the end of a timed run, made certain. It runs a real process; only its parse is tiny."""
 
     name = "hangs-once"
-    option_types: dict = {}
     retries_on_hang = 2
 
     def __init__(self, marker: Path) -> None:
         self.marker = marker
 
-    def detect(self, host):
-        return "1"
+    def detect(self, host, path=None):
+        return Found(path or "sh", "1")
 
-    def supports(self, cell):
-        from toolbench.adapter import SUPPORTED
-        return SUPPORTED
-
-    def build(self, cell, workdir):
-        from toolbench.adapter import Invocation
+    def build(self, cell, workdir, found):
         script = f'if [ -e "{self.marker}" ]; then echo done; else touch "{self.marker}"; sleep 30; fi'
-        return Invocation(argv=["sh", "-c", script], files={"input.txt": "kept in place"})
-
-    def classify(self, path, text):
-        return "stdout"
+        return Invocation(argv=[found.path, "-c", script], files={"input.txt": "kept in place"})
 
     def parse(self, raw):
         from toolbench.schema import Counts, Measurement

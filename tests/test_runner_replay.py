@@ -49,7 +49,7 @@ def test_recorded_runs_become_results_with_their_status(tmp_path):
     assert ok.measurement.counts.requests_ok == 20000 and ok.identity.target_label == "url"
     assert ok.identity.url == "http://127.0.0.1:9/" and ok.identity.tool_version == "2.3"
     assert refused.outcome.status is Status.FAILED and "refused" in refused.outcome.error.lower()
-    assert [argv[:3] for argv in host.argvs] == [["ab", "-c", "4"], ["ab", "-c", "8"]]
+    assert [argv[:3] for argv in host.argvs] == [["/replay/ab", "-c", "4"], ["/replay/ab", "-c", "8"]]
     assert ok.server_cost is None  # no process of its own was started: nothing to sample, and none invented
 
 

@@ -188,3 +188,46 @@ def test_requests_per_connection_is_a_stop(tmp_path):
 def test_target_errors_name_the_file_line_and_key(tmp_path, text, message):
     with pytest.raises(ScenarioError, match=message):
         scenario.load(write(tmp_path, text))
+
+
+HOST_TOOLS = GOOD.replace("name: demo\n", """\
+name: demo
+hosts:
+  generator:
+    address: 10.0.0.7
+    tools: {jmeter: /opt/jmeter/bin/jmeter, python: "/srv/bench venv/bin/python3"}
+""")
+
+
+def test_a_generator_sets_where_its_tools_are(tmp_path):
+    s = scenario.load(write(tmp_path, HOST_TOOLS))
+    assert s.generator.tools == {"jmeter": "/opt/jmeter/bin/jmeter", "python": "/srv/bench venv/bin/python3"}
+    assert s.locations["hosts.generator.tools.python"] == f"{tmp_path / 's.yaml'}:5"
+    plan.expand(s)  # jmeter and python are programs adapters run
+
+
+@pytest.mark.parametrize("given, message", [
+    ("jmeter: jmeter",
+     r"s.yaml:5: hosts.generator.tools.jmeter: expected an absolute path on that host .*got 'jmeter'"),
+    ("jmeter: ~/jmeter", r"s.yaml:5: hosts.generator.tools.jmeter: expected an absolute path .*got '~/jmeter'"),
+    ('jmeter: "/opt/a\\nb"', r"s.yaml:5: hosts.generator.tools.jmeter: expected an absolute path .*got '/opt/a\\nb'"),
+    ("jmeter: [/a]", r"s.yaml:5: hosts.generator.tools.jmeter: expected a value, got a list"),
+    ('"../x": /opt/x', r"s.yaml:5: hosts.generator.tools.../x: not a valid name"),
+])
+def test_bad_tool_paths_name_their_line_and_key(tmp_path, given, message):
+    text = HOST_TOOLS.replace("jmeter: /opt/jmeter/bin/jmeter", given)
+    with pytest.raises(ScenarioError, match=message):
+        scenario.load(write(tmp_path, text))
+
+
+def test_a_tool_path_for_no_known_program_is_an_error(tmp_path):
+    s = scenario.load(write(tmp_path, HOST_TOOLS.replace("jmeter: /opt", "jmetr: /opt")))
+    with pytest.raises(ScenarioError, match=r"s.yaml:5: hosts.generator.tools.jmetr: no tool runs a program of that "
+                                            r"name \(known: ab, http_load, jmeter, python, siege\)"):
+        plan.expand(s)
+
+
+def test_only_the_generator_has_tools(tmp_path):
+    text = HOST_TOOLS.replace("  generator:\n", "  target:\n")
+    with pytest.raises(ScenarioError, match=r"s.yaml:5: hosts.target.tools: unknown key"):
+        scenario.load(write(tmp_path, text))

@@ -11,8 +11,9 @@ from typing import Iterator
 import pytest
 
 from conftest import need
-from toolbench.adapter import RawOutput
+from toolbench.adapter import Found, RawOutput
 from toolbench.adapters import siege
+from toolbench.hosts import LocalHost
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
 
@@ -49,7 +50,9 @@ def test_siege_ends_by_itself_against_a_server_answering_503(busy: str, tmp_path
     need("siege")
     cell = Cell(scenario="s", tool="siege", concurrency=100, keepalive=False, repetition=1, request=RequestSpec(),
                 stop=StopSpec(duration_s=2), timeout_s=LIMIT_S, url=busy)
-    inv = siege.ADAPTER.build(cell, tmp_path)
+    found = siege.ADAPTER.detect(LocalHost())
+    assert isinstance(found, Found), found
+    inv = siege.ADAPTER.build(cell, tmp_path, found)
     for name, text in inv.files.items():
         (tmp_path / name).write_text(text)
     assert "failures = 1024" in inv.files["siegerc"]

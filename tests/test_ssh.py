@@ -371,3 +371,55 @@ stop: {{requests: 50}}
     assert "GET /index.html" in (summary.run_dir / "targets" / "command" / "target.stderr.txt").read_text()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+@pytest.mark.integration
+def test_a_generator_laid_out_unlike_this_machine_runs_its_own_tools(sshd: Sshd, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generator's Python with toolbench and its JMeter are at paths of its own, given per
+    host in the scenario; the commands start those, not this machine's."""
+    from toolbench import runner, scenario, store
+    from toolbench.adapter import Missing
+    from toolbench.adapters import jmeter
+    from toolbench.schema import Status
+
+    opt = tmp_path / "opt"
+    opt.mkdir()
+    (opt / "bench-venv").symlink_to(sys.prefix)  # the venv under another name: its python finds pyvenv.cfg there
+    paths = {"engine": str(opt / "bench-venv" / "bin" / "python")}
+    homes = sorted(Path(__file__).resolve().parent.parent.joinpath(".tools").glob("jmeter-5.*/bin/ApacheJMeter.jar"))
+    if homes:
+        (opt / "apache-jmeter").symlink_to(homes[-1].parent.parent)
+        paths["jmeter"] = str(opt / "apache-jmeter" / "bin" / "jmeter")
+    # This machine's own places lead to no JMeter: only the path the scenario gives does.
+    monkeypatch.setenv("TOOLBENCH_TOOLS", str(tmp_path / "no-tools"))
+    monkeypatch.delenv("TOOLBENCH_JMETER_HOME", raising=False)
+    with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as remote:
+        if remote.which("jmeter") is None:
+            assert isinstance(jmeter.ADAPTER.detect(remote), Missing)
+    tools = {"python": paths["engine"], **({"jmeter": paths["jmeter"]} if "jmeter" in paths else {})}
+    text = f"""\
+name: elsewhere
+hosts:
+  generator:
+    address: 127.0.0.1
+    port: {sshd.port}
+    user: {sshd.user}
+    key: "{sshd.client_key}"
+    tools: {{{", ".join(f'{k}: "{v}"' for k, v in tools.items())}}}
+target: {{server: nginx-static}}
+matrix: {{tool: [{", ".join(paths)}], concurrency: [2]}}
+stop: {{requests: 200}}
+probe: {{enabled: false}}
+"""
+    path = tmp_path / "elsewhere.yaml"
+    path.write_text(text)
+    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
+    results = {r.identity.tool: r for r in store.RunDir.open(summary.run_dir).results()}
+    assert set(results) == set(paths)
+    for tool, program in paths.items():
+        result = results[tool]
+        assert result.outcome.status is Status.OK, result.outcome.error
+        assert result.measurement.counts.requests_ok == 200
+        command = (summary.run_dir / "raw" / result.identity.cell_id / "command.txt").read_text()
+        assert command.split()[0] == program, command

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import REPO
 from toolbench import plan, scenario
+from toolbench.adapter import Found
 from toolbench.adapters import locust
 from toolbench.errors import ScenarioError
 
@@ -40,8 +41,8 @@ def test_study_001s_locustfiles_are_copied_into_the_cell_as_they_are(tmp_path):
     cells = {p.cell.label: p.cell for p in plan.expand(s) if p.cell.keepalive}
     for variant, name in (("locust-urllib3", "urllib3_user.py"), ("locust-socket", "socket_user.py")):
         cell = cells[variant].at("http://127.0.0.1:8080")
-        assert locust.LocustAdapter().supports(cell).ok
-        built = locust.LocustAdapter().build(cell, tmp_path)
+        assert locust.ADAPTER.supports(cell).ok
+        built = locust.ADAPTER.build(cell, tmp_path, Found("/usr/bin/python3", "2.47.0"))
         assert built.files["locustfile.py"] == (STUDIES / "locustfiles" / name).read_text()
 
 

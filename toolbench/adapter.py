@@ -5,17 +5,20 @@ host's job. Core code finds adapters only through the `toolbench.adapters`
 entry-point group (see toolbench.registry), never by name."""
 from __future__ import annotations
 
+import abc
 import re
+import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from toolbench import names
-from toolbench.errors import AdapterError
+from toolbench.errors import AdapterError, HostError
 from toolbench.schema import Measurement
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
+    from toolbench.hosts import Captured, Host
     from toolbench.plan import Cell
 
 
@@ -58,26 +61,74 @@ class Support:
 SUPPORTED = Support(True)
 
 
-class Adapter(Protocol):
-    name: str
-    # Keys the scenario may set under `tools: {<name>: {...}}`, with their types.
-    option_types: Mapping[str, type]
+@dataclass(frozen=True)
+class Found:
+    """A tool as found on the host that will run it: the program to start there (a path
+    on that host) and the version it reports. build() puts `path` into the command."""
 
-    def detect(self, host: "Host") -> str | None:
-        """The tool's version on this host, or None when it is not installed."""
+    path: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Why a tool cannot run on a host, in one line: the tool_missing cell's error."""
+
+    reason: str
+
+
+Detection = Found | Missing
+
+
+class Adapter(abc.ABC):
+    """The contract every adapter implements. Core code reads nothing from an adapter
+    that is not declared here; the class attributes and the non-abstract methods are the
+    optional capabilities, with their defaults.
+
+    Building and parsing are pure: build() writes nothing, parse() reads only what it is
+    given and raises nothing but toolbench.errors.ParseError."""
+
+    name: ClassVar[str] = ""  # every adapter sets it; the registry refuses an adapter without one
+    # Keys the scenario may set under `tools: {<name>: {...}}`, with their types.
+    option_types: ClassVar[Mapping[str, type]] = {}
+    # Exit codes of a run that can be judged on its counts.
+    ok_exit_codes: ClassVar[tuple[int, ...]] = (0,)
+    # A tool known to hang now and then at the end of a run is killed at the hard limit
+    # and run again, at most this many more times.
+    retries_on_hang: ClassVar[int] = 0
+
+    @property
+    def program(self) -> str:
+        """The executable's name under a scenario's `hosts.<role>.tools`, where its path on
+        that host may be set; tools run as `python -m ...` say `python`."""
+        return self.name
+
+    @abc.abstractmethod
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        """The tool on this host, looked for where it is usually installed, or at `path`
+        (the scenario's path for it on that host) alone. A tool that is absent, or there but
+        unable to run, is Missing with the reason; only a failing host raises (HostError)."""
 
     def supports(self, cell: "Cell") -> Support:
         """Whether this tool can run the cell as planned, and why not."""
+        return SUPPORTED
 
-    def build(self, cell: "Cell", workdir: Path) -> Invocation:
-        """The command for the cell. Pure: writes nothing."""
+    @abc.abstractmethod
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
+        """The command for the cell, starting `found.path`. Pure: writes nothing."""
 
+    @abc.abstractmethod
     def parse(self, raw: RawOutput) -> Measurement:
         """Reads the tool's output. Pure; raises only toolbench.errors.ParseError."""
 
     def classify(self, path: Path, text: str) -> str:
         """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`;
         `text` is the head of the file (its first 64 KiB), as a result file may be huge."""
+        return "stdout"
+
+    def group_name(self, path: Path) -> str:
+        """The run a file belongs to, for `toolbench parse` (see group_by_suffix)."""
+        return group_by_suffix(path)
 
 
 def option(cell: "Cell", key: str, default: Any) -> Any:
@@ -92,13 +143,6 @@ def group_by_suffix(path: Path, suffixes: tuple[str, ...] = (".stderr.txt",)) ->
         if path.name.endswith(suffix):
             return str(path.parent / path.name[: -len(suffix)])
     return str(path.parent / path.stem)
-
-
-def group_of(adapter: Adapter, path: Path) -> str:
-    """An adapter whose tool names its files otherwise (Locust's X_stats.csv) says so
-    with an optional `group_name(path)`; every other adapter gets group_by_suffix."""
-    custom = getattr(adapter, "group_name", None)
-    return custom(path) if custom is not None else group_by_suffix(path)
 
 
 # The head of a file that tells what it is; a result file may be gigabytes.
@@ -122,11 +166,49 @@ def raw_from_files(adapter: Adapter, name: str, paths: list[Path]) -> RawOutput:
     return RawOutput(stdout=streams["stdout"], stderr=streams["stderr"], files=files, source=name)
 
 
-def version_from_output(host: "Host", argv: list[str], pattern: re.Pattern[str]) -> str | None:
-    """The version a tool prints about itself (on either stream), or None when the
-    program is not on the host's PATH or says nothing that matches."""
-    if host.which(argv[0]) is None:
-        return None
-    captured = host.capture(argv)
+def found_by_version(host: "Host", program: str, args: list[str], pattern: re.Pattern[str]) -> Detection:
+    """A tool that prints its version when asked (on either stream): `program` is a name
+    looked up on the host's PATH or a path on that host."""
+    path = host.which(program)
+    if path is None:
+        return missing_program(host, program)
+    try:
+        captured = host.capture([path, *args])
+    except HostError as exc:
+        return Missing(str(exc))
     match = pattern.search(captured.stdout + captured.stderr)
-    return match.group(1) if match else None
+    if match is None:
+        said = (captured.stdout.strip() or captured.stderr.strip()).splitlines()[-1:] or ["nothing"]
+        return Missing(f"{host.label}: {shlex.join([path, *args])} names no version (exit "
+                       f"{captured.exit_code}): {said[0][:200]}")
+    return Found(path, match.group(1))
+
+
+def missing_program(host: "Host", program: str) -> Missing:
+    if program.startswith("/"):
+        return Missing(f"{host.label}: {program}: no such executable")
+    return Missing(f"{program} is not installed on {host.label} (not on its PATH)")
+
+
+def found_python(host: "Host", path: str | None, module: str,
+                 version_of: Callable[["Captured"], str | None]) -> Detection:
+    """A tool run as `python -m <module>`: the first Python on the host whose module answers
+    `--version`. Without a path from the scenario, the interpreter running toolbench is tried
+    first (a host set up like this one has it at the same place), then python3 on the PATH."""
+    reasons = []
+    for candidate in [path] if path else [sys.executable, "python3"]:
+        exe = host.which(candidate)
+        if exe is None:
+            reasons.append(missing_program(host, candidate).reason)
+            continue
+        try:
+            captured = host.capture([exe, "-m", module, "--version"], timeout_s=30.0)
+        except HostError as exc:
+            reasons.append(str(exc))
+            continue
+        version = version_of(captured)
+        if version is not None:
+            return Found(exe, version)
+        said = (captured.stderr.strip() or captured.stdout.strip()).splitlines()[-1:] or ["no output"]
+        reasons.append(f"{exe} -m {module} --version: {said[0][:200]}")
+    return Missing(f"no Python with {module} on {host.label}: {'; '.join(reasons)}")

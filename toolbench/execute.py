@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolbench import monitor, probe, serving, store
-from toolbench.adapter import Adapter, RawOutput
+from toolbench.adapter import Adapter, Found, RawOutput
 from toolbench.hosts import Completed, Host, Running
 from toolbench.plan import Cell
 from toolbench.scenario import Scenario
@@ -25,7 +25,7 @@ class Watched:
     server: serving.CellWatch
 
 
-def execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
+def execute(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
             target: Serving) -> tuple[Completed, RawOutput, Watched]:
     """The tool runs in the host's workspace (on another machine, a folder there): its input
     files are staged there and its output files collected after, nothing to do on this
@@ -33,7 +33,7 @@ def execute(adapter: Adapter, cell: Cell, workdir: Path, host: Host, scenario: S
     tool_dir = host.workspace(workdir)
     outputs: list[str] = []  # nothing to collect should the build fail: the workspace goes all the same
     try:
-        invocation = adapter.build(cell, Path(tool_dir))
+        invocation = adapter.build(cell, Path(tool_dir), found)
         outputs = list(invocation.outputs.values())
         for name, content in invocation.files.items():
             (workdir / name).write_text(content)
@@ -95,19 +95,19 @@ def _watch(running: Running, timeout_s: float, mon: monitor.Monitor | None, prb:
     return running.wait(timeout_s)
 
 
-def execute_with_retries(adapter: Adapter, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
-                          run_dir: store.RunDir, target: Serving) -> tuple[Completed, RawOutput, Watched, list[str]]:
+def execute_with_retries(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
+                         run_dir: store.RunDir, target: Serving) -> tuple[Completed, RawOutput, Watched, list[str]]:
     """A tool known to hang now and then at the end of a run (`retries_on_hang`) is run
     again after a hang; the hung attempt's output is kept beside, and noted."""
-    attempts = 1 + int(getattr(adapter, "retries_on_hang", 0))
+    attempts = 1 + adapter.retries_on_hang
     hangs: list[str] = []
     for attempt in range(1, attempts + 1):
-        completed, raw, watched = execute(adapter, cell, workdir, host, scenario, target)
+        completed, raw, watched = execute(adapter, found, cell, workdir, host, scenario, target)
         if not completed.timed_out or attempt == attempts:
             break
         kept = workdir / f"hung-{attempt}"
         kept.mkdir(exist_ok=True)
-        stay = {"command.txt", *adapter.build(cell, workdir).files}  # what the next attempt needs
+        stay = {"command.txt", *adapter.build(cell, workdir, found).files}  # what the next attempt needs
         for path in list(workdir.iterdir()):
             if path.is_file() and path.name not in stay:
                 path.rename(kept / path.name)

@@ -62,6 +62,7 @@ def expand(scenario: Scenario) -> list[PlannedCell]:
     known = registry.adapters()
     resolved = {name: _resolve(scenario, i, name, known) for i, name in enumerate(scenario.matrix.tool)}
     _check_tools_section(scenario, known)
+    _check_tool_paths(scenario, known)
     m = scenario.matrix
     planned = []
     several = len(scenario.targets) > 1
@@ -129,3 +130,13 @@ def _check_tools_section(scenario: Scenario, known: dict[str, Adapter]) -> None:
             what = f"`use: {tool}` names no" if given.use else "unknown tool; a variant needs `use:` naming a"
             raise ScenarioError(f"{given.locations['']}: tools.{name}: {what} known tool ({', '.join(known)})")
         _options(scenario, name, known[tool])
+
+
+def _check_tool_paths(scenario: Scenario, known: dict[str, Adapter]) -> None:
+    """A path under `hosts.generator.tools` is for a program some adapter runs."""
+    programs = sorted({adapter.program for adapter in known.values()})
+    for program in scenario.generator.tools:
+        if program not in programs:
+            key = f"hosts.generator.tools.{program}"
+            raise ScenarioError(f"{scenario.locations.get(key, scenario.source)}: {key}: no tool runs a program "
+                                f"of that name (known: {', '.join(programs)})")

@@ -1,7 +1,8 @@
 """Finds adapters through the `toolbench.adapters` entry-point group, so a
 third-party adapter is registered exactly like a built-in one.
 
-An adapter that fails to load does not take the others down: it is listed as
+An entry point must name an instance of toolbench.adapter.Adapter, the one declared
+contract. An adapter that fails to load does not take the others down: it is listed as
 broken, with its error, and naming it in a scenario is an error."""
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ def _load_all() -> tuple[dict[str, Adapter], dict[str, str]]:
         except Exception as exc:  # a plug-in may fail in any way; it is reported, not raised
             broken[ep.name] = f"{ep.value} failed to load: {type(exc).__name__}: {exc}"
             continue
-        if getattr(adapter, "name", None) != ep.name:
-            broken[ep.name] = f"{ep.value} calls itself {getattr(adapter, 'name', None)!r}"
+        if not isinstance(adapter, Adapter):
+            broken[ep.name] = f"{ep.value} is a {type(adapter).__name__}, not a toolbench.adapter.Adapter"
+            continue
+        if adapter.name != ep.name:
+            broken[ep.name] = f"{ep.value} calls itself {adapter.name!r}"
             continue
         found[ep.name] = adapter
     return dict(sorted(found.items())), broken

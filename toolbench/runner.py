@@ -14,7 +14,7 @@ from typing import Protocol
 
 from toolbench import (derive, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe, registry,
                        serving, ssh, store)
-from toolbench.adapter import Adapter, RawOutput
+from toolbench.adapter import Adapter, Detection, Found, Missing, RawOutput
 from toolbench.execute import Watched, execute_with_retries
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
 from toolbench.hosts import Completed, Host, LocalHost
@@ -126,7 +126,7 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
     complete, interrupted, or failed with the error."""
     try:
         done = run_dir.finished_cells() if resumed else set()
-        found = _detect_tools(host, {c.cell.tool for c in cells})
+        found = _detect_tools(scenario, host, {c.cell.tool for c in cells})
         if resumed is None:
             run_dir.write_manifest(_manifest(scenario, host, found, checked))
         else:
@@ -155,12 +155,6 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
     return RunSummary(run_dir.path, len(run_dir.results()), interrupted)
 
 
-@dataclass(frozen=True)
-class ToolFound:
-    version: str | None
-    why_not: str = ""  # when version is None: what detection said
-
-
 @dataclass
 class _Progress:
     index: int = 0  # cells seen, for the observer
@@ -168,7 +162,7 @@ class _Progress:
 
 
 def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
-                   found: dict[str, ToolFound], starter: TargetStarter, observer: Observer) -> bool:
+                   found: dict[str, Detection], starter: TargetStarter, observer: Observer) -> bool:
     """Each target in turn, started for its cells and stopped after them. A target that
     fails to start fails its cells with the reason, and the other targets run. True when
     the run was interrupted."""
@@ -199,10 +193,10 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
 
 
 def _fail_cells(scenario: Scenario, cells: list[PlannedCell], target: str, why: str, run_dir: store.RunDir,
-                found: dict[str, ToolFound], observer: Observer, progress: _Progress) -> None:
+                found: dict[str, Detection], observer: Observer, progress: _Progress) -> None:
     for planned in cells:
         observer.cell_started(progress.index, planned.cell)
-        identity = _identity(scenario, planned.cell, found[planned.cell.tool].version, target)
+        identity = _identity(scenario, planned.cell, _version(found[planned.cell.tool]), target)
         result = _not_runnable(planned, found[planned.cell.tool], identity) or RunResult(
             identity, Outcome(Status.FAILED, error=why))
         run_dir.append(result)
@@ -211,11 +205,11 @@ def _fail_cells(scenario: Scenario, cells: list[PlannedCell], target: str, why: 
 
 
 def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
-               found: dict[str, ToolFound], target: Serving, observer: Observer, progress: _Progress) -> bool:
+               found: dict[str, Detection], target: Serving, observer: Observer, progress: _Progress) -> bool:
     for planned in todo:
         cell = planned.cell.at(target.running.base_url)
         observer.cell_started(progress.index, cell)
-        runnable = planned.support.ok and found[cell.tool].version is not None
+        runnable = planned.support.ok and isinstance(found[cell.tool], Found)
         started_at = store.utc_now()
         try:
             if runnable and progress.last_ran and scenario.cooldown_s:
@@ -224,7 +218,7 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
         except KeyboardInterrupt:
             # Stopped outside the tool's run (its baseline, its parse): the cell is stored as
             # interrupted all the same, so that --resume runs it again.
-            result = RunResult(_identity(scenario, cell, found[cell.tool].version, target.name),
+            result = RunResult(_identity(scenario, cell, _version(found[cell.tool]), target.name),
                                Outcome(Status.INTERRUPTED, error="interrupted before the cell ended"),
                                Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
         progress.last_ran = runnable
@@ -244,27 +238,32 @@ def _identity(scenario: Scenario, cell: Cell, version: str | None, target: str) 
         rate_rps=cell.rate_rps, variant=cell.variant)
 
 
-def _not_runnable(planned: PlannedCell, found: ToolFound, identity: Identity) -> RunResult | None:
+def _version(found: Detection) -> str | None:
+    return found.version if isinstance(found, Found) else None
+
+
+def _not_runnable(planned: PlannedCell, found: Detection, identity: Identity) -> RunResult | None:
     if not planned.support.ok:
         return RunResult(identity, Outcome(Status.UNSUPPORTED, error=planned.support.reason))
-    if found.version is None:
-        return RunResult(identity, Outcome(Status.TOOL_MISSING, error=found.why_not))
+    if isinstance(found, Missing):
+        return RunResult(identity, Outcome(Status.TOOL_MISSING, error=found.reason))
     return None
 
 
 def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
-             found: ToolFound, target: Serving) -> RunResult:
-    version = found.version
+             found: Detection, target: Serving) -> RunResult:
+    version = _version(found)
     identity = _identity(scenario, cell, version, target.name)
     skipped = _not_runnable(planned, found, identity)
     if skipped is not None:
         return skipped
+    assert isinstance(found, Found), "_not_runnable() stops a Missing tool"
     adapter = registry.get(cell.tool)
     workdir = run_dir.cell_dir(cell.id)
     started_at = store.utc_now()
     try:
-        completed, raw, watched, hangs = execute_with_retries(adapter, cell, workdir, host, scenario, run_dir,
-                                                              target)
+        completed, raw, watched, hangs = execute_with_retries(adapter, found, cell, workdir, host, scenario,
+                                                              run_dir, target)
     except HostError as exc:
         return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
                          Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
@@ -279,7 +278,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     measurement, parse_error = _parse(adapter, raw)
     status, error = derive.judge(measurement, completed.exit_code, timed_out=completed.timed_out,
                                  interrupted=completed.interrupted, timeout_s=cell.timeout_s,
-                                 stderr=raw.stderr, ok_exit_codes=getattr(adapter, "ok_exit_codes", (0,)),
+                                 stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes,
                                  wall_s=completed.wall_s, reach=_reach_if_nothing_counted(measurement, completed, cell))
     if parse_error and status is Status.OK:
         status, error = Status.FAILED, parse_error
@@ -336,15 +335,21 @@ def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | 
         return None, str(exc)
 
 
-def _detect_tools(host: Host, tools: set[str]) -> dict[str, ToolFound]:
-    found = {}
+def _detect_tools(scenario: Scenario, host: Host, tools: set[str]) -> dict[str, Detection]:
+    """Each tool looked for on the host that runs it: at the path the scenario gives for its
+    program on that host (`hosts.generator.tools`), else where it is usually installed."""
+    found: dict[str, Detection] = {}
     for tool in sorted(tools):
+        adapter = registry.get(tool)
+        path = scenario.generator.tools.get(adapter.program)
         try:
-            version = registry.get(tool).detect(host)
-        except HostError as exc:
-            found[tool] = ToolFound(None, str(exc))
-            continue
-        found[tool] = ToolFound(version, "" if version else f"{tool} is not installed on {host.label}")
+            detection = adapter.detect(host, path)
+        except HostError as exc:  # the host failed (a lost connection), not the tool
+            detection = Missing(str(exc))
+        if isinstance(detection, Missing) and path is not None:
+            key = f"hosts.generator.tools.{adapter.program}"
+            detection = Missing(f"{scenario.locations.get(key, scenario.source)}: {key}: {detection.reason}")
+        found[tool] = detection
     return found
 
 
@@ -356,7 +361,7 @@ def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:
         raise ToolbenchError(f"{run_dir.path}: this run was started with {said}; resume it the same way")
 
 
-def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
+def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection],
               prerequisites: manifest.Prerequisites) -> manifest.Manifest:
     facts = host.facts()
     return manifest.Manifest(
@@ -366,7 +371,7 @@ def _manifest(scenario: Scenario, host: Host, found: dict[str, ToolFound],
         started_at=store.utc_now(),
         environment=manifest.Environment(host=host.label, **dataclasses.asdict(facts),
                                          python=platform.python_version(), argv=list(sys.argv)),
-        tools=[manifest.ToolRecord(tool, f.version) for tool, f in sorted(found.items())],
+        tools=[manifest.ToolRecord(tool, _version(f)) for tool, f in sorted(found.items())],
         prerequisites=prerequisites,
         observation=manifest.Observation(monitor=manifest.MonitorSettings(**dataclasses.asdict(scenario.monitor)),
                                          probe=manifest.ProbeSettings(**dataclasses.asdict(scenario.probe))),

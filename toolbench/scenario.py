@@ -18,12 +18,14 @@ COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or 
 
 @dataclass(frozen=True)
 class HostSpec:
-    """`local`, or a machine reached over SSH."""
+    """`local`, or a machine reached over SSH; `tools` sets where a program is on that
+    machine (program -> absolute path there), for a host laid out unlike this one."""
 
     address: str = "local"
     port: int = 22
     user: str | None = None
     key: str | None = None
+    tools: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_local(self) -> bool:
@@ -153,7 +155,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
             raise root.error(f"missing required key {required!r}")
     locations: dict[str, str] = {}
     targets = _targets(root, top)
-    hosts = _hosts(top["hosts"]) if "hosts" in top else {}
+    hosts = _hosts(top["hosts"], locations) if "hosts" in top else {}
     return Scenario(
         name=top["name"].name(),
         source=str(path),
@@ -179,7 +181,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
     )
 
 
-def _hosts(node: Node) -> dict[str, HostSpec]:
+def _hosts(node: Node, locations: dict[str, str]) -> dict[str, HostSpec]:
     hosts = {}
     for role, child in node.items(("generator", "target")).items():
         if not isinstance(child.node, yamlread.yaml.MappingNode):
@@ -187,7 +189,9 @@ def _hosts(node: Node) -> dict[str, HostSpec]:
                 raise child.error("expected `local` or a mapping with address, port, user, key")
             hosts[role] = HostSpec()
             continue
-        keys = child.items(("address", "port", "user", "key"))
+        # Only the generator runs load tools; the target host runs the target alone.
+        keys = child.items(("address", "port", "user", "key", "tools") if role == "generator"
+                           else ("address", "port", "user", "key"))
         if "address" not in keys:
             raise child.error("missing required key 'address'")
         hosts[role] = HostSpec(
@@ -195,8 +199,26 @@ def _hosts(node: Node) -> dict[str, HostSpec]:
             port=keys["port"].positive_int() if "port" in keys else 22,
             user=keys["user"].string() if "user" in keys else None,
             key=keys["key"].string() if "key" in keys else None,
+            tools=_tool_paths(keys["tools"], locations) if "tools" in keys else {},
         )
     return hosts
+
+
+def _tool_paths(node: Node, locations: dict[str, str]) -> dict[str, str]:
+    """`{jmeter: /opt/jmeter/bin/jmeter, python: /usr/bin/python3}`: paths on that host,
+    passed to it as one argument each, never through a shell. Whether a program name is one
+    an adapter runs is checked with the adapters (toolbench.plan)."""
+    paths = {}
+    for program, child in node.items().items():
+        if why := names.problem(program):
+            raise child.error(why)
+        path = child.string()
+        if not path.startswith("/") or not path.isprintable() or len(path) > 4096:
+            raise child.error(f"expected an absolute path on that host (starting with /, printable, "
+                              f"at most 4096 characters), got {path!r}")
+        paths[program] = path
+        locations[child.path] = f"{child.file}:{child.line}"
+    return paths
 
 
 def _prerequisites(node: Node) -> Prerequisites:

@@ -309,7 +309,7 @@ class Outcome:
 
 # Metric names that carry a fidelity entry: the dotted path of the field in Measurement.
 METRICS: frozenset[str] = frozenset(
-    [f"timing.duration_s", "rates.rps", "rates.rps_derived", "rates.rps_ok"]
+    ["timing.duration_s", "rates.rps", "rates.rps_derived", "rates.rps_ok"]
     + [f"counts.{f}" for f in ("requests_total", "requests_ok", "requests_failed", "status_codes")]
     + [f"counts.failures.{f.name}" for f in dataclasses.fields(Failures)]
     + [f"transfer.{f.name}" for f in dataclasses.fields(Transfer)]

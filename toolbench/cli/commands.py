@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 
 from toolbench import derive, invariants, registry, store
-from toolbench.adapter import Adapter, group_of, raw_from_files
+from toolbench.adapter import Adapter, Found, raw_from_files
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError
 from toolbench.schema import Identity, Outcome, RunResult
 
@@ -88,7 +88,7 @@ def _group(adapter: Adapter, paths: list[Path]) -> dict[str, list[Path]]:
         if not path.is_file():
             raise ToolbenchError(f"{path}: no such file")
         try:
-            name = group_of(adapter, path)
+            name = adapter.group_name(path)
         except Exception as exc:  # a plug-in's group_name() may fail in any way
             raise ParserCrash(adapter.name, exc) from exc
         groups.setdefault(name, []).append(path)
@@ -116,13 +116,9 @@ def tools(args: argparse.Namespace) -> int:
 
     host = LocalHost()
     for name, adapter in registry.adapters().items():
-        try:
-            version = adapter.detect(host)
-        except ToolbenchError as exc:
-            version, why = None, str(exc)
-        else:
-            why = "not found"
-        print(f"{name:<12} {version if version else '- (' + why + ')'}")
+        found = adapter.detect(host)
+        shown = f"{found.version}  {found.path}" if isinstance(found, Found) else f"- ({found.reason})"
+        print(f"{name:<12} {shown}")
     for name, why in registry.broken().items():
         print(f"{name:<12} - (adapter broken: {why})")
     return 0
