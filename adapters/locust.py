@@ -56,7 +56,9 @@ class LocustAdapter(Adapter):
     name = "locust"
     # processes: 1 runs one process; N >= 2 runs a master and N workers on this
     # machine (--processes N); -1 is one worker per core.
-    option_types = {"user_class": str, "processes": int, "timeout_s": int}
+    # locustfile: a file beside the scenario whose own User classes run instead of the bundled
+    # one; it is copied into the cell's folder as is, and reads the cell from locust_params.json.
+    option_types = {"user_class": str, "processes": int, "timeout_s": int, "locustfile": Path}
 
     program = "python"  # run as `python -m locust`: the path is the Python's
 
@@ -78,6 +80,9 @@ class LocustAdapter(Adapter):
         if cell.stop.requests_per_connection is not None:
             return Support(False, "Locust's users share one request budget here; none stops after its own "
                                   "N requests, so a stop per connection is not supported")
+        if option(cell, "locustfile", None) and cell.stop.duration_s is None:
+            return Support(False, "a locustfile of the scenario's own times its requests itself; it runs "
+                                  "for a duration (its users do not share toolbench's request budget)")
         if cell.stop.requests is not None and processes != 1:
             return Support(False, "a stop after N requests is counted inside one Locust process; "
                                   "with several worker processes it is not supported")
@@ -105,8 +110,10 @@ class LocustAdapter(Adapter):
         processes = option(cell, "processes", 1)
         if processes != 1:
             args += ["--processes", str(processes)]
+        given = option(cell, "locustfile", None)
+        source = Path(given).read_text(encoding="utf-8") if given else locustfile()
         return Invocation(argv=[found.path, "-m", "locust", *args],
-                          files={LOCUSTFILE: locustfile(), PARAMS: parameters(cell, path)},
+                          files={LOCUSTFILE: source, PARAMS: parameters(cell, path)},
                           outputs=dict(OUTPUTS))
 
     def classify(self, path: Path, text: str) -> str:

@@ -155,6 +155,14 @@ def test_a_live_run_of_r_sends_n_requests_per_connection(tmp_path, nginx):
     assert m.counts.requests_total == 4 * 5 and m.counts.requests_failed == 0
 
 
+def test_a_response_time_above_the_longest_transaction_is_no_mean_and_is_left_out():
+    # Recorded from study 000's quick run: nginx's limit_req answered 1914 of 2000 with 503.
+    m = parse("4.0.7-limit-req-503")
+    assert m.counts.requests_ok == 86 and m.counts.requests_failed == 1914
+    assert m.latency.mean_ms is None and m.latency.max_ms == 360.0
+    assert any("is no mean and is left out" in n for n in m.notes)
+
+
 @pytest.mark.parametrize("case", ["4.0.4-seed-gunicorn-w1-sync-c1000", "4.0.7-benchmark-j", "4.0.7-refused"])
 def test_siege_own_concurrency_and_availability_are_kept(case):
     m = invariants.check(parse(case))

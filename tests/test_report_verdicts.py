@@ -288,3 +288,15 @@ def test_charts_keep_one_series_per_target_and_tool_and_a_single_target_run_has_
                       "siege on tiny, keep-alive on"}
     assert "ab on nginx, keep-alive on" in section(data, "throughput").figures[0].svg
     assert all(s.id != "targets" for s in build("tie").sections)
+
+
+def test_a_run_that_compares_targets_answers_which_target_first() -> None:
+    # The recorded two-target run, as a scenario with `compare: targets` would have stored it.
+    plain = views("two-targets")
+    asked = [dataclasses.replace(v, manifest=dataclasses.replace(
+        v.manifest, scenario=dataclasses.replace(v.manifest.scenario, compare="targets"))) for v in plain]
+    (tools,), (targets,) = model.build(plain).verdicts, model.build(asked).verdicts
+    assert not tools.headline.startswith("No target")
+    assert targets.headline.startswith("No target served more than another beyond the noise in either like-for-like "
+                                       "comparison (same tool, concurrency and keep-alive); the highest was ")
+    assert "Across targets, for each tool" not in targets.headline  # said once, as the answer

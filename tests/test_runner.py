@@ -14,6 +14,7 @@ from conftest import REPO, need
 from toolbench import runner, scenario, store
 from toolbench.adapter import Adapter, Found, Invocation
 from toolbench.hosts import LocalHost
+from toolbench.errors import ToolbenchError
 from toolbench.manifest import RunStatus
 from toolbench.schema import Status
 
@@ -78,6 +79,18 @@ def test_resume_skips_the_cells_already_measured(tmp_path):
     lines = (again.run_dir / "results.jsonl").read_text().splitlines()
     assert lines[0] == before.strip()  # the measured cell is kept as it was, not run again
     assert [json.loads(line)["identity"]["cell_id"] for line in lines] == ["ab-c4-ka-rep1", "ab-c8-ka-rep1"]
+
+
+def test_a_run_resumes_only_with_the_profile_it_started_with(tmp_path):
+    need("ab")
+    text = (QUICK.format(rate="[null]").replace("[ab, siege]", "[ab]").replace("[true, false]", "[true]")
+            + "profiles:\n  quick: {stop: {requests: 20}}\n")
+    path = write_scenario(tmp_path, text)
+    first = runner.run(scenario.load(path, "quick"), tmp_path / "reports")
+    assert store.RunDir.open(first.run_dir).manifest().scenario.profile == "quick"
+    with pytest.raises(ToolbenchError, match="started with --profile quick; resume it the same way"):
+        runner.run(scenario.load(path), tmp_path / "reports", resume=first.run_dir)
+    assert store.RunDir.open(first.run_dir).manifest().status is RunStatus.COMPLETE  # still resumable
 
 
 def test_the_hard_timeout_kills_the_whole_process_tree(tmp_path):

@@ -26,6 +26,8 @@ class ScenarioRecord:
     description: str = ""
     source: str | None = None  # the file it was read from
     text: str | None = None  # the scenario as it was given
+    profile: str | None = None  # the profile applied (`--profile`), if any
+    compare: str = "tools"  # what the scenario compares: tools or targets
 
 
 @dataclass(frozen=True)

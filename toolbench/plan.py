@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from toolbench import registry
@@ -93,15 +94,32 @@ def _options(scenario: Scenario, name: str, adapter: Adapter) -> dict[str, Any]:
     given = scenario.tools.get(name)
     if given is None:
         return {}
+    resolved = dict(given.values)
     for key, value in given.values.items():
         where = given.locations[key]
         if key not in adapter.option_types:
             allowed = ", ".join(adapter.option_types) or "none"
             raise ScenarioError(f"{where}: tools.{name}.{key}: unknown option (expected: {allowed})")
         want = adapter.option_types[key]
+        if want is Path:
+            resolved[key] = _scenario_file(scenario, f"{where}: tools.{name}.{key}", value)
+            continue
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
             raise ScenarioError(f"{where}: tools.{name}.{key}: expected {want.__name__}, got {value!r}")
-    return dict(given.values)
+    return resolved
+
+
+def _scenario_file(scenario: Scenario, where: str, value: Any) -> str:
+    """An option naming a file (a locustfile): relative to the scenario's folder and inside it."""
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f"{where}: expected a file name relative to the scenario, got {value!r}")
+    folder = Path(scenario.source).resolve().parent
+    path = (folder / value).resolve()
+    if not path.is_relative_to(folder):
+        raise ScenarioError(f"{where}: {value!r} is outside the scenario's folder {folder}")
+    if not path.is_file():
+        raise ScenarioError(f"{where}: {value!r}: no such file beside the scenario")
+    return str(path)
 
 
 def _check_tools_section(scenario: Scenario, known: dict[str, Adapter]) -> None:

@@ -96,6 +96,8 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
     if prereq.blocking(findings) and not go_on:
         raise prereq.refusal(findings, scenario.source)
     run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)
+    if resume:
+        _same_profile(scenario, run_dir)  # before anything is written: the run stays resumable
     with run_dir.lock():
         try:
             left = lifeline.stop_leftovers(run_dir.path / lifeline.LEDGER) if resume else []
@@ -351,12 +353,21 @@ def _detect_tools(scenario: Scenario, host: Host, tools: set[str]) -> dict[str, 
     return found
 
 
+def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:
+    """A resumed run keeps the profile it started with: another would plan other cells."""
+    was = run_dir.manifest().scenario.profile
+    if was != scenario.profile:
+        said = f"--profile {was}" if was else "no --profile"
+        raise ToolbenchError(f"{run_dir.path}: this run was started with {said}; resume it the same way")
+
+
 def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection],
               prerequisites: manifest.Prerequisites) -> manifest.Manifest:
     facts = host.facts()
     return manifest.Manifest(
         scenario=manifest.ScenarioRecord(name=scenario.name, description=scenario.description,
-                                         source=scenario.source, text=scenario.raw_text),
+                                         source=scenario.source, text=scenario.raw_text,
+                                         profile=scenario.profile, compare=scenario.compare),
         started_at=store.utc_now(),
         environment=manifest.Environment(host=host.label, **dataclasses.asdict(facts),
                                          python=platform.python_version(), argv=list(sys.argv)),

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from toolbench import httpvalues, names, yamlread
+from toolbench import httpvalues, names, profiles, yamlread
 from toolbench.servers.spec import TargetSpec, parse_target
 from toolbench.yamlread import Node
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
-            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools")
+            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,9 @@ class Scenario:
     tools: dict[str, ToolOptions] = field(default_factory=dict)
     locations: dict[str, str] = field(default_factory=dict)  # key path -> "file:line"
     raw_text: str = ""
+    compare: str = "tools"
+    profile: str | None = None  # the profile applied, if any
+    profiles: tuple[str, ...] = ()  # every profile the file declares
 
     def cell_timeout_s(self) -> float:
         """A hard limit that a healthy run never reaches."""
@@ -130,10 +134,22 @@ class Scenario:
         return 300.0
 
 
-def load(path: str | Path) -> Scenario:
+def load(path: str | Path, profile: str | None = None) -> Scenario:
+    """The scenario in `path`, with `profile`'s overrides when given. Every declared profile
+    is checked, not only the one asked for, so a broken profile fails validation."""
     path = Path(path)
     root = yamlread.load(path)
     top = root.items(TOP_KEYS)
+    declared = profiles.declared(top, TOP_KEYS)
+    for name in declared:
+        _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared))
+    if profile is not None:
+        top = profiles.merged(top, declared, profile, str(path))
+    return _parse(path, root, top, profile, tuple(declared))
+
+
+def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
+           declared: tuple[str, ...]) -> Scenario:
     for required in ("name", "matrix"):
         if required not in top:
             raise root.error(f"missing required key {required!r}")
@@ -159,6 +175,9 @@ def load(path: str | Path) -> Scenario:
         tools=_tools(top["tools"]) if "tools" in top else {},
         locations=locations,
         raw_text=path.read_text(encoding="utf-8"),
+        compare=top["compare"].choice(COMPARES) if "compare" in top else "tools",
+        profile=profile,
+        profiles=declared,
     )
 
 

@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from toolbench.report import render
 
     with StopOnSignals() as stop:
-        loaded = scenario.load(args.scenario)
+        loaded = scenario.load(args.scenario, args.profile)
         show = not args.no_progress and sys.stderr.isatty()
         try:
             with ProgressObserver(enabled=show) as observer:
@@ -47,13 +47,16 @@ def run(args: argparse.Namespace) -> int:
 def validate(args: argparse.Namespace) -> int:
     from toolbench import plan, scenario
 
-    loaded = scenario.load(args.scenario)
+    loaded = scenario.load(args.scenario, args.profile)
+    for other in loaded.profiles:  # a tool option in any profile is checked too, not only the one asked for
+        plan.expand(scenario.load(args.scenario, other))
     cells = plan.expand(loaded)
     unsupported = [c for c in cells if not c.support.ok]
     for planned in cells:
         state = "run" if planned.support.ok else f"unsupported: {planned.support.reason}"
         print(f"  {planned.cell.id:<32} {state}")
-    print(f"{args.scenario}: ok, {len(cells)} cells, {len(unsupported)} unsupported")
+    profile = f" (profile {loaded.profile})" if loaded.profile else ""
+    print(f"{args.scenario}{profile}: ok, {len(cells)} cells, {len(unsupported)} unsupported")
     return 0
 
 

@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", type=Path)
     p.add_argument("-o", "--reports", type=Path, default=Path("reports"), help="where run folders land (default: reports/)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping the cells it has")
+    p.add_argument("--profile", metavar="NAME", help="apply one of the scenario's `profiles:` (e.g. quick)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (the default when not on a terminal)")
     p.add_argument("--go-on", "--ignore-prerequisites", dest="go_on", action="store_true",
                    help="run even when a required prerequisite is unmet (the manifest says so)")
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check a scenario and show its plan")
     p.add_argument("scenario", type=Path)
+    p.add_argument("--profile", metavar="NAME", help="apply one of the scenario's `profiles:`")
     p.set_defaults(func=commands.validate)
 
     p = sub.add_parser("parse", help="normalize existing tool output, running nothing")

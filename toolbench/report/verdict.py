@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from toolbench import stats
 from toolbench.manifest import RunStatus
-from toolbench.report import fmt, targets
+from toolbench.report import answer, fmt, targets
 from toolbench.report.bounds import Bound
 from toolbench.report.context import Context, RunView
 from toolbench.report.groups import Series
@@ -47,7 +47,12 @@ def verdicts(ctx: Context) -> list[RunVerdict]:
 def _run_verdict(run: RunView, comps: list[Comparison], series: list[Series],
                  on_targets: list[TargetComparison]) -> RunVerdict:
     cells = [cell for comp in comps for cell in comp.cells]
-    headline = " ".join(s for s in (_headline(run, comps), targets.headline(on_targets)) if s)
+    if answer.question(run) == "targets":
+        several_tools = len({c.tool for c in cells}) > 1
+        headline = " ".join(s for s in (answer.targets(on_targets), _headline(run, comps) if several_tools else "")
+                            if s)
+    else:
+        headline = " ".join(s for s in (_headline(run, comps), targets.headline(on_targets)) if s)
     topics = (Topic("Targets", tuple(targets.sentences(on_targets, MAX_LISTED))),
               Topic("Like for like", tuple(_ranking(comps))), Topic("Limits", tuple(_limits(cells))),
               Topic("Cost", tuple(_cost(comps, cells))), Topic("Truthfulness", tuple(_truth([c.truth for c in cells]))),
