@@ -52,7 +52,7 @@ def measured(run: store.RunDir, scenario: str, cell: Recorded) -> RunResult:
     raw, paths = raw_output(cell.tool, cell.case)
     adapter = registry.get(cell.tool)
     measurement = invariants.parse_checked(adapter, raw)
-    status, error = derive.judge(measurement, 0, timed_out=False, interrupted=False, timeout_s=30, stderr=raw.stderr)
+    status, error = derive.cell_status(measurement, 0, timed_out=False, interrupted=False, timeout_s=30, stderr=raw.stderr)
     cell_id = f"{cell.tool}-c{cell.concurrency}-{'ka' if cell.keepalive else 'close'}-rep{cell.repetition}"
     folder = run.cell_dir(cell_id)
     artifacts = []

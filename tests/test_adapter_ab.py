@@ -8,7 +8,7 @@ from conftest import recorded
 from toolbench import invariants
 from toolbench.adapter import Found
 from toolbench.adapters import ab
-from toolbench.derive import complete, judge
+from toolbench.derive import cell_status, complete
 from toolbench.errors import ParseError
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
@@ -63,7 +63,7 @@ def test_non_2xx_responses_are_failures_not_successes():
     assert m.counts.requests_total == 1000
     assert m.counts.requests_ok == 0
     assert m.counts.failures.http == 1000
-    status, error = judge(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="")
+    status, error = cell_status(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="")
     assert status is Status.FAILED and "no successful request: 1000 http" in error
 
 
@@ -78,7 +78,7 @@ def test_refused_connection_leaves_a_partial_header_and_no_counts():
     m = complete(ab.parse(raw))
     assert m.counts.requests_total is None and m.rates.rps is None  # absent, not 0
     assert "Connection refused (111)" in m.notes[-1]
-    status, error = judge(m, 111, timed_out=False, interrupted=False, timeout_s=10, stderr=raw.stderr)
+    status, error = cell_status(m, 111, timed_out=False, interrupted=False, timeout_s=10, stderr=raw.stderr)
     assert status is Status.FAILED and error == "exit code 111: apr_socket_recv: Connection refused (111)"
 
 

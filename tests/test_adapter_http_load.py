@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES, REPO, recorded
 from toolbench.adapter import Found, Missing, RawOutput
 from toolbench.adapters import http_load
-from toolbench.derive import complete, judge
+from toolbench.derive import cell_status, complete
 from toolbench.errors import ParseError
 from toolbench.hosts import Captured
 from toolbench.plan import Cell
@@ -26,7 +26,7 @@ def parse(case: str):
 
 def verdict(case: str) -> Status:
     raw = recorded("http_load", f"27jun2014-{case}")
-    status, _ = judge(complete(http_load.parse(raw)), 0, timed_out=False, interrupted=False,
+    status, _ = cell_status(complete(http_load.parse(raw)), 0, timed_out=False, interrupted=False,
                       timeout_s=10, stderr=raw.stderr)
     return status
 

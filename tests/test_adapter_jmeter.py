@@ -12,7 +12,7 @@ from toolbench import histogram
 from toolbench.adapter import Found, Missing
 from toolbench.adapters import jmeter, jmeter_jtl, jmeter_reader
 from toolbench.adapters.jmeter_reader import read_jtl
-from toolbench.derive import complete, judge
+from toolbench.derive import cell_status, complete
 from toolbench.errors import ParseError
 from toolbench.hosts import Captured, LocalHost
 from toolbench.plan import Cell
@@ -30,7 +30,7 @@ def parse(case: str, jtl: bool = True, stdout: bool = True):
 
 
 def outcome(m) -> Status:
-    return judge(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="")[0]
+    return cell_status(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="")[0]
 
 
 def test_csv_jtl_with_the_5x_header():
@@ -79,7 +79,7 @@ def test_refused_connections_are_connect_failures(case):
     # `bytes` of a refused sample is JMeter's stack trace (2587 or 1926), not a response.
     assert m.transfer.received_bytes == 0
     assert m.latency.ttfb_mean_ms is None  # no sample got a response
-    status, error = judge(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="")
+    status, error = cell_status(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="")
     assert status is Status.FAILED and "200 connect" in error
 
 

@@ -11,7 +11,7 @@ from conftest import FIXTURES, REPO
 from toolbench import histogram
 from toolbench.adapter import Found, Missing, RawOutput
 from toolbench.adapters import locust
-from toolbench.derive import complete, judge
+from toolbench.derive import cell_status, complete
 from toolbench.errors import ParseError
 from toolbench.plan import Cell
 from toolbench.scenario import RequestSpec, StopSpec
@@ -40,7 +40,7 @@ def verdict(case: str, **kwargs) -> tuple[Status, str | None]:
         m = complete(locust.parse(r))
     except ParseError:
         m = None
-    return judge(m, r.exit_code, timed_out=False, interrupted=False, timeout_s=10, stderr=r.stderr)
+    return cell_status(m, r.exit_code, timed_out=False, interrupted=False, timeout_s=10, stderr=r.stderr)
 
 
 def test_single_process_json_is_preferred_to_the_lagging_csv():

@@ -10,7 +10,7 @@ from conftest import recorded
 from toolbench import invariants
 from toolbench.adapter import Found, Missing, RawOutput
 from toolbench.adapters import siege
-from toolbench.derive import complete, judge
+from toolbench.derive import cell_status, complete
 from toolbench.errors import ParseError
 from toolbench.hosts import LocalHost
 from toolbench.plan import Cell
@@ -23,7 +23,7 @@ def parse(case: str, **files: str):
 
 
 def ok(m) -> tuple[Status, str | None]:
-    return judge(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="")
+    return cell_status(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="")
 
 
 def test_text_summary_on_stderr():

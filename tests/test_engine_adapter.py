@@ -13,7 +13,7 @@ from toolbench.adapters.engine import ADAPTER
 
 from toolbench import histogram, registry
 from toolbench.engine.options import EngineError, EngineOptions, Target, parse_duration, request_bytes, split, validate
-from toolbench.engine.stats import Recorder
+from toolbench.engine.recorder import Recorder
 from toolbench.errors import ParseError
 from toolbench.plan import Cell
 from toolbench.report import fmt

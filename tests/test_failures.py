@@ -6,7 +6,7 @@ import pytest
 from toolbench import failures
 from toolbench.adapters import http_load, jmeter_agg, locust_output, siege
 from toolbench.engine import result as engine_result
-from toolbench.engine.stats import FAILURE_KINDS
+from toolbench.engine.recorder import FAILURE_KINDS
 
 TABLES = {"locust": locust_output.FAILURE_TABLE, "jmeter": jmeter_agg.FAILURE_TABLE,
           "siege": siege.FAILURE_TABLE, "http_load": http_load.FAILURE_TABLE,

@@ -16,7 +16,7 @@ import pytest
 import report_data
 from toolbench import store
 from toolbench.manifest import Manifest, ScenarioRecord
-from toolbench.report import compare, errors, fmt, model, render, truth
+from toolbench.report import compare, failed_requests, fmt, model, render, truth
 from toolbench.report.context import Context
 from toolbench.schema import Failures
 
@@ -190,7 +190,7 @@ def test_the_probe_judgement_is_used_when_the_probe_recorded_one(runs: dict[str,
 
 
 def test_errors_table_shows_every_failure_class_and_leaves_out_cells_not_run(runs: dict[str, Path]) -> None:
-    assert {f.name for f in dataclasses.fields(Failures)} == {name for name, _ in errors.CLASSES}
+    assert {f.name for f in dataclasses.fields(Failures)} == {name for name, _ in failed_requests.CLASSES}
     tables = section(build(runs["full"]), "errors").tables
     cells = tables[-1]
     assert column(cells, "cell") == ["ab-c50-close-rep1", "siege-c50-ka-rep1"]

@@ -94,7 +94,7 @@ def test_the_peak_is_the_best_median_over_the_sweep(repeated):
 
 def _parsed(case: str, concurrency: int, rep: int = 1, **files: str) -> RunResult:
     m = derive.complete(ab_adapter.parse(recorded("ab", case, **files)))
-    status, error = derive.judge(m, 0, timed_out=False, interrupted=False, timeout_s=0, stderr="")
+    status, error = derive.cell_status(m, 0, timed_out=False, interrupted=False, timeout_s=0, stderr="")
     identity = Identity(scenario="s", cell_id=f"ab-c{concurrency}-{case}", tool="ab", concurrency=concurrency,
                         keepalive=False, repetition=rep)
     return RunResult(identity, Outcome(status, error=error), m)

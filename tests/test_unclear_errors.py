@@ -49,7 +49,7 @@ def test_a_cell_that_counted_nothing_is_described_by_what_the_target_did():
     nothing = Measurement(tool="siege", counts=Counts(requests_total=0, requests_ok=0, requests_failed=0))
 
     def why(reach):
-        return derive.judge(nothing, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="",
+        return derive.cell_status(nothing, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="",
                             wall_s=2.04, reach=reach)
 
     assert why(derive.Reach.SILENT) == (Status.FAILED, (

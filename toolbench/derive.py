@@ -126,7 +126,7 @@ def _within(name: str, value: float, latency: Latency, step_ms: float | None, no
     return value
 
 
-def judge(m: Measurement | None, exit_code: int | None, *, timed_out: bool, interrupted: bool,
+def cell_status(m: Measurement | None, exit_code: int | None, *, timed_out: bool, interrupted: bool,
           timeout_s: float, stderr: str, ok_exit_codes: tuple[int, ...] = (0,), wall_s: float | None = None,
           reach: Reach | None = None) -> tuple[Status, str | None]:
     """A cell is ok only when the tool ended normally and at least one request succeeded:

@@ -276,7 +276,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     if watched.server.series is not None and watched.server.series.exists():
         artifacts.append(Artifact(role="server-monitor", path=run_dir.relative(watched.server.series)))
     measurement, parse_error = _parse(adapter, raw)
-    status, error = derive.judge(measurement, completed.exit_code, timed_out=completed.timed_out,
+    status, error = derive.cell_status(measurement, completed.exit_code, timed_out=completed.timed_out,
                                  interrupted=completed.interrupted, timeout_s=cell.timeout_s,
                                  stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes,
                                  wall_s=completed.wall_s, reach=_reach_if_nothing_counted(measurement, completed, cell))

@@ -103,7 +103,7 @@ def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
     except Exception as exc:  # a plug-in's classify() may fail in any way
         raise ParserCrash(adapter.name, exc) from exc
     measurement = invariants.parse_checked(adapter, raw)
-    status, error = derive.judge(measurement, 0, timed_out=False, interrupted=False, timeout_s=0,
+    status, error = derive.cell_status(measurement, 0, timed_out=False, interrupted=False, timeout_s=0,
                                  stderr=raw.stderr)
     identity = Identity(scenario="parsed", cell_id=Path(name).name, tool=measurement.tool,
                         tool_version=measurement.tool_version, url=measurement.url,

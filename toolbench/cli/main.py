@@ -73,7 +73,7 @@ def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
 
     found = [prereq_cmd.add_parser]
     try:
-        from toolbench.engine.cli import add_parser
+        from toolbench.engine.command import add_parser
     except ImportError:
         pass
     else:

@@ -2,5 +2,5 @@
 (httptools), several worker processes, closed and open models, every request
 timed into HDR histograms, results in the common schema.
 
-Entry points: `toolbench engine ...` (cli.py), `python -m toolbench.engine ...`,
+Entry points: `toolbench engine ...` (command.py), `python -m toolbench.engine ...`,
 and the `engine` adapter (toolbench.adapters.engine)."""

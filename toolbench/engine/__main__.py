@@ -17,15 +17,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from toolbench.engine import cli
+    from toolbench.engine import command
 
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["--version"]:
-        print(f"toolbench-engine {cli.version()}")
+        print(f"toolbench-engine {command.version()}")
         return 0
-    parser = _Parser(prog="toolbench engine", description=cli.DESCRIPTION)
-    cli.configure(parser)
+    parser = _Parser(prog="toolbench engine", description=command.DESCRIPTION)
+    command.configure(parser)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from toolbench.engine import worker
 from toolbench.engine.client import clock
 from toolbench.engine.options import EngineError, EngineOptions, Target, parse_url, request_bytes, split, validate
-from toolbench.engine.stats import WorkerResult
+from toolbench.engine.recorder import WorkerResult
 
 STARTUP_TIMEOUT_S = 30.0  # imports and connection set-up in every worker
 START_DELAY_NS = 50_000_000  # between the start message and the common start time

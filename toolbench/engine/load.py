@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from toolbench.engine.client import UNLIMITED, Conn, HeadConn, clock
 from toolbench.engine.options import EngineOptions, Target
-from toolbench.engine.stats import Recorder
+from toolbench.engine.recorder import Recorder
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop

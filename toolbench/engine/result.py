@@ -11,7 +11,7 @@ from hdrh.histogram import HdrHistogram
 
 from toolbench import failures, histogram
 from toolbench.engine.coordinator import Collected
-from toolbench.engine.stats import Moments, WorkerResult
+from toolbench.engine.recorder import Moments, WorkerResult
 from toolbench.schema import (
     Counts,
     Failures,
@@ -35,7 +35,7 @@ TOOL = "engine"
 # A note for people: the engine's failure kinds are finer than the schema's classes (refused
 # vs other connect errors, reset vs closed). The classes are in Counts; nothing reads this back.
 FAILURE_DETAIL = "engine_failures"
-# Engine failure kinds (engine.stats.FAILURE_KINDS) to the schema's classes (toolbench.failures):
+# Engine failure kinds (engine.recorder.FAILURE_KINDS) to the schema's classes (toolbench.failures):
 # connect_timeout is a timeout, so timeout comes first.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout",)),

@@ -18,7 +18,7 @@ from toolbench import histogram
 from toolbench.engine.client import clock
 from toolbench.engine.load import Load
 from toolbench.engine.options import EngineOptions, Target
-from toolbench.engine.stats import Recorder, WorkerResult
+from toolbench.engine.recorder import Recorder, WorkerResult
 
 # After its last second a worker stops itself even if the parent never says so.
 SELF_STOP_GRACE_S = 5.0

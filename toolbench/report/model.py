@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from toolbench.report import (compare, cost, environment, errors, latency, perf, ranking, results, targets, truth,
+from toolbench.report import (compare, cost, environment, failed_requests, latency, perf, ranking, results, targets, truth,
                               verdict)
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
@@ -53,7 +53,7 @@ def build(runs: list[RunView]) -> ReportData:
         latency.percentiles_section(ctx),
         truth.truth_section(ctx),
         cost.cost_section(ctx),
-        errors.errors_section(ctx),
+        failed_requests.errors_section(ctx),
         perf.series_section(ctx),
         results.results_section(ctx),
     ]
