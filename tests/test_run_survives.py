@@ -92,7 +92,7 @@ def tool_in_flight(run_dir: Path, cells_done: int) -> bool:
 
 def target_port(run_dir: Path) -> int:
     manifest = json.loads((run_dir / store.MANIFEST).read_text())
-    (entry,) = manifest["targets"].values()
+    (entry,) = manifest["targets"]
     return urllib.parse.urlsplit(entry["url"]).port
 
 

@@ -73,7 +73,7 @@ def test_the_histograms_of_the_repetitions_merge_exactly(repeated):
 @pytest.mark.integration
 def test_a_disturbed_repetition_is_flagged_not_dropped(repeated):
     mine = [r for r in repeated if r.identity.concurrency == 8]
-    base = mine[0].rates.rps  # real runs vary by tens of percent here: set the rates, keep the rest
+    base = mine[0].measurement.rates.rps  # real runs vary by tens of percent here: set the rates, keep the rest
     reps = [dataclasses.replace(r, measurement=dataclasses.replace(r.measurement, rates=Rates(rps=base * factor)))
             for r, factor in zip(mine, (1.0, 0.1, 1.02))]
     cell = stats.cell_stats(reps)[0]
