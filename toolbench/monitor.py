@@ -165,19 +165,14 @@ def summarize(report: MonitorReport | None, *, wall_s: float | None, cpu_user_s:
     cost = GeneratorCost(
         cpu_user_s=cpu_user_s, cpu_system_s=cpu_system_s,
         cpu_mean_pct=cpu_s / wall_s * 100.0 if cpu_s is not None and wall_s else None,
-        cpu_peak_pct=_peak([t.cpu_pct for t in tools]),
         cpu_us_per_request=cpu_us_per_request(cpu_user_s, cpu_system_s, requests_total),
-        rss_peak_bytes=_peak([t.rss_bytes for t in tools]),
-        threads_peak=_peak([t.threads for t in tools]),
-        processes_peak=_peak([t.processes for t in tools]),
-        open_files_peak=_peak([t.fds for t in tools]),
-        sockets_peak=_peak([t.sockets for t in tools]),
-        connections_peak=_peak([t.established for t in tcps]),
-        time_wait_peak=_peak([s.host.tcp_time_wait for s in samples]),
-        host_established_peak=_peak([s.host.tcp_established for s in samples]),
-        load_avg_1m_peak=_peak([s.host.load_1m for s in samples]),
-        host_cpu_peak_pct=_peak([max(s.host.cpu_pct_per_core) for s in samples if s.host.cpu_pct_per_core]),
-        host_memory_used_peak_bytes=_peak([s.host.memory_used_bytes for s in samples]),
+        **tree_peaks(tools),
+        connections_peak=peak([t.established for t in tcps]),
+        time_wait_peak=peak([s.host.tcp_time_wait for s in samples]),
+        host_established_peak=peak([s.host.tcp_established for s in samples]),
+        load_avg_1m_peak=peak([s.host.load_1m for s in samples]),
+        host_cpu_peak_pct=peak([max(s.host.cpu_pct_per_core) for s in samples if s.host.cpu_pct_per_core]),
+        host_memory_used_peak_bytes=peak([s.host.memory_used_bytes for s in samples]),
         tcp_cwnd_mean=_mean([t.cwnd_mean for t in tcps]),
         tcp_rcv_space_mean=_mean([t.rcv_space_mean for t in tcps]),
         tcp_rtt_mean_ms=_mean([t.rtt_mean_ms for t in tcps]),
@@ -214,9 +209,17 @@ def _idle_tail(samples: list[Sample], at_least: int = IDLE_SAMPLES) -> float | N
     return tools[len(tools) - tail][0]
 
 
-def _peak(values: Sequence[N | None]) -> N | None:
+def peak(values: Sequence[N | None]) -> N | None:
     present = [v for v in values if v is not None]
     return max(present) if present else None
+
+
+def tree_peaks(trees: Sequence[ToolSample]) -> dict[str, float | int | None]:
+    """The peaks of a process tree's samples, by the field names GeneratorCost and
+    ServerCost share: the tool's tree and the server's are summed up alike."""
+    return {"cpu_peak_pct": peak([t.cpu_pct for t in trees]), "rss_peak_bytes": peak([t.rss_bytes for t in trees]),
+            "threads_peak": peak([t.threads for t in trees]), "processes_peak": peak([t.processes for t in trees]),
+            "open_files_peak": peak([t.fds for t in trees]), "sockets_peak": peak([t.sockets for t in trees])}
 
 
 def _mean(values: list[float | None]) -> float | None:

@@ -9,13 +9,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence, TypeVar
+from typing import Sequence
 
-from toolbench.monitor import TCP_MIN_INTERVAL_S, write_series
+from toolbench.monitor import TCP_MIN_INTERVAL_S, peak, tree_peaks, write_series
 from toolbench.monitor_read import ServerTcpSample, ToolSample, TreeState, read_server_tcp, read_tool, ss_available
 from toolbench.schema import ServerCost, cpu_us_per_request
 
-N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -142,21 +141,13 @@ def summarize(report: ServerReport | None, requests_total: int | None = None) ->
     return ServerCost(
         cpu_user_s=report.cpu_user_s, cpu_system_s=report.cpu_system_s,
         cpu_mean_pct=round(cpu_s / report.wall_s * 100.0, 1) if cpu_s is not None and report.wall_s else None,
-        cpu_peak_pct=_peak([t.cpu_pct for t in trees]),
         cpu_us_per_request=cpu_us_per_request(report.cpu_user_s, report.cpu_system_s, requests_total),
-        rss_peak_bytes=_peak([t.rss_bytes for t in trees]),
-        threads_peak=_peak([t.threads for t in trees]),
-        processes_peak=_peak([t.processes for t in trees]),
-        open_files_peak=_peak([t.fds for t in trees]),
-        sockets_peak=_peak([t.sockets for t in trees]),
-        connections_peak=_peak([t.established for t in tcps]),
+        **tree_peaks(trees),
+        connections_peak=peak([t.established for t in tcps]),
         connections_by_state_peak=states,
-        time_wait_peak=_peak([t.states.get("TIME-WAIT", 0) for t in tcps]),
-        accept_queue_peak=_peak([t.accept_queue for t in tcps]),
-        listen_backlog=_peak([t.backlog for t in tcps]),
+        time_wait_peak=peak([t.states.get("TIME-WAIT", 0) for t in tcps]),
+        accept_queue_peak=peak([t.accept_queue for t in tcps]),
+        listen_backlog=peak([t.backlog for t in tcps]),
         wall_s=report.wall_s, samples=len(report.samples), interval_s=report.interval_s,
         monitor_cpu_s=report.monitor_cpu_s, notes=list(report.notes))
 
-
-def _peak(values: Sequence[N | None]) -> N | None:
-    return max((v for v in values if v is not None), default=None)
