@@ -134,7 +134,7 @@ def test_killed_run_falls_back_to_the_csv():
     assert m.histogram is None and m.latency.percentiles.p99_ms == 1.0
     assert m.fidelity["timing.duration_s"] is Fidelity.DERIVED
     status, error = verdict("killed", exit_code=-9)
-    assert status is Status.FAILED and "exit code -9" in error
+    assert status is Status.FAILED and "killed by SIGKILL" in error
 
 
 def test_locustfile_that_fails_to_import_is_a_failed_cell_with_the_reason():

@@ -10,6 +10,7 @@ import math
 from typing import Callable
 
 from toolbench import histogram
+from toolbench.exits import exit_words
 from toolbench.schema import PERCENTILES, Counts, Fidelity, Latency, Measurement, Rates, Status
 
 
@@ -141,7 +142,7 @@ def cell_status(m: Measurement | None, exit_code: int | None, *, timed_out: bool
     said = error_line(stderr)
     if exit_code not in ok_exit_codes:
         why = said or (_why_no_success(m, "", wall_s, reach) if m is not None else "")
-        return Status.FAILED, f"exit code {exit_code}" + (f": {why}" if why else "")
+        return Status.FAILED, exit_words(exit_code) + (f": {why}" if why else "")
     if m is None:
         return Status.FAILED, "no output to parse" + (f": {said}" if said else "")
     counts = m.counts
