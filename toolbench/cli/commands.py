@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import json
 import sys
 import warnings
@@ -72,11 +71,9 @@ def parse(args: argparse.Namespace) -> int:
             raise ToolbenchError(f"the parsed result is not JSON: {exc}") from None
         print(text)
     elif args.format == "csv":
-        rows = [store.flatten(r) for r in results]
-        columns = sorted({key for row in rows for key in row})
-        writer = csv.DictWriter(sys.stdout, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+        from toolbench import export, rows
+
+        export.write(rows.frame([rows.flatten(r) for r in results]), "csv", None, sys.stdout)
     else:
         _print_results_table(results)
     return 0

@@ -69,9 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    from toolbench.cli import prereq_cmd
+    from toolbench.cli import export_cmd, prereq_cmd
 
-    found = [prereq_cmd.add_parser]
+    found = [prereq_cmd.add_parser, export_cmd.add_parser]
     try:
         from toolbench.engine.command import add_parser
     except ImportError:
