@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterator
 from hdrh.histogram import HdrHistogram
 
 from toolbench import histogram, rows, store
-from toolbench.errors import ToolbenchError
+from toolbench.errors import ToolbenchError, UsageError
 from toolbench.schema import RunResult
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def format_of(output: Path | None, given: str | None) -> str:
         return given
     if output is not None and output.suffix.lower() in SUFFIXES:
         return SUFFIXES[output.suffix.lower()]
-    raise ToolbenchError(f"{output or 'the output'}: say which format with --format ({', '.join(FORMATS)})")
+    raise UsageError(f"{output or 'the output'}: say which format with --format ({', '.join(FORMATS)})")
 
 
 def table(runs: list[Path], columns: list[str] | None = None, fmt: str = "csv") -> "pandas.DataFrame":
@@ -60,7 +60,7 @@ def write(frame: "pandas.DataFrame", fmt: str, output: Path | None, stdout: IO[s
         raise ToolbenchError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     if output is None:
         if fmt == "parquet":
-            raise ToolbenchError("Parquet is binary: give the file with -o")
+            raise UsageError("Parquet is binary: give the file with -o")
         stdout.write(_text(frame, fmt))
         return
     with _atomic(output) as tmp:
@@ -120,7 +120,7 @@ def write_hgrm(runs: list[Path], folder: Path) -> list[HgrmFile]:
     """Each result's histogram as folder/<run>/<cell>.hgrm (and <cell>.uncorrected.hgrm for an
     open model's uncorrected latency); results without one are skipped."""
     if folder.exists() and not folder.is_dir():
-        raise ToolbenchError(f"{folder}: is a file; --hgrm takes a folder")
+        raise UsageError(f"{folder}: is a file; --hgrm takes a folder")
     written = []
     for run, result in rows.results(runs):
         for suffix, encoded in _histograms(result):

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolbench.errors import ToolbenchError
+from toolbench.errors import UsageError
 
 
 def output_file(path: Path, option: str = "-o") -> Path:
     """A file to write; a folder given instead is an error, never a file named like it inside."""
     if path.is_dir() or str(path).endswith("/"):
-        raise ToolbenchError(f"{path}: is a folder; {option} takes a file")
+        raise UsageError(f"{path}: is a folder; {option} takes a file")
     return path
 
 
 def output_folder(path: Path, option: str) -> Path:
     if path.exists() and not path.is_dir():
-        raise ToolbenchError(f"{path}: is a file; {option} takes a folder")
+        raise UsageError(f"{path}: is a file; {option} takes a folder")
     return path
