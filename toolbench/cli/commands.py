@@ -224,4 +224,4 @@ def _print_results_table(results: list[RunResult]) -> None:
                       number(r.measurement.counts.requests_failed), number(throughput(r)),
                       number(r.measurement.latency.mean_ms, r.measurement.latency.resolution_ms),
                       number(r.measurement.latency.percentiles.p99_ms, r.measurement.latency.resolution_ms))
-    Console(file=sys.stdout, no_color=no_color()).print(table)
+    Console(file=sys.stdout, color_system=None if no_color() else "auto").print(table)

@@ -12,14 +12,14 @@ from toolbench.schema import RunResult, Status
 
 
 def no_color() -> bool:
-    """No colour when NO_COLOR is set to anything but "" (no-color.org). Colour needs a terminal
-    too: rich writes none to a pipe or a file whatever this says."""
+    """No colour, nor bold or any other escape, when NO_COLOR is set to anything but ""
+    (no-color.org). Colour needs a terminal too: rich writes none to a pipe or a file."""
     return bool(os.environ.get("NO_COLOR"))
 
 
 class ProgressObserver:
     def __init__(self, enabled: bool, quiet: bool = False) -> None:
-        self._console = Console(stderr=True, no_color=no_color())
+        self._console = Console(stderr=True, color_system=None if no_color() else "auto")
         self._quiet = quiet
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
