@@ -152,19 +152,8 @@ def load(path: str | Path, profile: str | None = None) -> Scenario:
         except ScenarioError as exc:  # one that reading cannot step over ends it, after those found before
             errors.append(exc)
     if errors:
-        raise ScenarioErrors(_in_file_order(errors))
+        raise ScenarioErrors(yamlread.in_file_order(errors))
     return loaded
-
-
-def _in_file_order(errors: list[ScenarioError]) -> list[str]:
-    """Each error once (every profile re-reads the keys it does not override), by line."""
-    unique = list(dict.fromkeys(str(e) for e in errors))
-
-    def line(message: str) -> int:
-        parts = message.split(":", 2)
-        return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
-
-    return sorted(unique, key=line)
 
 
 def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,

@@ -34,6 +34,17 @@ def collecting() -> Iterator[list[ScenarioError]]:
         _collected.reset(token)
 
 
+def in_file_order(errors: list[ScenarioError]) -> list[str]:
+    """Each message once (every profile re-reads the keys it does not override), by line."""
+    unique = list(dict.fromkeys(str(e) for e in errors))
+
+    def line(message: str) -> int:
+        parts = message.split(":", 2)
+        return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
+
+    return sorted(unique, key=line)
+
+
 def soft(error: ScenarioError) -> None:
     """An error after which reading can go on: kept while collecting, else raised."""
     errors = _collected.get()

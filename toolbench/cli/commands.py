@@ -15,6 +15,7 @@ from toolbench.schema import Identity, Outcome, RunResult
 
 EXIT_INVALID = 1  # a scenario that does not validate
 
+
 def run(args: argparse.Namespace) -> int:
     from toolbench import runner, scenario
     from toolbench.cli.progress import ProgressObserver
@@ -181,9 +182,8 @@ def tools(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from toolbench.report import render
-
     from toolbench.cli.outputs import output_file
+    from toolbench.report import render
 
     if len(args.runs) > 1 and args.output is None:
         raise UsageError("several runs render into one file: give it with -o")
@@ -197,7 +197,7 @@ def publish(args: argparse.Namespace) -> int:
 
     if args.site_old is not None:
         raise UsageError(f"publish: the site's folder is given with --site now (-o names an output file): "
-                             f"--site {args.site_old}")
+                         f"--site {args.site_old}")
     if args.site is not None:
         output_folder(args.site, "--site")
     published = site.publish(args.runs_dir, args.site, with_raw=args.with_raw, redact=args.redact,

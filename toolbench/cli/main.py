@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("publish", "render every run in a folder, plus an index page, as a static site")
     p.add_argument("runs_dir", type=Path, metavar="RUNS_DIR")
-    p.add_argument("--site", type=Path, metavar="DIR", help="the site's folder (default: RUNS_DIR itself)")
+    p.add_argument("--site", type=Path, metavar="DIR", help="the site's folder (needed unless --with-raw --no-redact, which publish in place)")
     p.add_argument("-o", "--output", dest="site_old", type=Path, help=argparse.SUPPRESS)  # said to be --site now
     p.add_argument("--with-raw", action="store_true", help="copy each run's raw/ folder too (the tools' own output)")
     p.add_argument("--no-redact", dest="redact", action="store_false",

@@ -54,8 +54,8 @@ def results_section(ctx: Context) -> Section:
     left_out = [name for name, present in (("generator cost", with_cost), ("probe", with_probe)) if not present]
     raw = ("The raw links open the tool's own output, kept beside the results, by relative path."
            if all(run.raw_kept for run in ctx.runs) else "The tools' raw output is not part of this copy.")
-    intro = (f"Every cell as stored. {raw}" + (f" No {' or '.join(left_out)} data were recorded, so those columns are left out."
-                                    if left_out else ""))
+    missing = f" No {' or '.join(left_out)} data were recorded, so those columns are left out." if left_out else ""
+    intro = f"Every cell as stored. {raw}{missing}"
     points = tuple(f"{tool}: {note}." for tool, notes in sorted(shared.items()) for note in notes)
     return Section("results", "All results", intro=intro, points=points,
                    tables=(Table(tuple(cols), rows, css="results"),))
