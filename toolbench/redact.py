@@ -3,6 +3,7 @@ checkout's place) and the host's name. A path keeps its last part, so `…/tiny_
 says what ran; a host name becomes `[host]`."""
 from __future__ import annotations
 
+import functools
 import re
 import socket
 from typing import Any, Iterable
@@ -36,7 +37,7 @@ class Redactor:
     @classmethod
     def for_this_host(cls, *more: str | None) -> "Redactor":
         """This machine's names, and any others (the hosts a run's manifest names)."""
-        return cls([socket.gethostname(), socket.getfqdn(), *more])
+        return cls([*_this_host(), *more])
 
     def text(self, value: str) -> str:
         value = _TEXT_PATH.sub(_short_text, value)
@@ -55,6 +56,11 @@ class Redactor:
         if isinstance(value, dict):
             return {k: self.data(v) for k, v in value.items()}
         return value
+
+
+@functools.lru_cache(maxsize=1)
+def _this_host() -> tuple[str, str]:
+    return socket.gethostname(), socket.getfqdn()  # getfqdn may ask the resolver: once is enough
 
 
 def _short_text(match: re.Match[str]) -> str:
