@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolbench import httpvalues, names, profiles, yamlread
+from toolbench.criteria.spec import Criterion
+from toolbench.criteria.spec import from_node as criteria_from_node
 from toolbench.servers.spec import TargetSpec, parse_target
 from toolbench.yamlread import Node
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
-            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles")
+            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles", "criteria")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
 
@@ -124,6 +126,7 @@ class Scenario:
     compare: str = "tools"
     profile: str | None = None  # the profile applied, if any
     profiles: tuple[str, ...] = ()  # every profile the file declares
+    criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.criteria)
 
     def cell_timeout_s(self) -> float:
         """A hard limit that a healthy run never reaches."""
@@ -156,6 +159,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
     locations: dict[str, str] = {}
     targets = _targets(root, top)
     hosts = _hosts(top["hosts"], locations) if "hosts" in top else {}
+    matrix = _matrix(top["matrix"], locations, targets)
     return Scenario(
         name=top["name"].name(),
         source=str(path),
@@ -165,7 +169,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         prerequisites=_prerequisites(top["prerequisites"]) if "prerequisites" in top else Prerequisites(),
         targets=targets,
         request=_request(top["request"]) if "request" in top else RequestSpec(),
-        matrix=_matrix(top["matrix"], locations, targets),
+        matrix=matrix,
         stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
         timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
         repeat=top["repeat"].positive_int() if "repeat" in top else 1,
@@ -178,6 +182,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         compare=top["compare"].choice(COMPARES) if "compare" in top else "tools",
         profile=profile,
         profiles=declared,
+        criteria=criteria_from_node(top["criteria"], matrix.tool, targets) if "criteria" in top else (),
     )
 
 

@@ -15,13 +15,14 @@ from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError
 from toolbench.schema import Identity, Outcome, RunResult
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench import runner, scenario
+    from toolbench import plan, runner, scenario
+    from toolbench.cli.check_cmd import finish_run
     from toolbench.cli.progress import ProgressObserver
     from toolbench.cli.signals import StopOnSignals
-    from toolbench.report import render
 
     with StopOnSignals() as stop:
         loaded = scenario.load(args.scenario, args.profile)
+        planned = [c.cell.id for c in plan.expand(loaded)]
         show = not args.no_progress and sys.stderr.isatty()
         try:
             with ProgressObserver(enabled=show) as observer:
@@ -32,16 +33,13 @@ def run(args: argparse.Namespace) -> int:
             # What was measured before the stop is on disk: render it, then say how the run ended.
             by = stop.received.name if stop.received else None
             try:
-                report = render.render_run(Path(str(exc.run_dir)))
+                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                    finish_run(args, loaded.criteria, Path(str(exc.run_dir)), planned, interrupted=True)
             except ToolbenchError as problem:
                 warnings.warn(Notice(f"the report was not rendered: {problem}"), stacklevel=1)
-            else:
-                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-                    print(report, flush=True)
             raise Interrupted(exc.run_dir, by) from None
         _print_results_table(store.RunDir.open(summary.run_dir).results())
-        print(render.render_run(summary.run_dir))
-    return 0
+        return finish_run(args, loaded.criteria, summary.run_dir, planned)
 
 
 def validate(args: argparse.Namespace) -> int:

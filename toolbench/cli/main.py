@@ -10,16 +10,18 @@ from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
 from toolbench.cli import signals
-from toolbench.errors import Interrupted, Notice, ToolbenchError
+from toolbench.errors import Interrupted, Notice, ScenarioError, ToolbenchError
 
-# Exit codes (README, "Run a scenario"): 0 done; 1 an error, said in one line; 2 a usage
-# error (argparse); 128 + the signal's number when a run was stopped: 130 Ctrl-C (SIGINT),
-# 143 SIGTERM, 129 SIGHUP.
+# Exit codes (README, "Exit codes"): 0 done; 1 an error, said in one line (and a criterion
+# not met, toolbench.cli.check_cmd); 2 a usage error (argparse) or a scenario error; 3 cells
+# failed; 128 + the signal's number when a run was stopped: 130 Ctrl-C (SIGINT), 143 SIGTERM,
+# 129 SIGHUP.
 EXIT_ERROR = 1
+EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from toolbench.cli import commands
+    from toolbench.cli import check_cmd, commands
 
     parser = argparse.ArgumentParser(prog="toolbench", description="Load-tool meta-benchmark and result normalizer.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -36,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SSH known_hosts to check a remote generator's key against, besides ~/.ssh/known_hosts")
     p.add_argument("--trust-new-host-key", action="store_true",
                    help="accept a remote generator's key never seen before, and record it")
+    check_cmd.add_gate_arguments(p)
     p.set_defaults(func=commands.run)
 
     p = sub.add_parser("validate", help="check a scenario and show its plan")
@@ -69,9 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    from toolbench.cli import prereq_cmd
+    from toolbench.cli import check_cmd, prereq_cmd
 
-    found = [prereq_cmd.add_parser]
+    found = [prereq_cmd.add_parser, check_cmd.add_parser]
     try:
         from toolbench.engine.command import add_parser
     except ImportError:
@@ -104,6 +107,9 @@ def _call(args: argparse.Namespace) -> int:
     except Interrupted as exc:
         _say(f"toolbench: {exc}")
         return signals.exit_code(exc.by)
+    except ScenarioError as exc:
+        _say(f"toolbench: error: {exc}")
+        return EXIT_USAGE
     except ToolbenchError as exc:
         _say(f"toolbench: error: {exc}")
         return EXIT_ERROR
