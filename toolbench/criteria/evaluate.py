@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from toolbench.criteria import expr
-from toolbench.criteria.figures import read
+from toolbench.criteria.figures import FIGURES, read
 from toolbench.criteria.spec import Criterion, Selector
 from toolbench.schema import RunResult, Status
 
@@ -110,7 +110,9 @@ def _evaluate(criterion: Criterion, subject: str, own: RunResult | None,
         cells[result.identity.cell_id] = None
         got = read(ref.figure, result)
         if got is None or not math.isfinite(got):
-            missing.append(f"{ref.text} is absent ({result.identity.label} did not report it)")
+            who = ("toolbench's monitor or probe did not measure it" if FIGURES[ref.figure].by_toolbench
+                   else f"{result.identity.label} did not report it")
+            missing.append(f"{ref.text} is absent ({who})")
         else:
             values[ref] = got
     made = (criterion.text, criterion.where, subject, tuple(cells))

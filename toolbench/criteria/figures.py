@@ -14,6 +14,7 @@ class Figure:
     name: str
     meaning: str
     read: Callable[[RunResult], float | int | None]
+    by_toolbench: bool = False  # measured by toolbench's monitor or probe, not reported by the tool
 
 
 def _error_rate(r: RunResult) -> float | None:
@@ -70,13 +71,13 @@ _TABLE = [
            lambda r: r.measurement.timing.duration_s),
     Figure("received_bytes_per_s", "transfer.received_bytes_per_s",
            lambda r: r.measurement.transfer.received_bytes_per_s),
-    Figure("cpu_us_per_request", "the generator's CPU µs per request (cost)", _cpu_us),
-    *[Figure(name, f"the generator's {name} (cost.{name})", _generator(name))
+    Figure("cpu_us_per_request", "the generator's CPU µs per request (cost)", _cpu_us, True),
+    *[Figure(name, f"the generator's {name} (cost.{name})", _generator(name), True)
       for name in ("cpu_mean_pct", "cpu_peak_pct", "rss_peak_bytes", "connections_peak")],
-    *[Figure(f"server_{name}", f"the target's {name} (server_cost.{name})", _server(name))
+    *[Figure(f"server_{name}", f"the target's {name} (server_cost.{name})", _server(name), True)
       for name in ("cpu_us_per_request", "cpu_mean_pct", "cpu_peak_pct", "rss_peak_bytes", "connections_peak")],
-    Figure("probe_p50_ms", "the probe's median during the load (probe.p50_ms)", _probe("p50_ms")),
-    Figure("probe_slowdown", "the probe's median over its baseline (probe.slowdown)", _probe("slowdown")),
+    Figure("probe_p50_ms", "the probe's median during the load (probe.p50_ms)", _probe("p50_ms"), True),
+    Figure("probe_slowdown", "the probe's median over its baseline (probe.slowdown)", _probe("slowdown"), True),
 ]
 FIGURES: dict[str, Figure] = {f.name: f for f in _TABLE}
 
