@@ -87,8 +87,18 @@ def test_failed_cells_exit_3_unless_only_criteria_fail_the_pipeline(tmp_path, ng
     judged = cli("check", str(run_dir), "--criteria", "error_rate < 1%", "--fail-on", "criteria")
     assert judged.returncode == 1 and "ab-c1-ka-rep1: 1 < 0.01 (error_rate = 1)" in judged.stdout
     assert cli("check", str(run_dir), "--criteria", "error_rate < 1%").returncode == 3  # cells come first
-    again, _ = run(tmp_path, path, "--fail-on", "none")
-    assert again.returncode == 0
+    path.write_text(path.read_text().replace("concurrency: [1]", "concurrency: [1, 2]"))
+    fast, stopped = run(tmp_path, path, "--fail-fast", "--junit", str(tmp_path / "junit.xml"))
+    assert fast.returncode == 3, fast.stderr
+    assert "ab-c1-ka-rep1 failed, and --fail-fast ended the run there" in fast.stderr
+    assert "cells: 2: 0 ok, 1 failed, 1 not run" in fast.stdout
+    assert [r["identity"]["cell_id"] for r in map(json.loads, (stopped / "results.jsonl").read_text().splitlines())
+            ] == ["ab-c1-ka-rep1"]
+    XSD.validate(str(tmp_path / "junit.xml"))
+    assert "not_run" in (tmp_path / "junit.xml").read_text()
+    assert cli("check", str(stopped), "--fail-on", "none").returncode == 0
+    later = cli("check", str(stopped))  # the stored run knows it ended early
+    assert later.returncode == 3 and "the run ended failed" in later.stdout
 
 
 def test_a_bad_criterion_is_a_usage_error_naming_file_line_and_column(tmp_path):

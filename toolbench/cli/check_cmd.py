@@ -32,6 +32,17 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
                         "any of them (the default) or none")
 
 
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """`run`'s gate: the shared options, and whether a failed cell ends the run."""
+    add_gate_arguments(p)
+    stop = p.add_mutually_exclusive_group()
+    stop.add_argument("--keep-going", dest="fail_fast", action="store_false", default=False,
+                      help="run every planned cell even after one failed (the default)")
+    stop.add_argument("--fail-fast", dest="fail_fast", action="store_true",
+                      help="end the run at the first cell that fails or times out; the cells not run count "
+                           "as failed (exit 3)")
+
+
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = subparsers.add_parser(
         "check", help="evaluate a stored run's criteria again, and those given here",

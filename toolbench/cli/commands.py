@@ -28,7 +28,10 @@ def run(args: argparse.Namespace) -> int:
             with ProgressObserver(enabled=show) as observer:
                 summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer,
                                      go_on=args.go_on, known_hosts=args.known_hosts,
-                                     trust_new_key=args.trust_new_host_key)
+                                     trust_new_key=args.trust_new_host_key, fail_fast=args.fail_fast)
+        except runner.StoppedEarly as exc:
+            print(f"toolbench: {exc}", file=sys.stderr)
+            return finish_run(args, loaded.criteria, exc.run_dir, planned)
         except Interrupted as exc:
             # What was measured before the stop is on disk: render it, then say how the run ended.
             by = stop.received.name if stop.received else None

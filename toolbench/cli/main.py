@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SSH known_hosts to check a remote generator's key against, besides ~/.ssh/known_hosts")
     p.add_argument("--trust-new-host-key", action="store_true",
                    help="accept a remote generator's key never seen before, and record it")
-    check_cmd.add_gate_arguments(p)
+    check_cmd.add_run_arguments(p)
     p.set_defaults(func=commands.run)
 
     p = sub.add_parser("validate", help="check a scenario and show its plan")

@@ -25,7 +25,7 @@ def criteria_section(ctx: Context) -> Section | None:
         Column("values", title="both sides of the comparison and each figure read")]
     tally = Counter(e.verdict for _, evaluations in found for e in evaluations)
     intro = ("Each criterion of the scenario, evaluated on every cell it applies to, one repetition at a time. "
-             "A figure the tool did not report makes a criterion unknown, which is not a pass. "
+             "A figure that is absent (not reported, not measured) makes a criterion unknown, which is not a pass. "
              + ", ".join(f"{tally[v]} {v.value}" for v in Verdict if tally[v]) + ".")
     return Section("criteria", "Criteria", intro=intro, tables=(Table(cols, rows, css="criteria"),))
 

@@ -15,7 +15,7 @@ from toolbench.report import compare, model
 from toolbench.report.context import RunView
 
 # Marks shown beside a flagged value, so that no flag is told by colour alone.
-FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!"}
+FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!", "unknown": "?"}
 
 
 def environment() -> jinja2.Environment:
