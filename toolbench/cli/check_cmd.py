@@ -126,12 +126,14 @@ def finish_run(args: argparse.Namespace, scenario_criteria: tuple[spec.Criterion
         name = data.title
         junit.write(args.junit, name, junit.Cells(cells.results, cells.missing), evaluations)
     headline = data.verdicts[0].headline if data.verdicts else ""
-    print("\n".join(([f"verdict: {headline}"] if headline else []) + summary_lines(cells, evaluations, code)))
+    # An interrupted run exits 128 + the signal's number, which the CLI says on its own.
+    lines = summary_lines(cells, evaluations, None if interrupted else code)
+    print("\n".join(([f"verdict: {headline}"] if headline else []) + lines))
     print(report, flush=True)
     return code
 
 
-def summary_lines(cells: CellTally, evaluations: list[Evaluation], code: int) -> list[str]:
+def summary_lines(cells: CellTally, evaluations: list[Evaluation], code: int | None) -> list[str]:
     lines = [_cells_line(cells)]
     lines += [f"  ✗ {r.identity.cell_id}: {r.outcome.status.value.replace('_', ' ')}"
               + (f": {r.outcome.error}" if r.outcome.error else "") for r in cells.bad[:SHOWN_PER_CRITERION]]
@@ -142,8 +144,9 @@ def summary_lines(cells: CellTally, evaluations: list[Evaluation], code: int) ->
         lines += _criteria_lines(evaluations)
     else:
         lines.append("criteria: none given")
-    lines.append(f"exit {code}: " + {0: "ok", EXIT_CRITERIA: "a criterion was not met",
-                                     EXIT_CELLS: "cells failed or did not run"}[code])
+    if code is not None:
+        lines.append(f"exit {code}: " + {0: "ok", EXIT_CRITERIA: "a criterion was not met",
+                                         EXIT_CELLS: "cells failed or did not run"}[code])
     return lines
 
 
