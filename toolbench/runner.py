@@ -182,7 +182,7 @@ class StoppedEarly(ToolbenchError):
 
 def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
                    found: dict[str, Detection], starter: TargetStarter, observer: Observer,
-                   progress: "_Progress") -> bool:
+                   progress: _Progress) -> bool:
     """Each target in turn, started for its cells and stopped after them. A target that
     fails to start fails its cells with the reason, and the other targets run. True when
     the run was interrupted."""
