@@ -98,7 +98,7 @@ def test_failed_cells_exit_3_unless_only_criteria_fail_the_pipeline(tmp_path, ng
     assert "not_run" in (tmp_path / "junit.xml").read_text()
     assert cli("check", str(stopped), "--fail-on", "none").returncode == 0
     later = cli("check", str(stopped))  # the stored run knows it ended early
-    assert later.returncode == 3 and "the run ended failed" in later.stdout
+    assert later.returncode == 3 and "the run failed" in later.stdout
 
 
 def test_a_bad_criterion_is_a_usage_error_naming_file_line_and_column(tmp_path):

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+import yaml
+
 from toolbench import criteria, junit, store
 from toolbench.criteria import Evaluation, Verdict, evaluate, spec
 from toolbench.manifest import RunStatus
@@ -22,6 +24,7 @@ EXIT_CELLS = 3
 FAIL_ON = ("any", "criteria", "cells", "none")
 SHOWN_PER_CRITERION = 10  # the cells listed under a criterion not met; the rest are counted
 MARKS = {Verdict.PASSED: "✓", Verdict.FAILED: "✗", Verdict.UNKNOWN: "?"}
+ENDINGS = {RunStatus.INTERRUPTED: "the run was interrupted", RunStatus.FAILED: "the run failed"}
 
 
 def add_gate_arguments(p: argparse.ArgumentParser) -> None:
@@ -77,7 +80,7 @@ def tally(results: list[RunResult], planned: Iterable[str] | None, status: RunSt
     latest = list({r.identity.cell_id: r for r in results}.values())
     have = {r.identity.cell_id for r in latest}
     missing = [cell for cell in planned or () if cell not in have]
-    incomplete = None if status in (None, RunStatus.COMPLETE) else f"the run ended {status.value}"
+    incomplete = None if status in (None, RunStatus.COMPLETE) else ENDINGS.get(status, "the run never recorded its end")
     return CellTally(latest, missing, incomplete)
 
 
@@ -93,8 +96,9 @@ def check(args: argparse.Namespace) -> int:
     run = store.RunDir.open(args.run_dir)
     manifest = run.manifest()
     results = run.results()
-    tools = {r.identity.label for r in results}
-    targets = {r.identity.target_label for r in results if r.identity.target_label}
+    declared = _declared(manifest.scenario.text)
+    tools = {r.identity.label for r in results} | set(declared.get("tools", ()))
+    targets = {r.identity.target_label for r in results if r.identity.target_label} | set(declared.get("targets", ()))
     source = manifest.scenario.source or f"{run.path}/manifest.json"
     given = spec.from_stored_scenario(manifest.scenario.text, source, tools, targets)
     given += spec.from_arguments(args.criteria, tools)
@@ -108,6 +112,22 @@ def check(args: argparse.Namespace) -> int:
     return code
 
 
+def _declared(text: str | None) -> dict[str, list[str]]:
+    """The tools and targets a stored scenario names, read loosely: a run stopped early may
+    have no result of some, and its criteria may still name them."""
+    try:
+        top = yaml.safe_load(text) if text else None
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(top, dict):
+        return {}
+    matrix = top.get("matrix") if isinstance(top.get("matrix"), dict) else {}
+    tools = matrix.get("tool", [])
+    targets = top.get("targets") if isinstance(top.get("targets"), dict) else {}
+    return {"tools": [str(t) for t in (tools if isinstance(tools, list) else [tools])],
+            "targets": [str(t) for t in targets]}
+
+
 def finish_run(args: argparse.Namespace, scenario_criteria: tuple[spec.Criterion, ...], run_dir: Path,
                planned: list[str], *, interrupted: bool = False) -> int:
     """After `run`: criteria evaluated and stored in the run folder, the report rendered (with
@@ -119,12 +139,13 @@ def finish_run(args: argparse.Namespace, scenario_criteria: tuple[spec.Criterion
     evaluations = evaluate.evaluate(scenario_criteria, results)
     if scenario_criteria:
         criteria.save(run.path, evaluations)
+    else:
+        criteria.forget(run.path)
     report, data = render.render_with_data([run.path])
     cells = tally(results, planned, RunStatus.INTERRUPTED if interrupted else None)
     code = exit_code(cells, evaluations, args.fail_on)
     if args.junit:
-        name = data.title
-        junit.write(args.junit, name, junit.Cells(cells.results, cells.missing), evaluations)
+        junit.write(args.junit, data.title, junit.Cells(cells.results, cells.missing), evaluations)
     headline = data.verdicts[0].headline if data.verdicts else ""
     # An interrupted run exits 128 + the signal's number, which the CLI says on its own.
     lines = summary_lines(cells, evaluations, None if interrupted else code)

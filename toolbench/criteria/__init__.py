@@ -23,6 +23,14 @@ def save(run_dir: Path, evaluations: list[Evaluation]) -> None:
         raise StoreError(f"{run_dir / FILE}: cannot write: {exc.strerror}") from None
 
 
+def forget(run_dir: Path) -> None:
+    """No criteria now: an earlier part of a resumed run may have left verdicts that no longer hold."""
+    try:
+        (run_dir / FILE).unlink(missing_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{run_dir / FILE}: cannot remove: {exc.strerror}") from None
+
+
 def load(run_dir: Path) -> list[Evaluation] | None:
     """The evaluations stored with the run; None when it has none (no criteria, or an older run)."""
     path = run_dir / FILE
@@ -35,4 +43,4 @@ def load(run_dir: Path) -> list[Evaluation] | None:
         raise StoreError(f"{path}: unreadable: {exc}") from None
 
 
-__all__ = ["FILE", "Evaluation", "Verdict", "load", "save"]
+__all__ = ["FILE", "Evaluation", "Verdict", "forget", "load", "save"]
