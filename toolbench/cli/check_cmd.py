@@ -52,7 +52,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         description="Evaluates the criteria of the scenario a run was made with (kept in its manifest) and "
                     "any given with --criteria on the run's stored results; runs nothing and changes nothing "
                     "in the run folder. Example: toolbench check reports/quick-20260101T000000Z "
-                    "--criteria 'p99_ms < 50' --criteria 'error_rate < 1%%' --junit criteria.xml")
+                    "--criteria 'p99_ms < 50' --criteria 'error_rate < 1%' --junit criteria.xml")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--criteria", action="append", default=[], metavar="EXPR",
                    help="a criterion over every cell, e.g. 'p99_ms < 50' or 'engine.rps >= 0.95 * ab.rps' "
