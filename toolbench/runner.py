@@ -56,11 +56,12 @@ class RunSummary:
 def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         observer: Observer | None = None, host: Host | None = None, go_on: bool = False,
         known_hosts: Path | None = None, trust_new_key: bool = False,
-        start_target: TargetStarter | None = None) -> RunSummary:
+        start_target: TargetStarter | None = None, fail_fast: bool = False) -> RunSummary:
     """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
     unmet, unless `go_on`; the findings go into the manifest either way. `host` runs the
     tools and `start_target` starts the targets: by default the scenario's generator, and
-    toolbench.servers on this machine or a command on `hosts.target` over SSH."""
+    toolbench.servers on this machine or a command on `hosts.target` over SSH. With
+    `fail_fast`, the first cell that fails or times out ends the run (StoppedEarly)."""
     _check_hosts(scenario)
     with contextlib.ExitStack() as stack:
         if start_target is None and not scenario.target_host.is_local:
@@ -70,7 +71,8 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         if host is None:
             host = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))
-        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target)
+        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target,
+                       fail_fast)
 
 
 def _check_hosts(scenario: Scenario) -> None:
@@ -88,7 +90,7 @@ def _check_hosts(scenario: Scenario) -> None:
 
 
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
-            go_on: bool, start_target: TargetStarter | None) -> RunSummary:
+            go_on: bool, start_target: TargetStarter | None, fail_fast: bool = False) -> RunSummary:
     # The tools get the scenario's ulimits: the limits are checked and applied in one place.
     host = host.with_limits(scenario.prerequisites.ulimit)
     cells = plan.expand(scenario)
@@ -116,12 +118,13 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
                     [repaired] if repaired else []):
                 warnings.warn(Notice(said), stacklevel=2)
             starter = start_target or serving.local_starter(life)
-            return _run_locked(scenario, cells, run_dir, observer, host, starter, checked, resumed if resume else None)
+            return _run_locked(scenario, cells, run_dir, observer, host, starter, checked, resumed if resume else None,
+                               fail_fast)
 
 
 def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.RunDir, observer: Observer, host: Host,
                 starter: TargetStarter, checked: manifest.Prerequisites,
-                resumed: manifest.Resumed | None) -> RunSummary:
+                resumed: manifest.Resumed | None, fail_fast: bool = False) -> RunSummary:
     """The run proper, with its folder locked. The manifest ends saying how the run ended:
     complete, interrupted, or failed with the error."""
     try:
@@ -137,7 +140,8 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
         run_dir.update_manifest(status=manifest.RunStatus.RUNNING)
-        interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer)
+        interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer,
+                                     _Progress(fail_fast=fail_fast))
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as exc:
@@ -159,14 +163,29 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
 class _Progress:
     index: int = 0  # cells seen, for the observer
     last_ran: bool = False  # the previous cell put load on a target: the next start cools down first
+    fail_fast: bool = False  # a failed cell ends the run
+
+    def finished(self, observer: Observer, run_dir: store.RunDir, result: RunResult) -> None:
+        observer.cell_finished(self.index, result)
+        self.index += 1
+        if self.fail_fast and result.outcome.status in (Status.FAILED, Status.TIMED_OUT):
+            raise StoppedEarly(run_dir.path, result.identity.cell_id, result.outcome.status)
+
+
+class StoppedEarly(ToolbenchError):
+    """`--fail-fast`: a cell failed, and the run ended there; the cells measured are kept."""
+
+    def __init__(self, run_dir: Path, cell_id: str, status: Status) -> None:
+        super().__init__(f"{cell_id} {status.value.replace('_', ' ')}, and --fail-fast ended the run there")
+        self.run_dir = run_dir
 
 
 def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
-                   found: dict[str, Detection], starter: TargetStarter, observer: Observer) -> bool:
+                   found: dict[str, Detection], starter: TargetStarter, observer: Observer,
+                   progress: _Progress) -> bool:
     """Each target in turn, started for its cells and stopped after them. A target that
     fails to start fails its cells with the reason, and the other targets run. True when
     the run was interrupted."""
-    progress = _Progress()
     # A resumed run keeps what its earlier part recorded of targets it does not start again.
     recorded = {t.name or t.label: t for t in run_dir.manifest().targets}
     for batch in serving.batches(scenario, todo, run_dir.path / "targets"):
@@ -200,8 +219,7 @@ def _fail_cells(scenario: Scenario, cells: list[PlannedCell], target: str, why: 
         result = _not_runnable(planned, found[planned.cell.tool], identity) or RunResult(
             identity, Outcome(Status.FAILED, error=why))
         run_dir.append(result)
-        observer.cell_finished(progress.index, result)
-        progress.index += 1
+        progress.finished(observer, run_dir, result)
 
 
 def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
@@ -223,8 +241,7 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
                                Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
         progress.last_ran = runnable
         run_dir.append(result)
-        observer.cell_finished(progress.index, result)
-        progress.index += 1
+        progress.finished(observer, run_dir, result)
         if result.outcome.status is Status.INTERRUPTED:
             return True
     return False

@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolbench import httpvalues, names, profiles, yamlread
+from toolbench.criteria.spec import Criterion
+from toolbench.criteria.spec import from_node as criteria_from_node
 from toolbench.servers.spec import TargetSpec, parse_target
 from toolbench.errors import ScenarioError, ScenarioErrors
 from toolbench.yamlread import Node, attempt
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
-            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles")
+            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles", "criteria")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
 
@@ -125,6 +127,7 @@ class Scenario:
     compare: str = "tools"
     profile: str | None = None  # the profile applied, if any
     profiles: tuple[str, ...] = ()  # every profile the file declares
+    criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.criteria)
 
     def cell_timeout_s(self) -> float:
         """A hard limit that a healthy run never reaches."""
@@ -169,6 +172,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
     def key(name: str, read: Callable[[Node], Any], default: Any) -> Any:
         return attempt(lambda: read(top[name]), default) if name in top else default
 
+    matrix = key("matrix", lambda node: _matrix(node, locations, targets), None)
     return Scenario(
         name=key("name", Node.name, ""),
         source=str(path),
@@ -178,7 +182,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         prerequisites=key("prerequisites", _prerequisites, Prerequisites()),
         targets=targets or {},
         request=key("request", _request, RequestSpec()),
-        matrix=key("matrix", lambda node: _matrix(node, locations, targets), None),
+        matrix=matrix,
         stop=key("stop", _stop, StopSpec(duration_s=10.0)),
         timeout_s=key("timeout", Node.duration_s, None),
         repeat=key("repeat", Node.positive_int, 1),
@@ -191,6 +195,8 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         compare=key("compare", lambda node: node.choice(COMPARES), "tools"),
         profile=profile,
         profiles=declared,
+        criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())
+        if matrix is not None else (),
     )
 
 

@@ -13,14 +13,14 @@ from toolbench.adapter import Adapter, Found, raw_from_files
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
 from toolbench.schema import Identity, Outcome, RunResult
 
-EXIT_INVALID = 1  # a scenario that does not validate
+EXIT_INVALID = 2  # a scenario that does not validate (README, "Exit codes")
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench import runner, scenario
+    from toolbench import plan, runner, scenario
+    from toolbench.cli.check_cmd import finish_run
     from toolbench.cli.progress import ProgressObserver
     from toolbench.cli.signals import StopOnSignals
-    from toolbench.report import render
 
     reports_dir = args.reports_dir
     if args.reports_dir_old is not None:
@@ -29,36 +29,31 @@ def run(args: argparse.Namespace) -> int:
         reports_dir = args.reports_dir_old
     with StopOnSignals() as stop:
         loaded = scenario.load(args.scenario, args.profile)
+        planned = [c.cell.id for c in plan.expand(loaded)]
         show = not (args.no_progress or args.quiet or args.json) and sys.stderr.isatty()
         try:
             with ProgressObserver(enabled=show, quiet=args.quiet or args.json) as observer:
                 summary = runner.run(loaded, reports_dir, resume=args.resume, observer=observer,
                                      go_on=args.go_on, known_hosts=args.known_hosts,
-                                     trust_new_key=args.trust_new_host_key)
+                                     trust_new_key=args.trust_new_host_key, fail_fast=args.fail_fast)
+        except runner.StoppedEarly as exc:
+            print(f"toolbench: {exc}", file=sys.stderr)
+            return finish_run(args, loaded.criteria, exc.run_dir, planned)
         except Interrupted as exc:
             # What was measured before the stop is on disk: render it, then say how the run ended.
             by = stop.received.name if stop.received else None
             try:
-                report = render.render_run(Path(str(exc.run_dir)))
+                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                    finish_run(args, loaded.criteria, Path(str(exc.run_dir)), planned, interrupted=True)
             except ToolbenchError as problem:
                 warnings.warn(Notice(f"the report was not rendered: {problem}"), stacklevel=1)
-            else:
-                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-                    print(report, flush=True)
             raise Interrupted(exc.run_dir, by) from None
-        results = store.RunDir.open(summary.run_dir).results()
-        report = render.render_run(summary.run_dir)
-        if args.json:
-            _print_json({"run_dir": str(summary.run_dir.resolve()), "report": str(report),
-                         "cells": [_cell_summary(r) for r in results]})
-            return 0
-        if not args.quiet:
-            _print_results_table(results)
-        print(report)
-    return 0
+        if not (args.quiet or args.json):
+            _print_results_table(store.RunDir.open(summary.run_dir).results())
+        return finish_run(args, loaded.criteria, summary.run_dir, planned)
 
 
-def _cell_summary(r: RunResult) -> dict[str, object]:
+def cell_summary(r: RunResult) -> dict[str, object]:
     """A cell in `run --json`: what a pipeline checks first; `toolbench export` has the rest."""
     from toolbench.stats import throughput
 
@@ -69,7 +64,7 @@ def _cell_summary(r: RunResult) -> dict[str, object]:
             "p99_ms": m.latency.percentiles.p99_ms}
 
 
-def _print_json(value: object) -> None:
+def print_json(value: object) -> None:
     try:
         print(json.dumps(value, indent=2, allow_nan=False))
     except ValueError as exc:
@@ -88,11 +83,11 @@ def validate(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         if not args.json:
             raise
-        _print_json({"scenario": str(args.scenario), "ok": False, "errors": list(getattr(exc, "problems", [str(exc)]))})
+        print_json({"scenario": str(args.scenario), "ok": False, "errors": list(getattr(exc, "problems", [str(exc)]))})
         return EXIT_INVALID
     unsupported = [c for c in cells if not c.support.ok]
     if args.json:
-        _print_json({"scenario": str(args.scenario), "profile": loaded.profile, "ok": True, "errors": [],
+        print_json({"scenario": str(args.scenario), "profile": loaded.profile, "ok": True, "errors": [],
                      "cells": [{"cell": c.cell.id, "runs": c.support.ok, "reason": c.support.reason or None}
                                for c in cells]})
         return 0
@@ -170,7 +165,7 @@ def tools(args: argparse.Namespace) -> int:
     for name, why in registry.broken().items():
         listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": f"adapter broken: {why}"})
     if args.json:
-        _print_json(listed)
+        print_json(listed)
     for tool in listed if not args.json else ():
         if args.quiet:
             if tool["found"]:
