@@ -168,6 +168,28 @@ class RemoteProcess:
         why = lines[-1] if lines else f"exit status {channel.recv_exit_status()}"
         return HostError(f"{self._label}: cannot start {self._program}: {why}")
 
+    @property
+    def returncode(self) -> int | None:
+        """Its exit status once it has exited (as Popen's), else None; -1 for a lost connection."""
+        channel = self._streams.channel
+        if channel.exit_status_ready():
+            return channel.recv_exit_status()
+        return -1 if channel.closed else None
+
+    def poll(self) -> int | None:
+        """As Popen.poll(): moves its output along and says whether it has exited."""
+        if not self._streams.channel.closed:
+            self._streams.drain()
+        return self.returncode
+
+    def pump_until(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Moves its output into the local files until done() (e.g. a line there says it is
+        ready), it exits, or timeout_s pass; True when done()."""
+        channel = self._streams.channel
+        self._streams.pump_until(lambda: done() or channel.exit_status_ready() or channel.closed,
+                                 time.monotonic() + timeout_s)
+        return done()
+
     def wait(self, timeout_s: float) -> Completed:
         """Waits up to timeout_s from the start, then kills the remote group. Whatever the
         tool left running in its group is killed too, so it cannot load the next cell."""

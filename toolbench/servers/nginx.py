@@ -74,13 +74,15 @@ def binary() -> str:
     return found
 
 
-def version(nginx: str, answer: str | None = None) -> str | None:
-    """From `nginx -v` (which answers on stderr): this machine's, or the `answer` another gave."""
-    if answer is None:
-        try:
-            answer = subprocess.run([nginx, "-v"], capture_output=True, text=True, timeout=5).stderr
-        except (OSError, subprocess.TimeoutExpired):
-            return None
+def version(nginx: str) -> str | None:
+    try:
+        return version_in(subprocess.run([nginx, "-v"], capture_output=True, text=True, timeout=5).stderr)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def version_in(answer: str) -> str | None:
+    """From what `nginx -v` says (on stderr), here or on another machine."""
     found = re.search(r"nginx/(\S+)", answer)
     return f"nginx {found.group(1)}" if found else None
 

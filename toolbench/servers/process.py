@@ -11,11 +11,14 @@ import subprocess
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
-from typing import Callable, Iterator, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from toolbench import lifeline
 from toolbench.errors import TargetError
+
+if TYPE_CHECKING:
+    from toolbench.servers.cost import ServerReport
 
 KILL_WAIT_S = 5.0
 
@@ -27,9 +30,10 @@ class RunningTarget:
     pid: int | None = None  # the server's main process (the front one), when toolbench started it
     version: str | None = None  # e.g. "gunicorn 23.0.0"; "nginx 1.22.1 + uWSGI 2.0.31" for a pair
     pids: tuple[int, ...] = ()  # every process group toolbench started for it: sample them all
-    # Where it runs on another machine: how to sample it there (given the interval), and
-    # that machine's cores. None: it runs here, sampled by a ServerMonitor over `pids`.
-    sampler: Callable[[float], "Sampler"] | None = None
+    # Where it runs on another machine: how to sample it there (given the interval and the
+    # series' file here), and that machine's cores. None: it runs here, sampled by a
+    # ServerMonitor over `pids`.
+    sampler: Callable[[float, Path], "Sampler"] | None = None
     cores: int | None = None
 
     @property
@@ -45,7 +49,7 @@ class Sampler(Protocol):
 
     def start(self) -> None: ...
 
-    def stop(self) -> "object": ...
+    def stop(self) -> "ServerReport": ...
 
 
 @dataclass(frozen=True)
@@ -71,11 +75,6 @@ class Recipe:
                 path.write_bytes(content)
             else:
                 path.write_text(content)
-
-
-def at(folder: PurePath, name: str) -> str:
-    """The path of a recipe's file on the machine it runs on."""
-    return str(folder / name)
 
 
 @contextlib.contextmanager

@@ -146,14 +146,16 @@ def uwsgi_binary() -> Path:
     return found
 
 
-def uwsgi_version(answer: str | None = None) -> str | None:
-    """From `uwsgi --version`: this machine's, or the `answer` another machine's gave."""
-    if answer is None:
-        try:
-            answer = subprocess.run([str(uwsgi_binary()), "--version"], capture_output=True, text=True,
-                                    timeout=10).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            return None
+def uwsgi_version() -> str | None:
+    try:
+        out = subprocess.run([str(uwsgi_binary()), "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return uwsgi_version_in(out)
+
+
+def uwsgi_version_in(answer: str) -> str | None:
+    """From what `uwsgi --version` says, here or on another machine."""
     return f"uWSGI {answer.strip()}" if answer.strip() else None
 
 
