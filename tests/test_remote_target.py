@@ -15,14 +15,13 @@ from toolbench.schema import Status
 from toolbench.ssh import SSHHost
 
 
-def _scenario(tmp_path: Path, sshd: Sshd, target: str, extra: str = "") -> Path:
+def _scenario(tmp_path: Path, sshd: Sshd, targets: str, extra: str = "") -> Path:
     path = tmp_path / "far.yaml"
     path.write_text(f"""\
 name: far
 hosts:
   target: {{address: 127.0.0.1, port: {sshd.port}, user: {sshd.user}, key: "{sshd.client_key}"}}
-targets:
-  far: {target}
+targets: {targets}
 matrix: {{tool: [ab], concurrency: [2]}}
 stop: {{requests: 200}}
 monitor: {{interval: 100ms}}
@@ -32,43 +31,43 @@ probe: {{enabled: false}}
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("target, version", [("{server: nginx-static, workers: 1}", "nginx "),
-                                             ("{server: socket-threads, sleep: 0ms}", "Python ")])
-def test_a_bundled_target_runs_on_the_target_host_with_its_cost_sampled_there(
-        sshd: Sshd, tmp_path: Path, target: str, version: str) -> None:
-    path = _scenario(tmp_path, sshd, target, "prerequisites: {ulimit: {nofile: 4096}}\n")
+def test_bundled_targets_run_on_the_target_host_with_their_cost_sampled_there(sshd: Sshd, tmp_path: Path) -> None:
+    targets = "{static: {server: nginx-static, workers: 1}, threads: {server: socket-threads, sleep: 0ms}}"
+    path = _scenario(tmp_path, sshd, targets, "prerequisites: {ulimit: {nofile: 4096}}\n")
     summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
     run = store.RunDir.open(summary.run_dir)
-    (result,) = run.results()
-    assert result.outcome.status is Status.OK, result.outcome.error
-    assert result.measurement.counts.requests_ok == 200
-    (record,) = run.manifest().targets
-    assert record.version is not None and record.version.startswith(version)
+    results = {r.identity.target_label: r for r in run.results()}
+    records = {t.name: t for t in run.manifest().targets}
+    assert set(results) == set(records) == {"static", "threads"}
     # The prerequisites were checked on the target host too, as on the generator.
     hosts = {f.host for f in run.manifest().prerequisites.findings if f.kind == "ulimit"}
-    assert f"{sshd.user}@127.0.0.1:{sshd.port}" in hosts and "local" in hosts
-    # Its cost comes from the sampler that ran there, fetched beside the cell.
-    cost = result.server_cost
-    assert cost is not None and cost.samples and cost.samples >= 2, cost
-    assert cost.cpu_user_s is not None and cost.rss_peak_bytes and cost.processes_peak
-    assert cost.cpu_us_per_request is not None
-    series = [json.loads(line) for line in (run.path / "raw" / result.identity.cell_id / "server.jsonl")
-              .read_text().splitlines()]
-    assert len(series) == cost.samples and series[0]["tree"]["processes"] >= 1
-    assert "server-monitor" in {a.role for a in result.outcome.artifacts}
-    # Stopped: no process of its recorded groups is left there, nothing answers at its
-    # port, and its logs were fetched.
-    groups = [int(p.read_text().split()[-1]) for p in (run.path / "targets" / "far").glob("**/*.pgid")]
-    assert groups and not any(alive_remotely(sshd, pid) for pid in groups)
-    port = int(record.url.rsplit(":", 1)[1])
-    with pytest.raises(OSError):
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    logs = list((run.path / "targets" / "far").glob("*.stderr.txt"))
-    assert logs, "the server's logs were fetched"
+    assert hosts == {f"{sshd.user}@127.0.0.1:{sshd.port}", "local"}
+    for name, version in (("static", "nginx "), ("threads", "Python ")):
+        result, record = results[name], records[name]
+        assert result.outcome.status is Status.OK, result.outcome.error
+        assert result.measurement.counts.requests_ok == 200
+        assert record.version is not None and record.version.startswith(version), record.version
+        # Its cost comes from the sampler that ran there, its series fetched beside the cell.
+        cost = result.server_cost
+        assert cost is not None and cost.samples is not None and cost.samples >= 2, cost
+        assert cost.cpu_user_s is not None and cost.rss_peak_bytes and cost.processes_peak, cost
+        assert cost.cpu_us_per_request is not None and cost.workers == 1
+        series = [json.loads(line) for line in (run.path / "raw" / result.identity.cell_id / "server.jsonl")
+                  .read_text().splitlines()]
+        assert len(series) == cost.samples and series[0]["tree"]["processes"] >= 1
+        assert "server-monitor" in {a.role for a in result.outcome.artifacts}
+        # Stopped: no process of its recorded groups is left there, nothing answers at its
+        # port any more, and its logs were fetched.
+        folder = run.path / "targets" / name
+        groups = [int(p.read_text().split()[-1]) for p in folder.glob("**/*.pgid")]
+        assert groups and not any(alive_remotely(sshd, pid) for pid in groups)
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", int(record.url.rsplit(":", 1)[1])), timeout=1).close()
+        assert list(folder.glob("*.stderr.txt")), "the server's logs were fetched"
 
 
 def test_target_host_tools_name_only_the_stacks_programs(tmp_path: Path, sshd: Sshd) -> None:
-    path = _scenario(tmp_path, sshd, "{server: nginx-static}")
+    path = _scenario(tmp_path, sshd, "{far: {server: nginx-static}}")
     text = path.read_text().replace(f'key: "{sshd.client_key}"}}', f'key: "{sshd.client_key}", '
                                                                     'tools: {siege: /usr/bin/siege}}')
     path.write_text(text)
