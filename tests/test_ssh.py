@@ -21,6 +21,7 @@ from toolbench.adapters import ab
 from toolbench.errors import HostError
 from toolbench.hosts import Limit, LocalHost
 from toolbench.scenario import HostSpec
+from toolbench.servers import remote
 from toolbench.ssh import SSHHost, connect
 from toolbench.targets import RunningTarget, free_port
 
@@ -84,6 +85,40 @@ def test_ctrl_c_kills_the_remote_tool_and_reports_interrupted(host: SSHHost, ssh
         presser.join()
     assert completed.interrupted and completed.exit_code is None and not completed.timed_out
     assert not alive_remotely(sshd, int(out.read_text()))
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from toolbench.scenario import HostSpec
+from toolbench.ssh import SSHHost
+address, port, user, key, known, folder = sys.argv[1:]
+host = SSHHost(HostSpec(address=address, port=int(port), user=user, key=key), known_hosts=Path(known))
+running = host.start(["sh", "-c", "sleep 300 & sleep 300"], cwd="/", stdout=Path(folder) / "out",
+                     stderr=Path(folder) / "err")
+print(running.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_remote_process_dies_with_toolbench_killed_by_sigkill(sshd: Sshd, tmp_path: Path) -> None:
+    """No lifeline of this machine reaches the remote one: the channel's end is the signal."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, "127.0.0.1", str(sshd.port), sshd.user,
+                               str(sshd.client_key), str(sshd.known_hosts), str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        pgid = int(holder.stdout.readline())
+        assert alive_remotely(sshd, pgid)
+    finally:
+        holder.kill()
+        holder.wait()
+    # Both sleeps of its group, the backgrounded one too, end with the connection.
+    deadline = time.monotonic() + 60
+    with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as other:
+        while remote.members(other, pgid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert remote.members(other, pgid) == []
 
 
 def test_missing_program_and_missing_folder_are_host_errors(host: SSHHost, tmp_path: Path) -> None:
