@@ -66,6 +66,28 @@ def test_bundled_targets_run_on_the_target_host_with_their_cost_sampled_there(ss
         assert list(folder.glob("*.stderr.txt")), "the server's logs were fetched"
 
 
+@pytest.mark.integration
+def test_without_toolbench_there_the_cost_is_absent_with_a_note_and_a_missing_program_fails_its_cells(
+        sshd: Sshd, tmp_path: Path) -> None:
+    """The system's python3 has no toolbench: nginx-static still runs, its cost is absent and
+    says why; a uwsgi at a path that does not exist fails its target's cells, naming the line."""
+    path = _scenario(tmp_path, sshd, "{static: {server: nginx-static, workers: 1}, wsgi: {server: uwsgi}}")
+    path.write_text(path.read_text().replace(
+        f'key: "{sshd.client_key}"}}',
+        f'key: "{sshd.client_key}",\n           tools: {{python: /usr/bin/python3, uwsgi: /nonexistent/uwsgi}}}}'))
+    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
+    results = {r.identity.target_label: r for r in store.RunDir.open(summary.run_dir).results()}
+    static = results["static"]
+    assert static.outcome.status is Status.OK, static.outcome.error
+    assert static.server_cost is not None and static.server_cost.cpu_user_s is None
+    assert any("sampler did not start" in note and "toolbench" in note for note in static.server_cost.notes), \
+        static.server_cost.notes
+    wsgi = results["wsgi"]
+    assert wsgi.outcome.status is Status.FAILED
+    assert wsgi.outcome.error is not None and "far.yaml:4: hosts.target.tools.uwsgi: /nonexistent/uwsgi not found" \
+        in wsgi.outcome.error
+
+
 def test_target_host_tools_name_only_the_stacks_programs(tmp_path: Path, sshd: Sshd) -> None:
     path = _scenario(tmp_path, sshd, "{far: {server: nginx-static}}")
     text = path.read_text().replace(f'key: "{sshd.client_key}"}}', f'key: "{sshd.client_key}", '
@@ -81,4 +103,4 @@ def test_an_ipv6_target_host_is_refused_for_a_bundled_stack(sshd: Sshd) -> None:
 
     with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as host:
         with pytest.raises(TargetError, match="listen on IPv4"):
-            remote.machine(host, "::1", {})
+            remote.machine(host, "::1", {}, {})

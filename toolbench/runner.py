@@ -71,7 +71,8 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
             assert isinstance(connected, ssh.SSHHost)
             # The target's processes get the scenario's ulimits there, as the tools do on the generator.
             far = connected.with_limits(scenario.prerequisites.ulimit)
-            start_target = serving.remote_starter(far, scenario.target_host.address, scenario.target_host.tools)
+            start_target = serving.remote_starter(far, scenario.target_host.address, scenario.target_host.tools,
+                                                  scenario.locations)
         if host is None:
             host = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))

@@ -41,8 +41,10 @@ def local_starter(life: Lifeline | None) -> TargetStarter:
 _LOGS = ("target.stdout.txt", "target.stderr.txt")
 
 
-def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str]) -> TargetStarter:
-    """Targets on another machine (`hosts.target`, at `address`, its programs at `tools`):
+def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str],
+                   places: Mapping[str, str]) -> TargetStarter:
+    """Targets on another machine (`hosts.target`, at `address`, its programs at `tools`,
+    given at `places` (file:line) in the scenario):
     a bundled stack (toolbench.servers.remote) or a command, each started there in process
     groups of its own, in a folder of its own, its output kept there and fetched when it
     stops; checked ready from this machine; stopped by killing its groups. A bundled stack's
@@ -51,7 +53,7 @@ def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str]) -> Tar
     @contextlib.contextmanager
     def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
         if spec.bundled:
-            with remote.start(host, spec, workdir, max_concurrency, address, tools) as target:
+            with remote.start(host, spec, workdir, max_concurrency, address, tools, places) as target:
                 yield target
             return
         workdir.mkdir(parents=True, exist_ok=True)

@@ -58,16 +58,25 @@ class Machine:
     listen: str
     reach: str
     tools: Mapping[str, str]
+    places: Mapping[str, str]  # `hosts.target.tools.<program>` -> file:line in the scenario
+    found: dict[str, str] = dataclasses.field(default_factory=dict)  # programs looked up so far
 
     def program(self, name: str) -> str:
+        """nginx or uwsgi there: at `hosts.target.tools.<name>`, else nginx on the PATH (or in
+        /usr/sbin) and uwsgi beside its Python, as here."""
+        if name in self.found:
+            return self.found[name]
         given = self.tools.get(name)
         default = {"nginx": "nginx", "uwsgi": str(PurePosixPath(self.python).parent / "uwsgi")}[name]
         for candidate in [given] if given else [default, *(["/usr/sbin/nginx"] if name == "nginx" else [])]:
-            found = self.host.which(candidate)
-            if found is not None:
-                return found
-        where = f"hosts.target.tools.{name} = {given}" if given else "its PATH"
-        raise TargetError(f"{self.host.label}: {name} not found ({where})")
+            path = self.host.which(candidate)
+            if path is not None:
+                self.found[name] = path
+                return path
+        if given:
+            key = f"hosts.target.tools.{name}"
+            raise TargetError(f"{self.places.get(key, 'the scenario')}: {key}: {given} not found on {self.host.label}")
+        raise TargetError(f"{self.host.label}: {name} not found (tried {default}; give hosts.target.tools.{name})")
 
     def run(self, argv: list[str], what: str) -> str:
         captured = self.host.capture(argv, timeout_s=30.0)
@@ -83,12 +92,15 @@ class Machine:
         return int(answer)
 
 
-def machine(host: SSHHost, address: str, tools: Mapping[str, str]) -> Machine:
+def machine(host: SSHHost, address: str, tools: Mapping[str, str], places: Mapping[str, str]) -> Machine:
     """Its Python: `hosts.target.tools.python`, else the interpreter toolbench runs on if that
     machine has it at the same path, else python3. Its servers listen on the loopback address
     the scenario names, else on every IPv4 interface (the generator reaches them at `address`)."""
     candidates = [tools["python"]] if "python" in tools else [sys.executable, "python3"]
     python = next((found for c in candidates if (found := host.which(c)) is not None), None)
+    if python is None and "python" in tools:
+        key = "hosts.target.tools.python"
+        raise TargetError(f"{places.get(key, 'the scenario')}: {key}: {tools['python']} not found on {host.label}")
     if python is None:
         raise TargetError(f"{host.label}: no Python found (tried {', '.join(candidates)}); "
                           "give hosts.target.tools.python")
@@ -101,7 +113,7 @@ def machine(host: SSHHost, address: str, tools: Mapping[str, str]) -> Machine:
         raise TargetError(f"{host.label}: the bundled servers listen on IPv4; give hosts.target an IPv4 "
                           "address or a name")
     listen = reach if ip is not None and ip.is_loopback else "0.0.0.0"
-    return Machine(host, python, host.facts().cpu_count, listen, reach, dict(tools))
+    return Machine(host, python, host.facts().cpu_count, listen, reach, dict(tools), dict(places))
 
 
 def recipes(spec: TargetSpec, there: Machine, folder: PurePosixPath, port: int,
@@ -156,10 +168,11 @@ def version(spec: TargetSpec, there: Machine) -> str | None:
 
 @contextlib.contextmanager
 def start(host: SSHHost, spec: TargetSpec, workdir: Path, max_concurrency: int, address: str,
-          tools: Mapping[str, str]) -> Iterator[RunningTarget]:
-    """Starts the stack on `host`, yields it once ready from here, and stops it with no process left."""
+          tools: Mapping[str, str], places: Mapping[str, str]) -> Iterator[RunningTarget]:
+    """Starts the stack on `host` (reached at `address`, its programs at `tools`, given at
+    `places` in the scenario), yields it once ready from here, and stops it with no process left."""
     workdir.mkdir(parents=True, exist_ok=True)
-    there = machine(host, address, tools)
+    there = machine(host, address, tools, places)
     folder = PurePosixPath(str(host.workspace(workdir)))
     plan: list[tuple[str, Recipe]] = []
     try:
