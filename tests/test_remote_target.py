@@ -70,8 +70,10 @@ def test_bundled_targets_run_on_the_target_host_with_their_cost_sampled_there(ss
 def test_without_toolbench_there_the_cost_is_absent_with_a_note_and_a_missing_program_fails_its_cells(
         sshd: Sshd, tmp_path: Path) -> None:
     """The system's python3 has no toolbench: nginx-static still runs, its cost is absent and
-    says why; a uwsgi at a path that does not exist fails its target's cells, naming the line."""
-    path = _scenario(tmp_path, sshd, "{static: {server: nginx-static, workers: 1}, wsgi: {server: uwsgi}}")
+    says why; a uwsgi at a path that does not exist fails its target's cells, naming the line;
+    a server never ready fails its cells, naming its timeout, and is stopped there."""
+    path = _scenario(tmp_path, sshd, "{static: {server: nginx-static, workers: 1}, wsgi: {server: uwsgi}, "
+                                     "never: {server: nginx-static, ready: {http: /nope, status: 200, timeout: 2s}}}")
     path.write_text(path.read_text().replace(
         f'key: "{sshd.client_key}"}}',
         f'key: "{sshd.client_key}",\n           tools: {{python: /usr/bin/python3, uwsgi: /nonexistent/uwsgi}}}}'))
@@ -86,6 +88,11 @@ def test_without_toolbench_there_the_cost_is_absent_with_a_note_and_a_missing_pr
     assert wsgi.outcome.status is Status.FAILED
     assert wsgi.outcome.error is not None and "far.yaml:4: hosts.target.tools.uwsgi: /nonexistent/uwsgi not found" \
         in wsgi.outcome.error
+    never = results["never"]
+    assert never.outcome.status is Status.FAILED and never.outcome.error is not None
+    assert "was not ready within ready.timeout = 2s (HTTP 404, not 200)" in never.outcome.error
+    groups = [int(p.read_text().split()[-1]) for p in (summary.run_dir / "targets" / "never").glob("*.pgid")]
+    assert groups and not any(alive_remotely(sshd, pid) for pid in groups)
 
 
 def test_target_host_tools_name_only_the_stacks_programs(tmp_path: Path, sshd: Sshd) -> None:

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterator, Mapping, Sequence
 
-from toolbench.errors import HostError, TargetError
+from toolbench.errors import HostError, TargetError, ToolbenchError
 from toolbench.hosts import Host
 from toolbench.ssh import SSHHost
 from toolbench.servers import cost, nginx, python_stacks as py
-from toolbench.servers.process import Recipe, RunningTarget
+from toolbench.servers.process import Recipe, RunningTarget, log_tail
 from toolbench.servers.ready import wait_until_ready
 from toolbench.servers.spec import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
 from toolbench.ssh_process import RemoteProcess
@@ -175,6 +175,8 @@ def start(host: SSHHost, spec: TargetSpec, workdir: Path, max_concurrency: int, 
     there = machine(host, address, tools, places)
     folder = PurePosixPath(str(host.workspace(workdir)))
     plan: list[tuple[str, Recipe]] = []
+    up = False
+    failed: ToolbenchError | None = None
     try:
         port = there.free_port()
         plan = recipes(spec, there, folder, port, max_concurrency)
@@ -190,18 +192,28 @@ def start(host: SSHHost, spec: TargetSpec, workdir: Path, max_concurrency: int, 
             wait_until_ready(spec.ready, url, spec.display, [(p, None) for p in procs])  # type: ignore[misc]
             for proc, (_, recipe) in zip(procs, plan):
                 if proc.poll() is not None:  # nginx alone answers too (502): the pair is not ready
-                    raise TargetError(f"{spec.display}: {recipe.name} exited before it was ready")
+                    raise TargetError(f"{spec.display}: {recipe.name} exited with code {proc.returncode} before "
+                                      "it was ready")
             pids = tuple(p.pid for p in procs)
             serial = itertools.count(1)
+            up = True
             yield RunningTarget(base_url=url, label=spec.display, pid=procs[-1].pid, version=label, pids=pids,
                                 sampler=lambda interval_s, series: RemoteSampler(
                                     there, folder, pids, port, interval_s, series, next(serial)),
                                 cores=there.cores)
+    except (TargetError, HostError) as exc:
+        if up:
+            raise  # it ran: a failure to stop it is not a failure to start
+        failed = exc
     finally:
         logs = [f"{sub}/{name}" if sub else name for sub, recipe in plan
                 for name in (f"{recipe.name}.stdout.txt", f"{recipe.name}.stderr.txt")]
         logs += [f"{sub}/error.log" if sub else "error.log" for sub, recipe in plan if recipe.name == "nginx"]
         host.collect(str(folder), logs, workdir)
+    if failed is not None:  # with the last line its server wrote, fetched meanwhile
+        tails = [log_tail(workdir / sub / name) for sub, recipe in plan
+                 for name in (f"{recipe.name}.stderr.txt", "error.log")]
+        raise TargetError(f"{failed}{next((t for t in tails if t), '')}") from None
 
 
 def _stage(there: Machine, plan: Sequence[tuple[str, Recipe]], folder: PurePosixPath, workdir: Path) -> None:
