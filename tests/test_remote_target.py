@@ -111,3 +111,12 @@ def test_an_ipv6_target_host_is_refused_for_a_bundled_stack(sshd: Sshd) -> None:
     with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as host:
         with pytest.raises(TargetError, match="listen on IPv4"):
             remote.machine(host, "::1", {}, {})
+
+
+def test_a_stack_on_a_loopback_target_host_is_out_of_reach_of_a_generator_elsewhere(tmp_path: Path) -> None:
+    path = tmp_path / "apart.yaml"
+    path.write_text("name: apart\nhosts:\n  generator: {address: 192.0.2.10}\n  target: {address: 127.0.0.1}\n"
+                    "targets:\n  far: {server: nginx-static}\nmatrix: {tool: [ab]}\n")
+    with pytest.raises(ScenarioError, match=r"apart.yaml:6: targets.far.server: the bundled nginx-static listens "
+                                            r"on 127.0.0.1, out of reach of a generator at 192.0.2.10"):
+        runner.run(scenario.load(path), tmp_path / "reports")

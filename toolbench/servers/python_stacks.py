@@ -183,7 +183,7 @@ def uwsgi_on_unix_socket(workdir: Path, path: Path, options: UwsgiOptions,
     with launched_recipe(uwsgi_recipe(workdir, str(uwsgi_binary()), str(path), options, unix_socket=True),
                          workdir) as proc:
         deadline = time.monotonic() + timeout_s
-        while not unix_accepts(path):
+        while not _unix_accepts(path):
             if proc.poll() is not None:
                 raise TargetError(f"uwsgi: exited with code {proc.returncode} before it was ready"
                                   + log_tail(workdir / "uwsgi.stderr.txt"))
@@ -193,7 +193,7 @@ def uwsgi_on_unix_socket(workdir: Path, path: Path, options: UwsgiOptions,
         yield proc
 
 
-def unix_accepts(path: str | PurePath) -> bool:
+def _unix_accepts(path: Path) -> bool:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:
             sock.connect(str(path))
