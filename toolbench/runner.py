@@ -60,41 +60,52 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
     """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
     unmet, unless `go_on`; the findings go into the manifest either way. `host` runs the
     tools and `start_target` starts the targets: by default the scenario's generator, and
-    toolbench.servers on this machine or a command on `hosts.target` over SSH. With
-    `fail_fast`, the first cell that fails or times out ends the run (StoppedEarly)."""
+    toolbench.servers on this machine or on `hosts.target` over SSH (there, the prerequisites
+    are checked and the ulimits raised too). With `fail_fast`, the first cell that fails or
+    times out ends the run (StoppedEarly)."""
     _check_hosts(scenario)
     with contextlib.ExitStack() as stack:
+        far: ssh.SSHHost | None = None
         if start_target is None and not scenario.target_host.is_local:
-            far = stack.enter_context(contextlib.closing(ssh.connect(
+            connected = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.target_host, known_hosts=known_hosts, trust_new_key=trust_new_key)))
-            start_target = serving.remote_starter(far)
+            assert isinstance(connected, ssh.SSHHost)
+            # The target's processes get the scenario's ulimits there, as the tools do on the generator.
+            far = connected.with_limits(scenario.prerequisites.ulimit)
+            start_target = serving.remote_starter(far, scenario.target_host.address, scenario.target_host.tools,
+                                                  scenario.locations)
         if host is None:
             host = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))
         return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target,
-                       fail_fast)
+                       far, fail_fast)
 
 
 def _check_hosts(scenario: Scenario) -> None:
+    """A bundled stack listens on a loopback address when it runs here, or on a target host
+    named by one: out of reach of a generator elsewhere."""
+    target_loopback = scenario.target_host.is_local or _loopback(scenario.target_host.address)
+    generator_far = not scenario.generator.is_local and not _loopback(scenario.generator.address)
     for name, spec in scenario.targets.items():
-        if not scenario.target_host.is_local and spec.kind not in serving.REMOTE_KINDS:
-            raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}: toolbench starts a `command` "
-                                f"on hosts.target, not yet the bundled {spec.kind}; start it there and give its "
-                                "`url`")
-    loopback = scenario.generator.address in ("localhost", "::1") or scenario.generator.address.startswith("127.")
-    for name, spec in scenario.targets.items():
-        if not scenario.generator.is_local and spec.bundled and not loopback:
+        if spec.bundled and target_loopback and generator_far:
             raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}.server: the bundled {spec.kind} "
                                 f"listens on 127.0.0.1, out of reach of a generator at {scenario.generator.address}; "
                                 "give a `url` that machine can reach")
 
 
+def _loopback(address: str) -> bool:
+    return address in ("localhost", "::1") or address.startswith("127.")
+
+
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
-            go_on: bool, start_target: TargetStarter | None, fail_fast: bool = False) -> RunSummary:
+            go_on: bool, start_target: TargetStarter | None, target_host: Host | None = None,
+            fail_fast: bool = False) -> RunSummary:
     # The tools get the scenario's ulimits: the limits are checked and applied in one place.
+    # A target host of its own is checked the same way: its server is what serves the connections.
     host = host.with_limits(scenario.prerequisites.ulimit)
     cells = plan.expand(scenario)
-    findings = prereq.check(host, scenario.prerequisites, max(scenario.matrix.concurrency))
+    findings = [finding for checked_host in (host, target_host) if checked_host is not None
+                for finding in prereq.check(checked_host, scenario.prerequisites, max(scenario.matrix.concurrency))]
     if prereq.blocking(findings) and not go_on:
         raise prereq.refusal(findings, scenario.source)
     run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)

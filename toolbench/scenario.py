@@ -19,6 +19,10 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
 
 
+# The programs the bundled stacks run on a target host, whose paths `hosts.target.tools` may give.
+TARGET_PROGRAMS = ("python", "nginx", "uwsgi")
+
+
 @dataclass(frozen=True)
 class HostSpec:
     """`local`, or a machine reached over SSH; `tools` sets where a program is on that
@@ -208,9 +212,7 @@ def _hosts(node: Node, locations: dict[str, str]) -> dict[str, HostSpec]:
                 raise child.error("expected `local` or a mapping with address, port, user, key")
             hosts[role] = HostSpec()
             continue
-        # Only the generator runs load tools; the target host runs the target alone.
-        keys = child.items(("address", "port", "user", "key", "tools") if role == "generator"
-                           else ("address", "port", "user", "key"))
+        keys = child.items(("address", "port", "user", "key", "tools"))
         if "address" not in keys:
             raise child.error("missing required key 'address'")
         hosts[role] = HostSpec(
@@ -218,17 +220,19 @@ def _hosts(node: Node, locations: dict[str, str]) -> dict[str, HostSpec]:
             port=keys["port"].positive_int() if "port" in keys else 22,
             user=keys["user"].string() if "user" in keys else None,
             key=keys["key"].string() if "key" in keys else None,
-            tools=_tool_paths(keys["tools"], locations) if "tools" in keys else {},
+            tools=_tool_paths(keys["tools"], locations, TARGET_PROGRAMS if role == "target" else None)
+            if "tools" in keys else {},
         )
     return hosts
 
 
-def _tool_paths(node: Node, locations: dict[str, str]) -> dict[str, str]:
+def _tool_paths(node: Node, locations: dict[str, str], allowed: tuple[str, ...] | None = None) -> dict[str, str]:
     """`{jmeter: /opt/jmeter/bin/jmeter, python: /usr/bin/python3}`: paths on that host,
-    passed to it as one argument each, never through a shell. Whether a program name is one
-    an adapter runs is checked with the adapters (toolbench.plan)."""
+    passed to it as one argument each, never through a shell. On the generator, whether a
+    program name is one an adapter runs is checked with the adapters (toolbench.plan); on the
+    target host, the programs are those the bundled stacks run (`allowed`)."""
     paths = {}
-    for program, child in node.items().items():
+    for program, child in node.items(allowed).items():
         if why := names.problem(program):
             raise child.error(why)
         path = child.string()
