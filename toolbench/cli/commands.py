@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def validate(args: argparse.Namespace) -> int:
-    from toolbench import plan, scenario
+    from toolbench import plan, ramp, scenario
 
     loaded = scenario.load(args.scenario, args.profile)
     for other in loaded.profiles:  # a tool option in any profile is checked too, not only the one asked for
@@ -53,8 +53,11 @@ def validate(args: argparse.Namespace) -> int:
     cells = plan.expand(loaded)
     unsupported = [c for c in cells if not c.support.ok]
     for planned in cells:
-        state = "run" if planned.support.ok else f"unsupported: {planned.support.reason}"
+        warm = f" after a {planned.cell.warmup_s:g}s warm-up" if planned.cell.warmup_s else ""
+        state = f"run{warm}" if planned.support.ok else f"unsupported: {planned.support.reason}"
         print(f"  {planned.cell.id:<32} {state}")
+    for said in ramp.plan_warnings(cells):
+        warnings.warn(Notice(said), stacklevel=1)
     profile = f" (profile {loaded.profile})" if loaded.profile else ""
     print(f"{args.scenario}{profile}: ok, {len(cells)} cells, {len(unsupported)} unsupported")
     return 0
