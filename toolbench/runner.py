@@ -261,10 +261,11 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     assert isinstance(found, Found), "_not_runnable() stops a Missing tool"
     adapter = registry.get(cell.tool)
     workdir = run_dir.cell_dir(cell.id)
-    started_at = store.utc_now()
     ramp_s = adapter.ramp_s(cell) or None
+    started_at = store.utc_now()
     try:
         warm, warm_notes = warmup.before(adapter, found, cell, workdir, host, run_dir.relative)
+        started_at = store.utc_now()  # the measured run starts after the warm-up
         completed, raw, watched, hangs = execute_with_retries(adapter, found, cell, workdir, host, scenario,
                                                               run_dir, target)
     except (HostError, warmup.WarmupFailed) as exc:

@@ -309,6 +309,7 @@ class Warmup:
 
     duration_s: float  # as asked of the tool
     wall_s: float | None = None  # as toolbench measured it, around the tool's process
+    ended_at: str | None = None  # ISO 8601, UTC: before the cell's measured run started
     path: str | None = None  # its raw folder, relative to the run directory
 
 

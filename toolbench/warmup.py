@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Callable
 
-from toolbench import derive, invariants
+from toolbench import derive, invariants, store
 from toolbench.adapter import Adapter, Found
 from toolbench.errors import ParseError
 from toolbench.execute import staged
@@ -101,4 +101,4 @@ def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
     if status is not Status.OK:
         raise WarmupFailed(Status.FAILED, f"the {warm.stop.duration_s:g}s warm-up failed, so the cell did not "
                                           f"run: {error}")
-    return Warmup(duration_s=warm.stop.duration_s, wall_s=completed.wall_s)
+    return Warmup(duration_s=warm.stop.duration_s, wall_s=completed.wall_s, ended_at=store.utc_now())
