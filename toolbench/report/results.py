@@ -111,8 +111,6 @@ def _warmup_points(ctx: Context) -> tuple[str, ...]:
         said.append(f"{which} ran after a warm-up of {' or '.join(f'{s:g} s' for s in warmed)}: its own tool, "
                     "unmeasured, against the same target with the same concurrency, keep-alive and request "
                     "(output in the cell's warmup/ folder). It warms the target, not the tool's next process.")
-    else:
-        said.append("No warm-up ran before the cells: each cell's first seconds are in its figures.")
     if any(_ramp_flag(r) for r in ran):
         said.append(f"⏱ marks a rate {fmt.SHORT_OF_RAMP} (JMeter's JIT, Locust's spawn; the cell's note says "
                     f"by how much): run such cells {ramp.RAMP_MULTIPLE:g} ramps or longer.")
