@@ -107,7 +107,8 @@ class LocustAdapter(Adapter):
             assert cell.stop.duration_s is not None
             run_time = int(cell.stop.duration_s)
         users = str(cell.concurrency)
-        args = ["-f", "locustfile.py", "--headless", "-u", users, "-r", f"{spawn_rate(cell):g}", "-t", f"{run_time}s",
+        args = ["-f", "locustfile.py", "--headless", "-u", users, "-r", f"{spawn_rate(cell):g}",
+                "-t", f"{run_time}s",
                 "--host", f"{url.scheme}://{url.netloc}", "--csv", CSV_PREFIX, "--csv-full-history",
                 "--json", "--only-summary", "--loglevel", "WARNING",
                 # A failed request is counted, not turned into exit code 1: the cell is judged

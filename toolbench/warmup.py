@@ -20,7 +20,7 @@ from typing import Callable
 
 from toolbench import derive, invariants, store
 from toolbench.adapter import Adapter, Found
-from toolbench.errors import ParseError
+from toolbench.errors import ParseError, ToolbenchError
 from toolbench.execute import staged
 from toolbench.hosts import Completed, Host
 from toolbench.plan import Cell
@@ -30,7 +30,7 @@ from toolbench.schema import Artifact, Status, Warmup
 FOLDER = "warmup"  # inside the cell's raw folder
 
 
-class WarmupFailed(Exception):
+class WarmupFailed(ToolbenchError):
     """The warm-up did not run to its end: the cell fails (or is interrupted) with `reason`."""
 
     def __init__(self, status: Status, reason: str) -> None:
@@ -42,10 +42,8 @@ class WarmupFailed(Exception):
 def warmup_cell(cell: Cell, adapter: Adapter) -> Cell | None:
     """The cell's warm-up: the same cell, stopped after the warm-up's seconds (whole seconds
     when the tool takes only those); None when the tool cannot run it."""
-    base = dataclasses.replace(cell, warmup_s=0.0, stop=StopSpec(duration_s=cell.warmup_s),
-                               timeout_s=cell.warmup_s * 2 + 30)
     for seconds in (cell.warmup_s, float(max(1, math.ceil(cell.warmup_s)))):
-        warm = dataclasses.replace(base, stop=StopSpec(duration_s=seconds), timeout_s=seconds * 2 + 30)
+        warm = dataclasses.replace(cell, warmup_s=0.0, stop=StopSpec(duration_s=seconds), timeout_s=seconds * 2 + 30)
         if adapter.supports(warm).ok:
             return warm
     return None
@@ -59,8 +57,8 @@ def before(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host
         return None, []
     if warmup_cell(cell, adapter) is None:
         return None, [f"no warm-up: {cell.tool} cannot run the cell for {cell.warmup_s:g}s"]
-    warm = warm_up(adapter, found, cell, workdir, host)
-    return dataclasses.replace(warm, path=relative(workdir / FOLDER)), []
+    warm, notes = warm_up(adapter, found, cell, workdir, host)
+    return dataclasses.replace(warm, path=relative(workdir / FOLDER)), notes
 
 
 def asked(cell: Cell, workdir: Path, relative: Callable[[Path], str]) -> Warmup:
@@ -75,9 +73,11 @@ def artifacts(workdir: Path, relative: Callable[[Path], str]) -> list[Artifact]:
             for name in ("stdout", "stderr") if (folder / f"{name}.txt").exists()]
 
 
-def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host) -> Warmup:
+def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host) -> tuple[Warmup, list[str]]:
     """Runs the warm-up in `workdir`/warmup, waits for it, and judges it as a cell is judged:
-    a tool that fails, hangs or counts no success raises WarmupFailed."""
+    a tool that fails, hangs or counts no success raises WarmupFailed. A tool known to hang
+    now and then at the end of a run (`retries_on_hang`) that does so here has warmed the
+    target all the same: noted, not failed."""
     warm = warmup_cell(cell, adapter)
     assert warm is not None and warm.stop.duration_s is not None, "the runner checks warmup_cell() first"
     folder = workdir / FOLDER
@@ -96,9 +96,13 @@ def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
                                        interrupted=completed.interrupted, timeout_s=warm.timeout_s,
                                        stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes,
                                        wall_s=completed.wall_s)
+    done = Warmup(duration_s=warm.stop.duration_s, wall_s=completed.wall_s, ended_at=store.utc_now())
+    if status is Status.TIMED_OUT and adapter.retries_on_hang:
+        return done, [f"the warm-up hung at its end and was killed at its hard limit of {warm.timeout_s:g}s "
+                      f"({cell.tool} is known to, now and then)"]
     if status is Status.INTERRUPTED:
         raise WarmupFailed(status, "interrupted during the warm-up; --resume runs the cell again")
     if status is not Status.OK:
         raise WarmupFailed(Status.FAILED, f"the {warm.stop.duration_s:g}s warm-up failed, so the cell did not "
                                           f"run: {error}")
-    return Warmup(duration_s=warm.stop.duration_s, wall_s=completed.wall_s, ended_at=store.utc_now())
+    return done, []
