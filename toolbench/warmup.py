@@ -75,9 +75,11 @@ def artifacts(workdir: Path, relative: Callable[[Path], str]) -> list[Artifact]:
 
 def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host) -> tuple[Warmup, list[str]]:
     """Runs the warm-up in `workdir`/warmup, waits for it, and judges it as a cell is judged:
-    a tool that fails, hangs or counts no success raises WarmupFailed. A tool known to hang
-    now and then at the end of a run (`retries_on_hang`) that does so here has warmed the
-    target all the same: noted, not failed."""
+    a tool that fails, hangs or counts only failures raises WarmupFailed. Two endings are
+    noted, not failed: a tool known to hang now and then at the end of a run
+    (`retries_on_hang`) that does so here has warmed the target all the same; a tool that
+    ended normally before it sent anything (Locust's workers still starting on a loaded
+    machine) has warmed nothing, but says nothing against the cell either."""
     warm = warmup_cell(cell, adapter)
     assert warm is not None and warm.stop.duration_s is not None, "the runner checks warmup_cell() first"
     folder = workdir / FOLDER
@@ -100,6 +102,10 @@ def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
     if status is Status.TIMED_OUT and adapter.retries_on_hang:
         return done, [f"the warm-up hung at its end and was killed at its hard limit of {warm.timeout_s:g}s "
                       f"({cell.tool} is known to, now and then)"]
+    ended_well = completed.exit_code in adapter.ok_exit_codes
+    if status is Status.FAILED and ended_well and derive.counted_nothing(measurement):
+        return done, [f"the {warm.stop.duration_s:g}s warm-up ended before {cell.tool} sent a request (its start "
+                      "took longer): the cell ran without a warm-up of the target"]
     if status is Status.INTERRUPTED:
         raise WarmupFailed(status, "interrupted during the warm-up; --resume runs the cell again")
     if status is not Status.OK:
