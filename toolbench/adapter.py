@@ -124,7 +124,7 @@ class Adapter(abc.ABC):
     def ramp_s(self, cell: "Cell") -> float:
         """How long, from its first request, the tool takes to reach its steady rate in this
         cell (a JVM's JIT, users spawned over time): a cell measured over a few times this
-        or less understates the tool's rate (toolbench.leadin). 0: none worth saying."""
+        or less understates the tool's rate (toolbench.ramp). 0: none worth saying."""
         return 0.0
 
     def classify(self, path: Path, text: str) -> str:

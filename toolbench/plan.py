@@ -30,7 +30,7 @@ class Cell:
     variant: str | None = None  # the scenario's name for a configured tool, e.g. `locust-2p`
     target: str = ""  # the name of its target in `Scenario.targets`
     target_in_id: bool = False  # the scenario has several targets: the id starts with the target's name
-    warmup_s: float = 0.0  # the unmeasured run before the cell (toolbench.leadin); 0: none
+    warmup_s: float = 0.0  # the unmeasured run before the cell (toolbench.warmup); 0: none
 
     @property
     def label(self) -> str:

@@ -393,7 +393,7 @@ class RunResult:
     server_cost: ServerCost | None = None  # the target's cost, when toolbench started and watched it
     warmup: Warmup | None = None  # None: no warm-up preceded the cell
     # The tool's known ramp (toolbench.adapter.Adapter.ramp_s) when it has one: a cell
-    # measured over less than toolbench.leadin.RAMP_MULTIPLE times it is flagged.
+    # measured over less than toolbench.ramp.RAMP_MULTIPLE times it is flagged.
     ramp_s: float | None = None
     schema_version: int = SCHEMA_VERSION
 

@@ -107,7 +107,7 @@ def _warmup_points(ctx: Context) -> tuple[str, ...]:
     warmed = sorted({r.warmup.duration_s for r in ran if r.warmup is not None})
     said = []
     if warmed:
-        which = "Each cell" if all(r.warmup is not None for r in ran) else "Cells with a warm-up noted"
+        which = "Each cell" if all(r.warmup is not None for r in ran) else "The cells whose result records one"
         said.append(f"{which} ran after a warm-up of {' or '.join(f'{s:g} s' for s in warmed)}: its own tool, "
                     "unmeasured, against the same target with the same concurrency, keep-alive and request "
                     "(output in the cell's warmup/ folder). It warms the target, not the tool's next process.")
