@@ -78,3 +78,38 @@ def test_a_locust_cell_shorter_than_five_ramps_is_noted_and_flagged(tmp_path, ng
     html = render.render_run(run.path).read_text()
     assert 'class="flag" title="measured over less than 5 times' in html and "⏱" in html
     assert "ran after a warm-up" not in html
+
+
+SLOW_START = '''\
+"""A FastHttpUser that waits 3 s before its first request: a 1 s warm-up ends before it sends."""
+import json
+from pathlib import Path
+
+import gevent
+from locust import FastHttpUser, task
+
+PATH = json.loads(Path(__file__).with_name("locust_params.json").read_text())["path"]
+
+
+class SlowStart(FastHttpUser):
+    def on_start(self):
+        gevent.sleep(3)
+
+    @task
+    def get(self):
+        self.client.get(PATH)
+'''
+
+
+def test_a_warmup_that_ends_before_the_tool_sends_anything_is_noted_and_the_cell_runs(tmp_path, nginx):
+    (tmp_path / "slow_start.py").write_text(SLOW_START)
+    text = WARM.format(url=nginx.base_url, tool="slow", stop="6s", warmup="1s") + (
+        "tools: {slow: {use: locust, locustfile: slow_start.py}}\n")
+    run = store.RunDir.open(runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports").run_dir)
+    (r,) = run.results()
+    if r.outcome.status is Status.TOOL_MISSING:
+        pytest.skip(r.outcome.error)
+    assert r.outcome.status is Status.OK, r.outcome.error
+    assert r.measurement.counts.requests_ok > 0
+    assert any(note.startswith("the 1s warm-up ended before locust sent a request") for note in r.notes), r.notes
+    assert r.warmup is not None and (run.path / r.warmup.path / "stdout.txt").is_file()
