@@ -24,6 +24,7 @@ class RunView:
     href: str  # the run folder, relative to the report file
     manifest: Manifest
     results: list[RunResult]
+    raw_kept: bool = True  # the raw files are beside the records (a site published without them has none)
 
     def link(self, path: str) -> str:
         """A link to a file of the run, relative to the report: the folder publishes as it is."""
