@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Protocol
 
 from toolbench import (derive, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe, registry,
-                       serving, ssh, store)
+                       serving, ssh, store, warmup)
 from toolbench.adapter import Adapter, Detection, Found, Missing, RawOutput
 from toolbench.execute import Watched, execute_with_retries
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
 from toolbench.hosts import Completed, Host, LocalHost
 from toolbench.plan import Cell, PlannedCell
+from toolbench.ramp import ramp_note, short_of_ramp
 from toolbench.scenario import Scenario
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
                               RunResult, Status, Timing)
@@ -288,16 +289,24 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     assert isinstance(found, Found), "_not_runnable() stops a Missing tool"
     adapter = registry.get(cell.tool)
     workdir = run_dir.cell_dir(cell.id)
+    ramp_s = adapter.ramp_s(cell) or None
     started_at = store.utc_now()
     try:
+        warm, warm_notes = warmup.before(adapter, found, cell, workdir, host, run_dir.relative)
+        started_at = store.utc_now()  # the measured run starts after the warm-up
         completed, raw, watched, hangs = execute_with_retries(adapter, found, cell, workdir, host, scenario,
                                                               run_dir, target)
-    except HostError as exc:
-        return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
-                         Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
+    except (HostError, warmup.WarmupFailed) as exc:
+        failed = exc if isinstance(exc, warmup.WarmupFailed) else None
+        return RunResult(identity, Outcome(failed.status if failed else Status.FAILED,
+                                           error=failed.reason if failed else str(exc),
+                                           artifacts=warmup.artifacts(workdir, run_dir.relative)),
+                         Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())),
+                         warmup=warmup.asked(cell, workdir, run_dir.relative) if failed else None, ramp_s=ramp_s)
     ended_at = store.utc_now()
     artifacts = [Artifact(role="stdout", path=run_dir.relative(workdir / "stdout.txt")),
                  Artifact(role="stderr", path=run_dir.relative(workdir / "stderr.txt"))]
+    artifacts += warmup.artifacts(workdir, run_dir.relative) if warm else []
     artifacts += [Artifact(role=role, path=run_dir.relative(path)) for role, path in raw.files.items()]
     if watched.series is not None and watched.series.exists():
         artifacts.append(Artifact(role="monitor", path=run_dir.relative(watched.series)))
@@ -319,10 +328,13 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     server_cost = watched.server.summary(measurement.counts.requests_total if measurement else None)
     if measurement is None:
         return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
-                         notes=hangs, server_cost=server_cost)
+                         notes=warm_notes + hangs, server_cost=server_cost, warmup=warm, ramp_s=ramp_s)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
+    short = ([ramp_note(cell.label, timing.duration_s, ramp_s)]
+             if ramp_s and timing.duration_s is not None and short_of_ramp(timing.duration_s, ramp_s) else [])
     return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
-                     notes=hangs + _short_run_note(cell, completed.wall_s), server_cost=server_cost)
+                     notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short,
+                     server_cost=server_cost, warmup=warm, ramp_s=ramp_s)
 
 
 def _reach_if_nothing_counted(m: Measurement | None, completed: Completed, cell: Cell) -> derive.Reach | None:

@@ -14,7 +14,8 @@ from toolbench.errors import ScenarioError, ScenarioErrors
 from toolbench.yamlread import Node, attempt
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
-            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles", "criteria")
+            "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
+            "criteria")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
 
@@ -106,6 +107,7 @@ class ToolOptions:
     values: dict[str, Any]
     locations: dict[str, str]  # option key -> "file:line", for errors found later
     use: str | None = None  # set for a variant: the tool it configures (`locust-2p: {use: locust, ...}`)
+    warmup_s: float | None = None  # this tool's or variant's own `warmup`, over the scenario's
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ class Scenario:
     timeout_s: float | None = None  # hard limit per cell; derived from `stop` when absent
     repeat: int = 1
     cooldown_s: float = 0.0
+    warmup_s: float = 0.0  # an unmeasured run of the cell's tool before each cell; 0: none
     probe: ProbeSpec = field(default_factory=ProbeSpec)
     monitor: MonitorSpec = field(default_factory=MonitorSpec)
     tools: dict[str, ToolOptions] = field(default_factory=dict)
@@ -191,6 +194,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         timeout_s=key("timeout", Node.duration_s, None),
         repeat=key("repeat", Node.positive_int, 1),
         cooldown_s=key("cooldown", Node.duration_s, 0.0),
+        warmup_s=key("warmup", _warmup, 0.0),
         probe=key("probe", _probe, ProbeSpec()),
         monitor=key("monitor", _monitor, MonitorSpec()),
         tools=key("tools", _tools, {}),
@@ -369,6 +373,21 @@ def _stop(node: Node) -> StopSpec:
     return StopSpec(requests_per_connection=keys["requests_per_connection"].positive_int())
 
 
+# A warm-up longer than this is a typo (`warmup: 2m` meant as 2 s): it would hold every cell.
+MAX_WARMUP_S = 600.0
+
+
+def _warmup(node: Node) -> float:
+    """`warmup: 2s`: the cell's tool runs that long, unmeasured, before the cell; 0 or `none`
+    runs no warm-up (a profile or a variant turning the scenario's off)."""
+    if node.is_null() or node.scalar() == "none":
+        return 0.0
+    value = node.duration_s()
+    if value > MAX_WARMUP_S:
+        raise node.error(f"expected a warm-up of at most {MAX_WARMUP_S:g}s, got {value:g}s")
+    return value
+
+
 PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",
               "enabled")
 MONITOR_KEYS = ("interval", "enabled")
@@ -424,10 +443,12 @@ def _tools(node: Node) -> dict[str, ToolOptions]:
         if options is None:
             continue
         use = options.pop("use").name() if "use" in options else None
+        warmup = attempt(lambda node=options.pop("warmup"): _warmup(node), None) if "warmup" in options else None
         tools[tool] = ToolOptions(
             values={k: v.scalar() for k, v in options.items()},
             locations={k: f"{v.file}:{v.line}" for k, v in options.items()}
             | {"": f"{child.file}:{child.line}"},
             use=use,
+            warmup_s=warmup,
         )
     return tools

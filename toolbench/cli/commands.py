@@ -72,7 +72,7 @@ def print_json(value: object) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
-    from toolbench import plan, scenario
+    from toolbench import plan, ramp, scenario
     from toolbench.errors import ScenarioError
 
     try:
@@ -94,8 +94,11 @@ def validate(args: argparse.Namespace) -> int:
     if args.quiet:
         return 0
     for planned in cells:
-        state = "run" if planned.support.ok else f"unsupported: {planned.support.reason}"
+        warm = f" after a {planned.cell.warmup_s:g}s warm-up" if planned.cell.warmup_s else ""
+        state = f"run{warm}" if planned.support.ok else f"unsupported: {planned.support.reason}"
         print(f"  {planned.cell.id:<32} {state}")
+    for said in ramp.plan_warnings(cells):
+        warnings.warn(Notice(said), stacklevel=1)
     profile = f" (profile {loaded.profile})" if loaded.profile else ""
     print(f"{args.scenario}{profile}: ok, {len(cells)} cells, {len(unsupported)} unsupported")
     return 0
