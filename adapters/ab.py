@@ -82,6 +82,9 @@ class AbAdapter(Adapter):
             return "tsv"
         return "stdout"
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        return "This is ApacheBench" in text[:500] or self.classify(path, text) != "stdout"
+
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 

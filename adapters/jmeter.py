@@ -135,6 +135,9 @@ class JMeterAdapter(Adapter):
             return "log"
         return "stdout"
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        return self.classify(path, text) in ("plan", "jtl") or _SUMMARY.search(text) is not None
+
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 

@@ -119,6 +119,9 @@ class LocustAdapter(Adapter):
     def classify(self, path: Path, text: str) -> str:
         return out.classify(text)
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        return out.recognizes(text)
+
     def group_name(self, path: Path) -> str:
         """The run a file belongs to: `--csv X` names Locust's CSVs X_stats.csv and so on."""
         return group_by_suffix(path, GROUP_SUFFIXES)

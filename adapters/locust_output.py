@@ -99,6 +99,15 @@ def classify(text: str) -> str:
     return "stdout"
 
 
+def recognizes(text: str) -> bool:
+    """Locust's CSVs, its --json list or its console tables."""
+    if classify(text) != "stdout":
+        return True
+    if text.lstrip().startswith("[") and '"num_requests"' in text:
+        return True
+    return "Aggregated" in text and re.search(r"^\s*Type\s+Name\s+", text, re.MULTILINE) is not None
+
+
 def read_json(text: str, source: str | None) -> list[Entry] | None:
     """The stats entries of every JSON list on stdout (with --processes each worker
     prints its own, usually empty, list before the master's), or None without any."""

@@ -149,6 +149,12 @@ class SiegeAdapter(Adapter):
             return "log"
         return "stderr" if "Transactions:" in text else "stdout"
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        if text.lstrip().startswith("{"):
+            return '"transactions":' in text and '"availability":' in text
+        return (self.classify(path, text) == "log" or "** SIEGE " in text
+                or ("Transactions:" in text and "Availability:" in text))
+
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 

@@ -126,6 +126,12 @@ class Adapter(abc.ABC):
         `text` is the head of the file (its first 64 KiB), as a result file may be huge."""
         return "stdout"
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        """Whether a file is this tool's output, from its head (as for classify), for
+        `toolbench parse` without --tool. Only a file that no other tool writes is to be
+        claimed: a companion (a stderr, a test plan) joins the run of a claimed file."""
+        return False
+
     def group_name(self, path: Path) -> str:
         """The run a file belongs to, for `toolbench parse` (see group_by_suffix)."""
         return group_by_suffix(path)

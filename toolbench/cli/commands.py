@@ -61,8 +61,11 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def parse(args: argparse.Namespace) -> int:
-    adapter = registry.get(args.tool)
-    results = [_parse_group(adapter, name, paths) for name, paths in _group(adapter, args.files).items()]
+    from toolbench.runs_found import runs
+
+    tool = registry.get(args.tool) if args.tool else None
+    results = [_parse_group(run.adapter, run.name, run.paths)
+               for run in runs(args.files, registry.adapters(), tool)]
     if args.format == "json":
         # NaN and Infinity are not JSON: the invariants keep them out, and if one ever got
         # through, this refuses to print it rather than write a file no reader accepts.
@@ -80,19 +83,6 @@ def parse(args: argparse.Namespace) -> int:
     else:
         _print_results_table(results)
     return 0
-
-
-def _group(adapter: Adapter, paths: list[Path]) -> dict[str, list[Path]]:
-    groups: dict[str, list[Path]] = {}
-    for path in paths:
-        if not path.is_file():
-            raise ToolbenchError(f"{path}: no such file")
-        try:
-            name = adapter.group_name(path)
-        except Exception as exc:  # a plug-in's group_name() may fail in any way
-            raise ParserCrash(adapter.name, exc) from exc
-        groups.setdefault(name, []).append(path)
-    return groups
 
 
 def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
