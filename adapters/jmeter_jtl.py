@@ -71,12 +71,13 @@ class Part:
     lines: int
     quotes: int
     cut_off_line: int | None = None  # a last line without its line break, left out
+    unended_line: int | None = None  # a whole last record without its line break, read
 
 
 def read_range(path: Path, layout: Layout, start: int, end: int | None, line_base: int) -> Part:
     """Records from byte `start` (a record's start) to `end` (one's end; None: the end of the
     file). `line_base` is the number of lines before `start`, for messages."""
-    agg, url, quotes, cut_off = Aggregate(), None, 0, None
+    agg, url, quotes, cut_off, unended = Aggregate(), None, 0, None, None
     first_line = line_base
     with open(path, "rb") as fh:
         fh.seek(start)
@@ -87,7 +88,11 @@ def read_range(path: Path, layout: Layout, start: int, end: int | None, line_bas
             left = None if left is None else left - len(block)
             data = rest + block if rest else block
             if not block:
-                cut_off = line_base + 1 if data.strip() else None
+                if data.strip() and not _last_row(agg, data, layout, line_base):
+                    cut_off = line_base + 1
+                elif data.strip():
+                    line_base += 1
+                    unended = line_base
                 break
             cut = _last_record_end(data)
             if cut == 0:  # one record longer than a block: read on
@@ -100,7 +105,19 @@ def read_range(path: Path, layout: Layout, start: int, end: int | None, line_bas
                 url = url or first_url
                 line_base += count
             rest = data[cut:]
-    return Part(agg, url, line_base - first_line, quotes, cut_off)
+    return Part(agg, url, line_base - first_line, quotes, cut_off, unended)
+
+
+def _last_row(agg: Aggregate, data: bytes, layout: Layout, line_base: int) -> bool:
+    """Adds the file's last line, which no line break ends, when it is a whole record (all
+    its fields, each readable); False for a line cut off mid-record, left out."""
+    try:
+        batches = list(_block_batches(data + b"\n", len(data) + 1, layout, line_base))
+    except JtlError:
+        return False
+    for batch, _, _ in batches:
+        add(agg, batch, line_base + 1)
+    return True
 
 
 def _last_record_end(data: bytes) -> int:

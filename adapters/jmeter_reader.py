@@ -63,6 +63,8 @@ def _read(path: Path) -> Jtl:
     if part.cut_off_line is not None:
         notes.append(f"the last line ({part.cut_off_line}) is cut off: no line break ends the file, as when "
                      f"JMeter is killed while writing; it was left out")
+    if part.unended_line is not None:
+        notes.append(f"the last line ({part.unended_line}) has no line break but is a whole record: it was read")
     return Jtl(part.aggregate, "csv" if layout.header else "csv without header", part.url, notes)
 
 
@@ -108,7 +110,10 @@ def _part(future: "Future[Part]", lines_before: int) -> Part:
 
 def _merge(parts: list[Part], header_lines: int) -> Part:
     last = parts[-1].cut_off_line
-    last = None if last is None else last + header_lines + sum(p.lines for p in parts[:-1])
+    before = header_lines + sum(p.lines for p in parts[:-1])
+    last = None if last is None else last + before
+    ended = parts[-1].unended_line
+    ended = None if ended is None else ended + before
     merged = parts[0]
     for part in parts[1:]:
         try:
@@ -118,7 +123,7 @@ def _merge(parts: list[Part], header_lines: int) -> Part:
         merged.url = merged.url or part.url
         merged.lines += part.lines
         merged.quotes += part.quotes
-    merged.cut_off_line = last
+    merged.cut_off_line, merged.unended_line = last, ended
     return merged
 
 

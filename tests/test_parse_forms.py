@@ -33,3 +33,13 @@ def test_an_empty_companion_file_is_noted_and_skipped(tool):
 def test_only_empty_files_is_an_error():
     with pytest.raises(ToolbenchError, match="every file given is empty"):
         parsed(JM / "5.6.3-kpi-errors-error.jtl")
+
+
+def test_a_whole_last_row_without_a_line_break_is_read_and_a_cut_one_left_out():
+    whole = parsed(JM / "5.6.3-kpi-errors-kpi.jtl")[0][0].measurement
+    unended = parsed(JM / "5.6.3-no-final-newline.jtl")[0][0].measurement
+    assert unended.counts.requests_total == whole.counts.requests_total == 200
+    assert unended.latency == whole.latency
+    assert "the last line (201) has no line break but is a whole record: it was read" in unended.notes
+    cut = parsed(JM / "5.6.3-csv-truncated.jtl")[0][0].measurement
+    assert cut.counts.requests_total == 1121 and any("(1123) is cut off" in note for note in cut.notes)
