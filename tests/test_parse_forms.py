@@ -43,3 +43,20 @@ def test_a_whole_last_row_without_a_line_break_is_read_and_a_cut_one_left_out():
     assert "the last line (201) has no line break but is a whole record: it was read" in unended.notes
     cut = parsed(JM / "5.6.3-csv-truncated.jtl")[0][0].measurement
     assert cut.counts.requests_total == 1121 and any("(1123) is cut off" in note for note in cut.notes)
+
+
+def test_a_percentile_above_the_exact_max_is_set_to_it():
+    m = parsed(FIXTURES / "engine" / "0.1.0-pct-above-max.json")[0][0].measurement
+    assert m.latency.max_ms == 15.109 and m.latency.percentiles.p999_ms == 15.109  # the file says 15.111
+    assert m.fidelity["latency.percentiles.p999_ms"].value == "derived"
+    assert any("p999_ms 15.111 -> 15.109 ms" in note for note in m.notes)
+    for r in (m.latency.percentiles.p50_ms, m.latency.percentiles.p99_ms):
+        assert m.latency.min_ms <= r <= m.latency.max_ms
+
+
+def test_the_engine_reads_its_percentiles_within_its_exact_extremes():
+    from toolbench import histogram
+
+    hist = histogram.from_ms([15.109, 2.5])
+    assert histogram.percentiles_ms(hist).p999_ms > 15.109
+    assert histogram.percentiles_ms(hist, 2.5, 15.109).p999_ms == 15.109
