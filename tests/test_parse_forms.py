@@ -60,3 +60,10 @@ def test_the_engine_reads_its_percentiles_within_its_exact_extremes():
     hist = histogram.from_ms([15.109, 2.5])
     assert histogram.percentiles_ms(hist).p999_ms > 15.109
     assert histogram.percentiles_ms(hist, 2.5, 15.109).p999_ms == 15.109
+
+
+def test_a_failed_name_lookup_is_a_connect_failure():
+    files = sorted((FIXTURES / "locust").glob("2.47.0-dns[._]*"))
+    m = parsed(*files)[0][0].measurement
+    assert m.counts.requests_total == m.counts.requests_failed == 2
+    assert m.counts.failures.connect == 2 and m.counts.failures.other == 0
