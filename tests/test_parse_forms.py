@@ -67,3 +67,26 @@ def test_a_failed_name_lookup_is_a_connect_failure():
     m = parsed(*files)[0][0].measurement
     assert m.counts.requests_total == m.counts.requests_failed == 2
     assert m.counts.failures.connect == 2 and m.counts.failures.other == 0
+
+
+@pytest.mark.parametrize("alone", ["2.3-slow.tsv", "2.3-slow.csv", "2.3-nokeepalive.tsv", "2.3-nokeepalive.csv"])
+def test_abs_per_request_file_alone_has_unknown_counts_and_says_so(alone):
+    result = parsed(FIXTURES / "ab" / alone)[0][0]
+    counts = result.measurement.counts
+    assert (counts.requests_total, counts.requests_ok, counts.requests_failed) == (None, None, None)
+    assert result.outcome.status.value == "ok"
+    assert result.outcome.error.startswith("counts unknown")
+
+
+def test_abs_g_file_alone_gives_its_exact_smallest_and_largest_time():
+    times = [int(line.split("\t")[4]) for line in (FIXTURES / "ab" / "2.3-slow.tsv").read_text().splitlines()[1:]]
+    latency = parsed(FIXTURES / "ab" / "2.3-slow.tsv")[0][0].measurement.latency
+    assert (latency.min_ms, latency.max_ms) == (min(times), max(times)) == (1132, 1298)
+    assert latency.mean_ms == sum(times) / len(times)
+    whole = parsed(*(FIXTURES / "ab").glob("2.3-slow.*"))[0][0].measurement
+    assert whole.counts.requests_total == 8 and whole.latency.min_ms == 1131.858  # the -e file's, finer
+
+
+def test_abs_e_file_alone_mends_the_rows_read_past_its_table():
+    m = parsed(FIXTURES / "ab" / "2.3-slow.csv")[0][0].measurement
+    assert m.latency.percentiles.p99_ms == m.latency.max_ms == 1297.829

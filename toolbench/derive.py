@@ -171,9 +171,21 @@ def cell_status(m: Measurement | None, exit_code: int | None, *, timed_out: bool
     if m is None:
         return Status.FAILED, "no output to parse" + (f": {said}" if said else "")
     counts = m.counts
+    if counts_unknown(m):
+        # A file of request times alone (ab's -g or -e) tells that requests were answered,
+        # not how many ran or failed: unknown is not zero.
+        return Status.OK, f"counts unknown: the {m.tool} output read holds request times but no request counts"
     if counts.requests_ok == 0 or (counts.requests_ok is None and not counts.requests_total):
         return Status.FAILED, "no successful request: " + _why_no_success(m, said, wall_s, reach)
     return Status.OK, None
+
+
+def counts_unknown(m: Measurement) -> bool:
+    """No count at all, but request times: the tool's counts are in a file not given."""
+    counts = m.counts
+    timed = m.histogram is not None or m.latency.max_ms is not None or m.latency.percentiles.p50_ms is not None
+    return (timed and counts.requests_total is None and counts.requests_ok is None
+            and counts.requests_failed is None and not _failure_summary(counts))
 
 
 def counted_nothing(m: Measurement | None) -> bool:
