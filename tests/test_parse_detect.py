@@ -6,7 +6,7 @@ import pytest
 
 from conftest import FIXTURES
 from toolbench import registry
-from toolbench.cli.commands import _parse_group
+from toolbench.cli.commands import results_of
 from toolbench.errors import Notice, ToolbenchError
 from toolbench.runs_found import runs
 
@@ -42,8 +42,8 @@ def test_the_tool_is_told_from_the_files_and_said(case):
     assert [(run.adapter.name, sorted(run.paths)) for run in found] == [(tool, sorted(paths))]
     assert notes == [f"{found[0].name}: read as {tool} output"]
     named = _read(paths, tool)[0]
-    assert _parse_group(found[0].adapter, found[0].name, found[0].paths).to_dict() == \
-        _parse_group(named[0].adapter, named[0].name, named[0].paths).to_dict()
+    assert [r.to_dict() for r in results_of(found[0].adapter, found[0].name, found[0].paths)] == \
+        [r.to_dict() for r in results_of(named[0].adapter, named[0].name, named[0].paths)]
 
 
 def test_runs_of_several_tools_in_one_call_keep_their_order():

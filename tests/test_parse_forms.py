@@ -6,7 +6,7 @@ import pytest
 
 from conftest import FIXTURES
 from toolbench import registry
-from toolbench.cli.commands import _parse_group
+from toolbench.cli.commands import results_of
 from toolbench.errors import Notice, ToolbenchError
 from toolbench.runs_found import runs
 
@@ -18,7 +18,7 @@ def parsed(*paths, tool=None):
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always", Notice)
         found = runs(list(paths), registry.adapters(), registry.get(tool) if tool else None)
-        results = [_parse_group(run.adapter, run.name, run.paths) for run in found]
+        results = [r for run in found for r in results_of(run.adapter, run.name, run.paths)]
     return results, [str(w.message) for w in seen]
 
 
@@ -90,3 +90,16 @@ def test_abs_g_file_alone_gives_its_exact_smallest_and_largest_time():
 def test_abs_e_file_alone_mends_the_rows_read_past_its_table():
     m = parsed(FIXTURES / "ab" / "2.3-slow.csv")[0][0].measurement
     assert m.latency.percentiles.p99_ms == m.latency.max_ms == 1297.829
+
+
+@pytest.mark.parametrize("log, totals", [("4.0.7-log-3runs.csv", [100, 200, 400]), ("4.0.7-log-mark.csv", [2000, 2000])])
+def test_each_run_of_a_siege_log_is_a_result(log, totals):
+    results = parsed(FIXTURES / "siege" / log)[0]
+    stem = log[: -len(".csv")]
+    assert [r.identity.cell_id for r in results] == [f"{stem}-run{n}" for n in range(1, len(totals) + 1)]
+    assert [r.measurement.counts.requests_total for r in results] == totals
+
+
+def test_a_siege_log_beside_its_runs_summary_is_that_one_run():
+    files = [FIXTURES / "siege" / f"4.0.7-log-mark{ending}" for ending in (".csv", ".txt", ".stderr.txt")]
+    assert [r.identity.cell_id for r in parsed(*files)[0]] == ["4.0.7-log-mark"]

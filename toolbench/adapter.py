@@ -50,6 +50,7 @@ class RawOutput:
     exit_code: int | None = None
     files: dict[str, Path] = field(default_factory=dict)  # role -> path
     source: str | None = None  # a label for error messages, e.g. the file parsed
+    part: str | None = None  # one of several runs the files hold (Adapter.parts), or all of them
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,12 @@ class Adapter(abc.ABC):
         """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`;
         `text` is the head of the file (its first 64 KiB), as a result file may be huge."""
         return "stdout"
+
+    def parts(self, raw: RawOutput) -> list[str]:
+        """The runs one output holds, when it holds several (a log appended to run after run),
+        for `toolbench parse`: each is read alone as `raw` with `part` set to its name. Names
+        are plain words (run1, run2...). Empty: the output is one run. Raises only ParseError."""
+        return []
 
     def recognizes(self, path: Path, text: str) -> bool:
         """Whether a file is this tool's output, from its head (as for classify), for
