@@ -145,7 +145,7 @@ class SiegeAdapter(Adapter):
         stripped = text.lstrip()
         if stripped.startswith("{"):
             return "stdout"
-        if _LOG_HEADER.match(text) or re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,", stripped):
+        if _LOG_HEADER.match(text) or re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\s*\d+,\s*[\d.]+,", stripped):
             return "log"
         return "stderr" if "Transactions:" in text else "stdout"
 

@@ -193,7 +193,7 @@ def test_debian_213_run_is_an_error_not_an_empty_result():
 def test_a_jmeter_that_could_not_start_is_an_error():
     with pytest.raises(ParseError, match="could not start: An error occurred: null"):
         parse("3.3-java-jar-no-opens", jtl=False)
-    with pytest.raises(ParseError, match="no JTL and no `summary =` line"):
+    with pytest.raises(ParseError, match="no JTL and no summariser line"):
         jmeter.parse(recorded("jmeter", "5.6.3-version"))
 
 

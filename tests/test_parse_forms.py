@@ -103,3 +103,17 @@ def test_each_run_of_a_siege_log_is_a_result(log, totals):
 def test_a_siege_log_beside_its_runs_summary_is_that_one_run():
     files = [FIXTURES / "siege" / f"4.0.7-log-mark{ending}" for ending in (".csv", ".txt", ".stderr.txt")]
     assert [r.identity.cell_id for r in parsed(*files)[0]] == ["4.0.7-log-mark"]
+
+
+@pytest.mark.parametrize("ending", [".log", ".txt", ".*"])
+def test_the_summariser_under_its_listeners_name_on_stdout_or_in_jmeter_log(ending):
+    results, notes = parsed(*sorted(JM.glob(f"5.6.3-generate-summary{ending}")))
+    m = results[0].measurement
+    assert [r.identity.cell_id for r in results] == ["5.6.3-generate-summary"]
+    assert (m.counts.requests_total, m.counts.requests_failed, m.rates.rps) == (1200, 0, 80.3)
+    assert (m.latency.min_ms, m.latency.mean_ms, m.latency.max_ms) == (0, 37, 442)
+
+
+def test_a_2x_jmeter_log_with_the_interval_in_seconds():
+    m = parsed(JM / "2.x-maven-plugin-116.log")[0][0].measurement
+    assert (m.counts.requests_total, m.latency.mean_ms, m.rates.rps) == (1, 1126, 0.9)
