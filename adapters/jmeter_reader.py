@@ -65,6 +65,8 @@ def _read(path: Path) -> Jtl:
                      f"JMeter is killed while writing; it was left out")
     if part.unended_line is not None:
         notes.append(f"the last line ({part.unended_line}) has no line break but is a whole record: it was read")
+    if layout.assumed:
+        notes.append(f"the CSV JTL has no header: its columns were taken to be {layout.assumed}")
     return Jtl(part.aggregate, "csv" if layout.header else "csv without header", part.url, notes)
 
 

@@ -117,3 +117,14 @@ def test_the_summariser_under_its_listeners_name_on_stdout_or_in_jmeter_log(endi
 def test_a_2x_jmeter_log_with_the_interval_in_seconds():
     m = parsed(JM / "2.x-maven-plugin-116.log")[0][0].measurement
     assert (m.counts.requests_total, m.latency.mean_ms, m.rates.rps) == (1, 1126, 0.9)
+
+
+@pytest.mark.parametrize("case, columns", [("5.6.3-2x-12col", 12), ("5.6.3-2x-10col", 10)])
+def test_a_headerless_csv_in_a_2x_layout_is_read_and_its_layout_named(case, columns):
+    m = parsed(JM / f"{case}.jtl")[0][0].measurement
+    rows = (JM / f"{case}.jtl").read_text().splitlines()
+    assert m.counts.requests_total == len(rows) == 400 and m.counts.requests_ok == 400
+    assert m.latency.max_ms == max(int(row.split(",")[1]) for row in rows)
+    assert m.transfer.received_bytes == sum(int(row.split(",")[8]) for row in rows)
+    assert m.latency.ttfb_mean_ms == sum(int(row.split(",")[-1]) for row in rows) / 400
+    assert any(f"JMeter 2.x's {columns} columns" in note for note in m.notes)
