@@ -305,6 +305,10 @@ def _from_summary(s: dict[str, float]) -> Measurement:
 def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
     agg = jtl.aggregate
     notes = [f"figures from the JTL ({jtl.kind}, {agg.rows} samples); times are whole milliseconds", *jtl.notes]
+    if agg.sub_rows or agg.transaction_rows:
+        notes.append(f"top-level samples only: {agg.sub_rows} sub-results (redirects followed, embedded "
+                     f"resources) and {agg.transaction_rows} transaction controller samples are not counted "
+                     f"as requests of their own")
     derived = ["timing.duration_s", "histogram", "series", "transfer.received_bytes", "transfer.sent_bytes",
                "latency.min_ms", "latency.max_ms", "latency.mean_ms", "latency.stdev_ms",
                "latency.ttfb_mean_ms", "latency.connect_mean_ms"]

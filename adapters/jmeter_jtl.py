@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from toolbench.adapters.jmeter_agg import Aggregate, Batch, JtlError, add, is_count
+from toolbench.adapters.jmeter_agg import TRANSACTION, Aggregate, Batch, JtlError, add, is_count
 from toolbench.adapters.jmeter_digits import Block
 
 BLOCK = 4 << 20
@@ -41,6 +42,7 @@ REQUIRED = ("timeStamp", "elapsed", "success")
 OPTIONAL = {"bytes": "received", "sentBytes": "sent", "Latency": "latency_ms", "Connect": "connect_ms",
             "allThreads": "threads"}
 _QUOTE, _NL, _CR = 34, 10, 13
+_SUB_LABEL = re.compile(r"(.+)-\d+")
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def read_range(path: Path, layout: Layout, start: int, end: int | None, line_bas
                 continue
             if data.find(b'"', 0, cut) != -1:
                 quotes += data.count(b'"', 0, cut)
-            for batch, first_url, count in _block_batches(data, cut, layout, line_base):
+            for batch, first_url, count in _block_batches(data, cut, layout, line_base, agg):
                 add(agg, batch, line_base + 1)
                 url = url or first_url
                 line_base += count
@@ -148,7 +150,7 @@ def _last_row(agg: Aggregate, data: bytes, layout: Layout, line_base: int) -> bo
     """Adds the file's last line, which no line break ends, when it is a whole record (all
     its fields, each readable); False for a line cut off mid-record, left out."""
     try:
-        batches = list(_block_batches(data + b"\n", len(data) + 1, layout, line_base))
+        batches = list(_block_batches(data + b"\n", len(data) + 1, layout, line_base, agg))
     except JtlError:
         return False
     for batch, _, _ in batches:
@@ -173,31 +175,69 @@ def _record_ends(buf: np.ndarray) -> np.ndarray:
     return nl[(np.searchsorted(quotes, nl) & 1) == 0]
 
 
-def _block_batches(data: bytes, cut: int, layout: Layout, line_base: int):
+def _block_batches(data: bytes, cut: int, layout: Layout, line_base: int, agg: Aggregate):
     """(batch, first URL, lines) for one block of whole records: runs of records without a
     quote go the fast way, each quoted record through the csv module."""
     if data.find(b'"', 0, cut) == -1:
-        yield _fast(data, 0, cut, layout, line_base)
+        yield _fast(data, 0, cut, layout, line_base, agg)
         return
     buf = np.frombuffer(data, np.uint8, cut)
     ends = _record_ends(buf)
     starts = np.concatenate(([0], ends[:-1] + 1))
     quoted = np.unique(np.searchsorted(ends, np.flatnonzero(buf == _QUOTE)))
     if len(quoted) * SLOW_SHARE > len(ends):  # mostly quoted: one slow pass
-        yield _slow(data, 0, cut, layout, line_base)
+        yield _slow(data, 0, cut, layout, line_base, agg)
         return
     at = 0
     for rec in quoted.tolist():
         a, b = int(starts[rec]), int(ends[rec]) + 1
         if a > at:
-            yield _fast(data, at, a, layout, line_base + data.count(b"\n", 0, at))
-        yield _slow(data, a, b, layout, line_base + data.count(b"\n", 0, a))
+            yield _fast(data, at, a, layout, line_base + data.count(b"\n", 0, at), agg)
+        yield _slow(data, a, b, layout, line_base + data.count(b"\n", 0, a), agg)
         at = b
     if at < cut:
-        yield _fast(data, at, cut, layout, line_base + data.count(b"\n", 0, at))
+        yield _fast(data, at, cut, layout, line_base + data.count(b"\n", 0, at), agg)
 
 
-def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[Batch, str | None, int]:
+def _top_level(labels: list[str], messages: list[str], agg: Aggregate) -> np.ndarray:
+    """Which rows are requests of their own: not a transaction controller's row, nor a
+    sub-result (`label-N` after a row labelled `label`, as JMeter writes them)."""
+    keep = np.ones(len(labels), bool)
+    for i, (label, message) in enumerate(zip(labels, messages)):
+        if message.startswith(TRANSACTION):
+            keep[i] = False
+            agg.transaction_rows += 1
+        elif (m := _SUB_LABEL.fullmatch(label)) and m.group(1) in agg.labels:
+            keep[i] = False
+            agg.sub_rows += 1
+        else:
+            agg.labels.add(label)
+            agg.unresolved += _SUB_LABEL.fullmatch(label) is not None
+    return keep
+
+
+def _fast_top_level(block: Block, label: tuple[np.ndarray, np.ndarray] | None,
+                    message: tuple[np.ndarray, np.ndarray] | None, agg: Aggregate) -> np.ndarray | None:
+    """_top_level for a block read the fast way; None when every row is a request. Only rows
+    whose label ends in a digit, or whose message starts with an N, are looked at one by one."""
+    if label is None or message is None or not len(label[0]):
+        return None
+    distinct = block.texts(*label)
+    agg.labels.update(text for text in distinct if not _SUB_LABEL.fullmatch(text))
+    if not any(_SUB_LABEL.fullmatch(text) for text in distinct) and block.seg.tobytes().find(TRANSACTION.encode()) == -1:
+        return None
+    seg, (ls, le), (ms, me) = block.seg, label, message
+    digit_end = (le > ls) & (seg[np.maximum(le - 1, 0)] >= 48) & (seg[np.maximum(le - 1, 0)] <= 57)
+    n_start = (me > ms) & (seg[np.minimum(ms, len(seg) - 1)] == ord("N"))
+    rows = np.flatnonzero(digit_end | n_start)
+    keep = np.ones(len(ls), bool)
+    keep[rows] = _top_level([block.text(int(ls[i]), int(le[i])) for i in rows],
+                            [block.text(int(ms[i]), int(me[i])) for i in rows], agg)
+    return keep
+
+
+def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int,
+          agg: Aggregate) -> tuple[Batch, str | None, int]:
     """Records [a, b) of `data`, none with a quote, each ending with a line break. Returns
     the batch, the first record's URL and the number of records."""
     block = Block(data, a, b)
@@ -241,26 +281,31 @@ def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[
     span = bounds("success")
     ok, bad = block.success(*span)
     check("success", bad, span)
+    keep = _fast_top_level(block, bounds("label"), bounds("responseMessage"), agg)
     code, nonhttp = None, {}
     span = bounds("responseCode")
     if span is not None:
         values, bad = block.numbers(*span)
         code = np.where(bad, -1, values)
-        failed = np.flatnonzero(bad & ~ok)
+        failed = np.flatnonzero(bad & ~ok & (True if keep is None else keep))
         nonhttp = block.texts(span[0][failed], span[1][failed])
     columns = {field_: number(name) for name, field_ in OPTIONAL.items()}
     batch = Batch(ts_ms=number("timeStamp"), elapsed_ms=number("elapsed"), ok=ok, code=code,
                   nonhttp=nonhttp, **columns)
+    if keep is not None:
+        batch = batch.select(keep)
     span = bounds("URL")
     url = block.text(int(span[0][0]), int(span[1][0])) if span is not None and rows else None
     return batch, url, rows
 
 
-def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[Batch, str | None, int]:
+def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int,
+          agg: Aggregate) -> tuple[Batch, str | None, int]:
     """Records [a, b) through the csv module: quoted fields, delimiters and line breaks in them."""
     text = data[a:b].decode("utf-8", "replace")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=chr(layout.delimiter))
-    index = {name: layout.col(name) for name in (*REQUIRED, "responseCode", "URL", *OPTIONAL)}
+    index = {name: layout.col(name) for name in (*REQUIRED, "responseCode", "URL", "label", "responseMessage",
+                                                 *OPTIONAL)}
     columns: dict[str, list] = {"ts_ms": [], "elapsed_ms": [], "ok": []}
     for name, field_ in OPTIONAL.items():
         if index[name] is not None:
@@ -272,6 +317,10 @@ def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[
     for row in reader:
         if len(row) != len(layout.names):
             raise JtlError(f"{len(row)} fields where the header has {len(layout.names)}", line)
+        if index["label"] is not None and index["responseMessage"] is not None and not _top_level(
+                [row[index["label"]]], [row[index["responseMessage"]]], agg)[0]:
+            line = line_base + reader.line_num + 1
+            continue
         ok = _bool(row[index["success"]], line)
         columns["ok"].append(ok)
         for name, field_ in (("timeStamp", "ts_ms"), ("elapsed", "elapsed_ms"), *OPTIONAL.items()):

@@ -94,6 +94,8 @@ def _read_split(path: Path, layout: Layout) -> Part | None:
                     if sum(p.quotes for p in parts) % 2 or parts[-1].cut_off_line is not None:
                         return None  # this range did not start at a record: one pass instead
                     parts.append(_part(future, header_lines + sum(p.lines for p in parts)))
+                    if parts[-1].aggregate.unresolved:
+                        return None  # a sub-result whose parent row may lie in an earlier range
             finally:
                 for future in futures:
                     future.cancel()

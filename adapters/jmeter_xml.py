@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl, JtlError, add, is_count
+from toolbench.adapters.jmeter_agg import TRANSACTION, Aggregate, Batch, Jtl, JtlError, add, is_count
 
 BATCH = 65536
 # expat's codes for a document that ends too early: no element found, unclosed token, partial character.
@@ -28,6 +28,11 @@ def read_xml(path: Path) -> Jtl:
             depth -= 1
             if depth != 1 or elem.tag not in ("httpSample", "sample"):
                 continue
+            if elem.get("rm", "").startswith(TRANSACTION):  # a transaction controller's: sums its children
+                agg.transaction_rows += 1
+                root.clear()
+                continue
+            agg.sub_rows += sum(1 for child in elem.iter() if child is not elem and child.tag in ("httpSample", "sample"))
             _xml_sample(elem, rows, nonhttp)
             if url is None:
                 url = elem.findtext("java.net.URL")

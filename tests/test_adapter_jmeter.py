@@ -112,7 +112,8 @@ def test_fast_and_slow_paths_and_block_sizes_give_the_same_figures(monkeypatch):
     assert split.series() == whole.series()
 
 
-@pytest.mark.parametrize("case", ["5.6.3-csv", "5.6.3-assertion", "5.6.3-csv-truncated", "5.6.3-no-final-newline"])
+@pytest.mark.parametrize("case", ["5.6.3-csv", "5.6.3-assertion", "5.6.3-csv-truncated", "5.6.3-no-final-newline",
+                                  "5.6.3-subresults-csv"])
 def test_reading_in_worker_processes_gives_the_same_figures(monkeypatch, case):
     one_pass = read_jtl(FOLDER / f"{case}.jtl")
     monkeypatch.setattr(jmeter_reader, "MIN_BYTES", 0)

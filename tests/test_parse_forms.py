@@ -128,3 +128,15 @@ def test_a_headerless_csv_in_a_2x_layout_is_read_and_its_layout_named(case, colu
     assert m.transfer.received_bytes == sum(int(row.split(",")[8]) for row in rows)
     assert m.latency.ttfb_mean_ms == sum(int(row.split(",")[-1]) for row in rows) / 400
     assert any(f"JMeter 2.x's {columns} columns" in note for note in m.notes)
+
+
+def test_sub_results_and_transaction_rows_are_not_requests_in_csv_or_xml():
+    csv_m = parsed(JM / "5.6.3-subresults-csv.jtl")[0][0].measurement
+    xml_m = parsed(JM / "5.6.3-subresults-xml.jtl")[0][0].measurement
+    rows = len((JM / "5.6.3-subresults-csv.jtl").read_text().splitlines()) - 1
+    assert rows == 1000
+    for m, stdout in ((csv_m, "5.6.3-subresults-csv.txt"), (xml_m, "5.6.3-subresults-xml.txt")):
+        assert "summary =    400 in" in (JM / stdout).read_text()  # JMeter's own count
+        assert m.counts.requests_total == m.counts.requests_ok == 400
+        assert any("500 sub-results" in note and "100 transaction" in note for note in m.notes)
+    assert csv_m.transfer.received_bytes == xml_m.transfer.received_bytes
