@@ -140,3 +140,33 @@ def test_sub_results_and_transaction_rows_are_not_requests_in_csv_or_xml():
         assert m.counts.requests_total == m.counts.requests_ok == 400
         assert any("500 sub-results" in note and "100 transaction" in note for note in m.notes)
     assert csv_m.transfer.received_bytes == xml_m.transfer.received_bytes
+
+
+def test_an_xml_jtl_with_invalid_character_references_is_read_as_jmeter_wrote_it():
+    assert "&#x1;" in (JM / "5.6.3-xml-charrefs.jtl").read_text()
+    m = parsed(JM / "5.6.3-xml-charrefs.jtl")[0][0].measurement
+    assert m.counts.requests_total == m.counts.requests_ok == 20
+
+
+def test_the_character_references_are_mended_across_reads():
+    import io
+
+    from toolbench.adapters.jmeter_xml import _ValidRefs
+
+    data = (JM / "5.6.3-xml-charrefs.jtl").read_bytes()
+    whole = b"".join(iter(_ValidRefs(io.BytesIO(data)).read, b""))
+    for size in (1, 5, 97):
+        source = _ValidRefs(io.BytesIO(data))
+        assert b"".join(iter(lambda: source.read(size), b"")) == whole
+    assert b"&#x1;" not in whole and whole.count(b"&#xFFFD;") == 20 * 5  # 5 control characters a sample
+
+
+def test_a_plugins_sample_element_is_a_sample(tmp_path):
+    # No plug-in sampler runs here: the recorded XML JTL with its <httpSample> elements
+    # renamed the way XStream names a plug-in's class (the WebDriver sampler's).
+    plugin = "com.googlecode.jmeter.plugins.webdriver.sampler.SampleResultWithSubs"
+    text = (JM / "5.6.3-xml.jtl").read_text().replace("<httpSample ", f"<{plugin} ").replace(
+        "</httpSample>", f"</{plugin}>")
+    (tmp_path / "webdriver.jtl").write_text(text)
+    m = parsed(tmp_path / "webdriver.jtl", tool="jmeter")[0][0].measurement
+    assert m.counts.requests_total == parsed(JM / "5.6.3-xml.jtl")[0][0].measurement.counts.requests_total == 400
