@@ -170,3 +170,31 @@ def test_a_plugins_sample_element_is_a_sample(tmp_path):
     (tmp_path / "webdriver.jtl").write_text(text)
     m = parsed(tmp_path / "webdriver.jtl", tool="jmeter")[0][0].measurement
     assert m.counts.requests_total == parsed(JM / "5.6.3-xml.jtl")[0][0].measurement.counts.requests_total == 400
+
+
+K6 = FIXTURES / "k6"
+
+
+def test_k6s_summary_export_is_read():
+    results, notes = parsed(K6 / "0.x-summary-export-gateways.json")
+    m = results[0].measurement
+    assert notes == [f"{K6 / '0.x-summary-export-gateways'}: read as k6 output"]
+    assert (m.counts.requests_total, m.counts.requests_ok, m.counts.requests_failed) == (413551, 413551, 0)
+    assert m.rates.rps == 1355.9762175963654 and m.concurrency == 757
+    assert (m.latency.min_ms, m.latency.mean_ms, m.latency.max_ms) == (0.043502, 4.131573364257359, 217.061652)
+    assert (m.latency.percentiles.p50_ms, m.latency.percentiles.p95_ms) == (0.60984, 23.400920499999998)
+    assert m.latency.percentiles.p99_ms is None  # not in the summary: absent, not guessed
+    assert (m.transfer.received_bytes, m.transfer.sent_bytes) == (78988241, 38046245)
+
+
+def test_k6s_json_points_are_read_one_request_each():
+    m = parsed(K6 / "0.x-out-json-head.json")[0][0].measurement
+    assert (m.counts.requests_total, m.counts.requests_failed, m.counts.status_codes) == (2, 0, {200: 2})
+    assert (m.latency.min_ms, m.latency.max_ms) == (121.17116, 224.534453)
+
+
+def test_k6_is_registered_read_only():
+    from toolbench.adapter import Missing
+
+    k6 = registry.get("k6")
+    assert k6.read_only and isinstance(k6.detect(None), Missing) and "licence" in k6.detect(None).reason

@@ -97,6 +97,9 @@ class Adapter(abc.ABC):
     # A tool known to hang now and then at the end of a run is killed at the hard limit
     # and run again, at most this many more times.
     retries_on_hang: ClassVar[int] = 0
+    # A tool toolbench only reads (`toolbench parse`) and never runs: supports() turns every
+    # cell away with the reason, and build() is never called.
+    read_only: ClassVar[bool] = False
 
     @property
     def program(self) -> str:
