@@ -198,3 +198,15 @@ def test_k6_is_registered_read_only():
 
     k6 = registry.get("k6")
     assert k6.read_only and isinstance(k6.detect(None), Missing) and "licence" in k6.detect(None).reason
+
+
+@pytest.mark.parametrize("case", ["single", "404", "refused"])
+def test_locusts_console_summary_alone_gives_the_runs_counts(case):
+    folder = FIXTURES / "locust"
+    alone = parsed(folder / f"2.47.0-{case}.stderr.txt")[0][0].measurement
+    whole = parsed(*sorted(folder.glob(f"2.47.0-{case}[._]*[!y]")))[0][0].measurement  # all but the .py
+    assert (alone.counts.requests_total, alone.counts.requests_failed) == \
+        (whole.counts.requests_total, whole.counts.requests_failed)
+    if whole.counts.requests_failed:
+        assert alone.counts.failures == whole.counts.failures
+    assert alone.latency.max_ms is not None and alone.latency.resolution_ms == 1.0
