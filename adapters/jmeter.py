@@ -242,8 +242,8 @@ def parse(raw: RawOutput) -> Measurement:
         return _from_jtl(read_jtl(path), summary)
     if summary is not None:
         return _from_summary(summary)
-    raise ParseError("jmeter", "no JTL and no summariser line (`summary =`) on stdout or in jmeter.log" + _last_words(raw),
-                     raw.source)
+    raise ParseError("jmeter", "no JTL and no summariser line (`summary =`) on stdout or in jmeter.log"
+                     + _last_words(raw), raw.source)
 
 
 def _refuse_failed_start(raw: RawOutput) -> None:

@@ -224,7 +224,8 @@ def _fast_top_level(block: Block, label: tuple[np.ndarray, np.ndarray] | None,
         return None
     distinct = block.texts(*label)
     agg.labels.update(text for text in distinct if not _SUB_LABEL.fullmatch(text))
-    if not any(_SUB_LABEL.fullmatch(text) for text in distinct) and block.seg.tobytes().find(TRANSACTION.encode()) == -1:
+    subs = any(_SUB_LABEL.fullmatch(text) for text in distinct)
+    if not subs and block.seg.tobytes().find(TRANSACTION.encode()) == -1:
         return None
     seg, (ls, le), (ms, me) = block.seg, label, message
     digit_end = (le > ls) & (seg[np.maximum(le - 1, 0)] >= 48) & (seg[np.maximum(le - 1, 0)] <= 57)
