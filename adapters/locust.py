@@ -126,6 +126,9 @@ class LocustAdapter(Adapter):
     def classify(self, path: Path, text: str) -> str:
         return out.classify(text)
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        return out.recognizes(text)
+
     def group_name(self, path: Path) -> str:
         """The run a file belongs to: `--csv X` names Locust's CSVs X_stats.csv and so on."""
         return group_by_suffix(path, GROUP_SUFFIXES)
@@ -172,6 +175,9 @@ def _parse(raw: RawOutput) -> Measurement:
     stats_csv = raw.files.get("stats_csv")
     if stats_csv is not None:
         return _from_csv(stats_csv, raw)
+    console = out.read_console_row(raw.stdout + "\n" + raw.stderr, raw.source)
+    if console is not None:
+        return _from_console(console, raw)
     why = out.error_line(raw.stderr)
     raise ParseError("locust", "no JSON stats on stdout and no stats CSV"
                      + (f"; Locust said: {why}" if why else ""), raw.source)
@@ -252,6 +258,30 @@ def _from_csv(path: Path, raw: RawOutput) -> Measurement:
         series=series,
         fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED,
                   "transfer.received_bytes": Fidelity.DERIVED},
+        notes=notes,
+    )
+
+
+def _from_console(row: tuple[int, int, float, float, float], raw: RawOutput) -> Measurement:
+    """Locust's console summary alone (what it prints at the end without --json or --csv)."""
+    total, failed, mean, low, high = row
+    notes = ["figures from Locust's console summary alone: times rounded to whole milliseconds, no "
+             "per-request data"]
+    summary = out.read_summary(raw.stdout + "\n" + raw.stderr, raw.source)
+    failures, codes = _failures(failed, raw, summary, notes)
+    timed = total > 0
+    percentiles = summary.percentiles if summary else Percentiles()
+    return Measurement(
+        tool="locust",
+        timing=Timing(duration_s=total / summary.rps if summary and summary.rps else None),
+        counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
+                      failures=failures, status_codes=codes),
+        rates=Rates(rps=summary.rps if summary else None),
+        latency=Latency(min_ms=low if timed else None, mean_ms=mean if timed else None,
+                        max_ms=high if timed else None,
+                        percentiles=out.within_bounds(percentiles, low, high, notes) if timed else Percentiles(),
+                        resolution_ms=1.0 if timed else None),
+        fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED},
         notes=notes,
     )
 

@@ -145,7 +145,7 @@ def _check_tools_section(scenario: Scenario, known: dict[str, Adapter]) -> None:
 
 def _check_tool_paths(scenario: Scenario, known: dict[str, Adapter]) -> None:
     """A path under `hosts.generator.tools` is for a program some adapter runs."""
-    programs = sorted({adapter.program for adapter in known.values()})
+    programs = sorted({adapter.program for adapter in known.values() if not adapter.read_only})  # k6: never run
     for program in scenario.generator.tools:
         if program not in programs:
             key = f"hosts.generator.tools.{program}"

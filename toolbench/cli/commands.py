@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 import warnings
 from pathlib import Path
 
 from toolbench import derive, invariants, registry, store
-from toolbench.adapter import Adapter, Found, raw_from_files
+from toolbench.adapter import Adapter, Found, RawOutput, raw_from_files
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
 from toolbench.schema import Identity, Outcome, RunResult
 
@@ -105,8 +106,11 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def parse(args: argparse.Namespace) -> int:
-    adapter = registry.get(args.tool)
-    results = [_parse_group(adapter, name, paths) for name, paths in _group(adapter, args.files).items()]
+    from toolbench.runs_found import runs
+
+    tool = registry.get(args.tool) if args.tool else None
+    results = [result for run in runs(args.files, registry.adapters(), tool)
+               for result in results_of(run.adapter, run.name, run.paths)]
     if args.format == "json":
         # NaN and Infinity are not JSON: the invariants keep them out, and if one ever got
         # through, this refuses to print it rather than write a file no reader accepts.
@@ -124,26 +128,24 @@ def parse(args: argparse.Namespace) -> int:
     return 0
 
 
-def _group(adapter: Adapter, paths: list[Path]) -> dict[str, list[Path]]:
-    groups: dict[str, list[Path]] = {}
-    for path in paths:
-        if not path.is_file():
-            raise ToolbenchError(f"{path}: no such file")
-        try:
-            name = adapter.group_name(path)
-        except Exception as exc:  # a plug-in's group_name() may fail in any way
-            raise ParserCrash(adapter.name, exc) from exc
-        groups.setdefault(name, []).append(path)
-    return groups
-
-
-def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
+def results_of(adapter: Adapter, name: str, paths: list[Path]) -> list[RunResult]:
+    """The result of each run the files hold: one, or one per part (a log of many runs)."""
     try:
         raw = raw_from_files(adapter, name, paths)
+        parts = adapter.parts(raw)
     except OSError as exc:
         raise ToolbenchError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    except Exception as exc:  # a plug-in's classify() may fail in any way
+    except ToolbenchError:
+        raise
+    except Exception as exc:  # a plug-in's classify() or parts() may fail in any way
         raise ParserCrash(adapter.name, exc) from exc
+    if not parts:
+        return [_parse_group(adapter, name, raw)]
+    return [_parse_group(adapter, f"{name}-{part}", dataclasses.replace(raw, part=part, source=f"{name} ({part})"))
+            for part in parts]
+
+
+def _parse_group(adapter: Adapter, name: str, raw: RawOutput) -> RunResult:
     measurement = invariants.parse_checked(adapter, raw)
     status, error = derive.cell_status(measurement, 0, timed_out=False, interrupted=False, timeout_s=0,
                                  stderr=raw.stderr)

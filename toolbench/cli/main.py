@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.validate)
 
     p = command("parse", "normalize existing tool output, running nothing")
-    p.add_argument("--tool", required=True)
+    p.add_argument("--tool", help="the tool that wrote the files (default: told from their content)")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
     p.add_argument("--format", choices=("json", "csv", "table"), default="json")
     p.set_defaults(func=commands.parse)
