@@ -57,6 +57,10 @@ class H2loadAdapter(Adapter):
             return Support(False, "h2load sends a GET, or a POST with a body (-d); not this request")
         if not cell.keepalive and option(cell, "h2", False):
             return Support(False, "HTTP/2 has no keep-alive off: every request shares the client's connection")
+        if not cell.keepalive and cell.stop.duration_s is not None:
+            # Seen here with 1.52.0 (-D 1 -H 'Connection: close'): "Stopped all clients", then it never exits.
+            return Support(False, "h2load never exits after a timed run (-D) whose connections close after "
+                                  "each request; a request count runs")
         return SUPPORTED
 
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
