@@ -42,7 +42,7 @@ _FIELD = re.compile(r"^\s+(Total|Slowest|Fastest|Average|Requests/sec|Total data
                     re.MULTILINE)
 _PCT = re.compile(r"^\s+(\d+)% in (\S+) secs\s*$", re.MULTILINE)
 _STATUS = re.compile(r"^\s+\[(\d+)\]\s+(\d+) responses\s*$", re.MULTILINE)
-_ERROR = re.compile(r"^\s+\[(\d+)\]\s+(.+?)\s*$")
+_ERROR = re.compile(r"^\s+\[(\d+)\]\s+(\S.*)$")
 _PCT_NAMES = {50: "p50_ms", 75: "p75_ms", 90: "p90_ms", 95: "p95_ms", 99: "p99_ms"}
 # Go's error texts to failure classes (toolbench.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
@@ -165,7 +165,8 @@ def _errors(text: str, num: Numbers) -> dict[str, int]:
     found: dict[str, int] = {}
     for line in tail.splitlines():
         if m := _ERROR.match(line):
-            found[m.group(2)] = found.get(m.group(2), 0) + num.integer(m.group(1), "error count")
+            message = m.group(2).strip()
+            found[message] = found.get(message, 0) + num.integer(m.group(1), "error count")
     return found
 
 

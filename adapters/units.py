@@ -6,7 +6,7 @@ import re
 
 from toolbench.numbers import Numbers
 
-_WITH_UNIT = re.compile(r"^\s*(\S+?)([a-zA-Z]*)\s*$")
+_WITH_UNIT = re.compile(r"^\s*([0-9.+-]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)\s*$")  # linear: no backtracking
 TIME_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
 # Both tools divide by 1024: wrk's format_binary, h2load's util::utos_funit.
 SIZE_BYTES = {"b": 1, "": 1, "kb": 1024, "mb": 1024 ** 2, "gb": 1024 ** 3, "tb": 1024 ** 4}

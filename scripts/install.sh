@@ -40,6 +40,24 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "$want" > "$stamp"
 fi
 
+# Go tools, built by `go install` from the Go module proxy into .tools/go/<name>-<version>/, once:
+# a second call finds the binary and skips (about a minute each the first time, on 2 cores).
+go_tools=(github.com/codesenberg/bombardier@v1.2.6)
+tools="${TOOLBENCH_TOOLS:-$repo/.tools}"
+for module in "${go_tools[@]}"; do
+    name="${module%@*}"; name="${name##*/}"; version="${module##*@v}"
+    dest="$tools/go/$name-$version"
+    [ -x "$dest/$name" ] && continue
+    if ! command -v go >/dev/null; then
+        say "go is not installed: $name is not built (its adapter reports it missing)"
+        continue
+    fi
+    say "go install $module"
+    rm -rf "$dest.partial" && mkdir -p "$dest.partial"
+    GOBIN="$dest.partial" GOFLAGS="${GOFLAGS:-} -buildvcs=false" go install "$module"
+    mv "$dest.partial" "$dest"
+done
+
 if [ -x "$repo/scripts/install_jmeter.sh" ]; then
     "$repo/scripts/install_jmeter.sh" >/dev/null
 fi

@@ -160,3 +160,24 @@ def test_version_2_records_migrate_with_their_coordinated_omission():
     assert migrate.result(old)["measurement"]["coordinated_omission"] == "corrected"
     assert "coordinated_omission" not in migrate.result({"schema_version": 2, "measurement": {"tool": "ab"}})[
         "measurement"]
+
+
+# ---- bombardier ----
+
+def test_bombardier_json_result():
+    m = parsed("bombardier", "1.2.6-ok")
+    assert m.counts.requests_total == m.counts.requests_ok == 1293 and m.latency.percentiles.p99_ms is not None
+    assert m.latency.resolution_ms == 0.001 and m.transfer.received_bytes > 0 and m.rates.rps is None
+    assert m.concurrency == 2 and m.url == "http://127.0.0.1:57301/"
+    refused, timeout = parsed("bombardier", "1.2.6-refused"), parsed("bombardier", "1.2.6-timeout")
+    assert refused.counts.failures.connect == refused.counts.requests_failed == 20
+    assert timeout.counts.failures.timeout == 4 and timeout.counts.requests_ok == 0
+    assert parsed("bombardier", "1.2.6-404").counts.failures.http_4xx == 200
+    with pytest.raises(ParseError, match="version unspecified"):
+        parsed("bombardier", "1.2.6-version")
+
+
+def test_bombardier_command():
+    args = argv("bombardier", rate_rps=50.0, keepalive=False, request=RequestSpec(method="POST", body="{}"))
+    assert args[args.index("-r") + 1] == "50" and "Connection: close" in args and args[args.index("-f") + 1] == "body"
+    assert not registry.get("bombardier").supports(cell("bombardier", rate_rps=2.5)).ok

@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from toolbench import registry, runner, scenario, store
-from toolbench.adapter import Found
+from toolbench.adapter import Found, Missing
 from toolbench.hosts import LocalHost
 from toolbench.schema import LoadModel, Omission, Status
 
@@ -51,3 +51,19 @@ def test_every_supported_cell_runs_ok_against_nginx(tmp_path):
     assert ran["hey-c2-ka-rep1"].measurement.counts.status_codes == {200: ran["hey-c2-ka-rep1"].measurement.counts.requests_total}
     opened = ran["httperf-c2-close-rate40-rep1"]
     assert opened.identity.model is LoadModel.OPEN and opened.measurement.counts.requests_total == 40
+
+
+def test_bombardier_closed_and_rate_limited_against_nginx(tmp_path):
+    if isinstance(registry.get("bombardier").detect(LocalHost()), Missing):
+        pytest.skip("bombardier is not built (scripts/install.sh builds it with go)")
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.replace("[wrk, hey, h2load, httperf]", "[bombardier]").replace("[true, false]", "[false]"))
+    summary = runner.run(scenario.load(path), tmp_path / "reports")
+    results = {r.identity.cell_id: r for r in store.RunDir.open(summary.run_dir).results()}
+    assert set(results) == {"bombardier-c2-close-rep1", "bombardier-c2-close-rate40-rep1"}
+    for cid, r in results.items():
+        m = r.measurement
+        assert r.outcome.status is Status.OK, (cid, r.outcome.error)
+        assert m.counts.requests_ok == m.counts.requests_total > 0 and m.latency.percentiles.p50_ms is not None
+    # Rate-limited, 1 s: about 40 requests (a limiter, not a schedule: no tighter bound is promised).
+    assert results["bombardier-c2-close-rate40-rep1"].measurement.counts.requests_total <= 60
