@@ -181,7 +181,10 @@ def _ms(fields: dict[str, str], key: str, num: Numbers) -> float | None:
 
 def _from_rows(text: str, num: Numbers) -> Measurement:
     """One row per response: its time and phases (s), status and start offset (s)."""
-    rows = list(csv.reader(io.StringIO(text)))[1:]
+    try:
+        rows = list(csv.reader(io.StringIO(text)))[1:]
+    except csv.Error as exc:  # a field over the csv module's limit (128 KiB), a NUL byte: no row of hey's
+        raise num.error("CSV", str(exc)) from None
     times = np.zeros(len(rows), np.int64)  # tenths of a millisecond
     starts = np.zeros(len(rows), np.int64)
     failed = np.zeros(len(rows), bool)
