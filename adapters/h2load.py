@@ -36,6 +36,7 @@ _REQUESTS = re.compile(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+
 _CODES = re.compile(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx\s*$", re.MULTILINE)
 _TRAFFIC = re.compile(r"^traffic: \S+ \((\d+)\) total,", re.MULTILINE)
 _TIMES = re.compile(r"^time for (request|connect):\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+\S+%\s*$", re.MULTILINE)
+_CLIENTS = re.compile(r"^spawning thread #\d+: (\d+) total client\(s\)", re.MULTILINE)
 _PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
 # h2load's own counters to failure classes (toolbench.failures): it names no cause beyond these.
 FAILURE_TABLE: failures.Table = (("timeout", ("timeout",)),)
@@ -133,6 +134,7 @@ def parse(raw: RawOutput) -> Measurement:
         coordinated_omission=Omission.NOT_CORRECTED,
         fidelity=fidelity,
         notes=notes,
+        concurrency=sum(num.integer(n, "clients") for n in _CLIENTS.findall(raw.stdout)) or None,
     )
 
 

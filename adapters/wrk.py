@@ -38,6 +38,7 @@ _VERSION = re.compile(r"^wrk \S*?(\d+\.\d+[\w.+~-]*)", re.MULTILINE)  # "wrk deb
 _REQUESTS = re.compile(r"^\s*(\d+) requests in (\S+), (\S+) read\s*$", re.MULTILINE)
 _SOCKET = re.compile(r"^\s*Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)\s*$", re.MULTILINE)
 _NON2XX = re.compile(r"^\s*Non-2xx or 3xx responses: (\d+)\s*$", re.MULTILINE)
+_CONNECTIONS = re.compile(r"^\s*\d+ threads and (\d+) connections\s*$", re.MULTILINE)
 _RPS = re.compile(r"^Requests/sec:\s+(\S+)\s*$", re.MULTILINE)
 _LATENCY = re.compile(r"^\s*Latency\s+(\S+)\s+(\S+)\s+(\S+)\s+\S+\s*$", re.MULTILINE)
 _DISTRIBUTION = re.compile(r"^\s*(50|75|90|99)%\s+(\S+)\s*$", re.MULTILINE)
@@ -126,6 +127,7 @@ def parse(raw: RawOutput) -> Measurement:
         fidelity=fidelity,
         notes=notes,
         url=_url(raw.stdout),
+        concurrency=num.integer(c.group(1), "connections") if (c := _CONNECTIONS.search(raw.stdout)) else None,
     )
 
 

@@ -49,7 +49,7 @@ def test_wrk_reads_its_done_script_figures_to_the_microsecond():
     assert m.latency.percentiles.p66_ms == 1.789 and m.latency.min_ms == 0.081
     assert m.latency.resolution_ms == 0.001 and m.transfer.received_bytes == 1118232
     assert m.rates.rps == 4471.72  # the text summary's own figure
-    assert m.coordinated_omission is Omission.NOT_CORRECTED
+    assert m.coordinated_omission is Omission.NOT_CORRECTED and m.concurrency == 4
 
 
 def test_wrk_text_summary_alone_gives_its_rounded_figures():
@@ -117,7 +117,7 @@ def test_hey_rate_is_per_worker():
 def test_h2load_summary():
     m = parsed("h2load", "1.52.0-ok")
     assert m.counts.requests_total == m.counts.requests_ok == 6912 and m.latency.max_ms == 17.18
-    assert m.latency.min_ms == 0.055 and m.latency.percentiles.p50_ms is None
+    assert m.latency.min_ms == 0.055 and m.latency.percentiles.p50_ms is None and m.concurrency == 4
     timeout = parsed("h2load", "1.52.0-timeout")
     assert timeout.counts.failures.timeout == 2 and timeout.counts.requests_failed == 4
     assert timeout.latency.mean_ms is None  # h2load printed zeros: nothing was timed
