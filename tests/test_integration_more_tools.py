@@ -67,3 +67,16 @@ def test_bombardier_closed_and_rate_limited_against_nginx(tmp_path):
         assert m.counts.requests_ok == m.counts.requests_total > 0 and m.latency.percentiles.p50_ms is not None
     # Rate-limited, 1 s: about 40 requests (a limiter, not a schedule: no tighter bound is promised).
     assert results["bombardier-c2-close-rate40-rep1"].measurement.counts.requests_total <= 60
+
+
+def test_hey_per_request_rows_give_a_histogram_and_series(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.replace("[wrk, hey, h2load, httperf]", "[hey]").replace("[true, false]", "[true]")
+                    .replace("[null, 40]", "[null]") + "tools: {hey: {per_request: true}}\n")
+    summary = runner.run(scenario.load(path), tmp_path / "reports")
+    (r,) = store.RunDir.open(summary.run_dir).results()
+    m = r.measurement
+    assert r.outcome.status is Status.OK, r.outcome.error
+    assert m.histogram is not None and sum(s.requests for s in m.series) == m.counts.requests_ok > 0
+    assert m.counts.requests_total is None  # hey writes no row for a request without a response
+    assert m.latency.percentiles.p99_ms is not None and m.histogram_resolution_ms == 0.1
