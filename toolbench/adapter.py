@@ -121,6 +121,12 @@ class Adapter(abc.ABC):
     def parse(self, raw: RawOutput) -> Measurement:
         """Reads the tool's output. Pure; raises only toolbench.errors.ParseError."""
 
+    def ramp_s(self, cell: "Cell") -> float:
+        """How long, from its first request, the tool takes to reach its steady rate in this
+        cell (a JVM's JIT, users spawned over time): a cell measured over a few times this
+        or less understates the tool's rate (toolbench.ramp). 0: none worth saying."""
+        return 0.0
+
     def classify(self, path: Path, text: str) -> str:
         """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`;
         `text` is the head of the file (its first 64 KiB), as a result file may be huge."""

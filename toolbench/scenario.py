@@ -7,13 +7,21 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolbench import httpvalues, names, profiles, yamlread
+from toolbench.criteria.spec import Criterion
+from toolbench.criteria.spec import from_node as criteria_from_node
 from toolbench.servers.spec import TargetSpec, parse_target
-from toolbench.yamlread import Node
+from toolbench.errors import ScenarioError, ScenarioErrors
+from toolbench.yamlread import Node, attempt
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
-            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles")
+            "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
+            "criteria")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
+
+
+# The programs the bundled stacks run on a target host, whose paths `hosts.target.tools` may give.
+TARGET_PROGRAMS = ("python", "nginx", "uwsgi")
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,7 @@ class ToolOptions:
     values: dict[str, Any]
     locations: dict[str, str]  # option key -> "file:line", for errors found later
     use: str | None = None  # set for a variant: the tool it configures (`locust-2p: {use: locust, ...}`)
+    warmup_s: float | None = None  # this tool's or variant's own `warmup`, over the scenario's
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,7 @@ class Scenario:
     timeout_s: float | None = None  # hard limit per cell; derived from `stop` when absent
     repeat: int = 1
     cooldown_s: float = 0.0
+    warmup_s: float = 0.0  # an unmeasured run of the cell's tool before each cell; 0: none
     probe: ProbeSpec = field(default_factory=ProbeSpec)
     monitor: MonitorSpec = field(default_factory=MonitorSpec)
     tools: dict[str, ToolOptions] = field(default_factory=dict)
@@ -124,6 +134,7 @@ class Scenario:
     compare: str = "tools"
     profile: str | None = None  # the profile applied, if any
     profiles: tuple[str, ...] = ()  # every profile the file declares
+    criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.criteria)
 
     def cell_timeout_s(self) -> float:
         """A hard limit that a healthy run never reaches."""
@@ -138,46 +149,62 @@ def load(path: str | Path, profile: str | None = None) -> Scenario:
     """The scenario in `path`, with `profile`'s overrides when given. Every declared profile
     is checked, not only the one asked for, so a broken profile fails validation."""
     path = Path(path)
-    root = yamlread.load(path)
-    top = root.items(TOP_KEYS)
-    declared = profiles.declared(top, TOP_KEYS)
-    for name in declared:
-        _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared))
-    if profile is not None:
-        top = profiles.merged(top, declared, profile, str(path))
-    return _parse(path, root, top, profile, tuple(declared))
+    with yamlread.collecting() as errors:
+        try:
+            root = yamlread.load(path)
+            top = root.items(TOP_KEYS)
+            declared = profiles.declared(top, TOP_KEYS)
+            for name in declared:
+                _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared))
+            if profile is not None:
+                top = profiles.merged(top, declared, profile, str(path))
+            loaded = _parse(path, root, top, profile, tuple(declared))
+        except ScenarioError as exc:  # one that reading cannot step over ends it, after those found before
+            errors.append(exc)
+    if errors:
+        raise ScenarioErrors(yamlread.in_file_order(errors))
+    return loaded
 
 
 def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
            declared: tuple[str, ...]) -> Scenario:
     for required in ("name", "matrix"):
         if required not in top:
-            raise root.error(f"missing required key {required!r}")
+            yamlread.soft(root.error(f"missing required key {required!r}"))
     locations: dict[str, str] = {}
-    targets = _targets(root, top)
-    hosts = _hosts(top["hosts"], locations) if "hosts" in top else {}
+    # Each key is read on its own: while collecting, a bad one is noted and the others still read.
+    targets = attempt(lambda: _targets(root, top), None)
+    hosts = attempt(lambda: _hosts(top["hosts"], locations), {}) if "hosts" in top else {}
+
+    def key(name: str, read: Callable[[Node], Any], default: Any) -> Any:
+        return attempt(lambda: read(top[name]), default) if name in top else default
+
+    matrix = key("matrix", lambda node: _matrix(node, locations, targets), None)
     return Scenario(
-        name=top["name"].name(),
+        name=key("name", Node.name, ""),
         source=str(path),
-        description=top["description"].string() if "description" in top else "",
+        description=key("description", Node.string, ""),
         generator=hosts.get("generator", HostSpec()),
         target_host=hosts.get("target", HostSpec()),
-        prerequisites=_prerequisites(top["prerequisites"]) if "prerequisites" in top else Prerequisites(),
-        targets=targets,
-        request=_request(top["request"]) if "request" in top else RequestSpec(),
-        matrix=_matrix(top["matrix"], locations, targets),
-        stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
-        timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
-        repeat=top["repeat"].positive_int() if "repeat" in top else 1,
-        cooldown_s=top["cooldown"].duration_s() if "cooldown" in top else 0.0,
-        probe=_probe(top["probe"]) if "probe" in top else ProbeSpec(),
-        monitor=_monitor(top["monitor"]) if "monitor" in top else MonitorSpec(),
-        tools=_tools(top["tools"]) if "tools" in top else {},
+        prerequisites=key("prerequisites", _prerequisites, Prerequisites()),
+        targets=targets or {},
+        request=key("request", _request, RequestSpec()),
+        matrix=matrix,
+        stop=key("stop", _stop, StopSpec(duration_s=10.0)),
+        timeout_s=key("timeout", Node.duration_s, None),
+        repeat=key("repeat", Node.positive_int, 1),
+        cooldown_s=key("cooldown", Node.duration_s, 0.0),
+        warmup_s=key("warmup", _warmup, 0.0),
+        probe=key("probe", _probe, ProbeSpec()),
+        monitor=key("monitor", _monitor, MonitorSpec()),
+        tools=key("tools", _tools, {}),
         locations=locations,
         raw_text=path.read_text(encoding="utf-8"),
-        compare=top["compare"].choice(COMPARES) if "compare" in top else "tools",
+        compare=key("compare", lambda node: node.choice(COMPARES), "tools"),
         profile=profile,
         profiles=declared,
+        criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())
+        if matrix is not None else (),
     )
 
 
@@ -189,9 +216,7 @@ def _hosts(node: Node, locations: dict[str, str]) -> dict[str, HostSpec]:
                 raise child.error("expected `local` or a mapping with address, port, user, key")
             hosts[role] = HostSpec()
             continue
-        # Only the generator runs load tools; the target host runs the target alone.
-        keys = child.items(("address", "port", "user", "key", "tools") if role == "generator"
-                           else ("address", "port", "user", "key"))
+        keys = child.items(("address", "port", "user", "key", "tools"))
         if "address" not in keys:
             raise child.error("missing required key 'address'")
         hosts[role] = HostSpec(
@@ -199,17 +224,19 @@ def _hosts(node: Node, locations: dict[str, str]) -> dict[str, HostSpec]:
             port=keys["port"].positive_int() if "port" in keys else 22,
             user=keys["user"].string() if "user" in keys else None,
             key=keys["key"].string() if "key" in keys else None,
-            tools=_tool_paths(keys["tools"], locations) if "tools" in keys else {},
+            tools=_tool_paths(keys["tools"], locations, TARGET_PROGRAMS if role == "target" else None)
+            if "tools" in keys else {},
         )
     return hosts
 
 
-def _tool_paths(node: Node, locations: dict[str, str]) -> dict[str, str]:
+def _tool_paths(node: Node, locations: dict[str, str], allowed: tuple[str, ...] | None = None) -> dict[str, str]:
     """`{jmeter: /opt/jmeter/bin/jmeter, python: /usr/bin/python3}`: paths on that host,
-    passed to it as one argument each, never through a shell. Whether a program name is one
-    an adapter runs is checked with the adapters (toolbench.plan)."""
+    passed to it as one argument each, never through a shell. On the generator, whether a
+    program name is one an adapter runs is checked with the adapters (toolbench.plan); on the
+    target host, the programs are those the bundled stacks run (`allowed`)."""
     paths = {}
-    for program, child in node.items().items():
+    for program, child in node.items(allowed).items():
         if why := names.problem(program):
             raise child.error(why)
         path = child.string()
@@ -298,23 +325,24 @@ def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:
         raise node.error("expected at least one value")
     for child in children:
         locations[child.path] = f"{child.file}:{child.line}"
-    return tuple(read(child) for child in children)
+    return tuple(attempt(lambda c=child: read(c), None) for child in children)
 
 
-def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec]) -> Matrix:
+def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec] | None) -> Matrix:
+    """`targets` is None when they did not read: target names are then not checked against them."""
     keys = node.items(("tool", "target", "concurrency", "keepalive", "rate"))
     if "tool" not in keys:
         raise node.error("missing required key 'tool'")
 
     def known_target(child: Node) -> str:
         name = child.name()
-        if name not in targets:
+        if targets is not None and name not in targets:
             raise child.error(f"unknown target {name!r} (known: {', '.join(targets)})")
         return name
 
     return Matrix(
         tool=_axis(keys["tool"], Node.name, locations),
-        target=_axis(keys["target"], known_target, locations) if "target" in keys else tuple(targets),
+        target=_axis(keys["target"], known_target, locations) if "target" in keys else tuple(targets or ()),
         concurrency=_axis(keys["concurrency"], Node.positive_int, locations)
         if "concurrency" in keys else (10,),
         keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
@@ -343,6 +371,21 @@ def _stop(node: Node) -> StopSpec:
     if "requests" in keys:
         return StopSpec(requests=keys["requests"].positive_int())
     return StopSpec(requests_per_connection=keys["requests_per_connection"].positive_int())
+
+
+# A warm-up longer than this is a typo (`warmup: 2m` meant as 2 s): it would hold every cell.
+MAX_WARMUP_S = 600.0
+
+
+def _warmup(node: Node) -> float:
+    """`warmup: 2s`: the cell's tool runs that long, unmeasured, before the cell; 0 or `none`
+    runs no warm-up (a profile or a variant turning the scenario's off)."""
+    if node.is_null() or node.scalar() == "none":
+        return 0.0
+    value = node.duration_s()
+    if value > MAX_WARMUP_S:
+        raise node.error(f"expected a warm-up of at most {MAX_WARMUP_S:g}s, got {value:g}s")
+    return value
 
 
 PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",
@@ -394,13 +437,18 @@ def _tools(node: Node) -> dict[str, ToolOptions]:
     tools = {}
     for tool, child in node.items().items():
         if why := names.problem(tool):  # a variant's name becomes a folder and a cell id
-            raise child.error(why)
-        options = child.items()
+            yamlread.soft(child.error(why))
+            continue
+        options = attempt(child.items, None)
+        if options is None:
+            continue
         use = options.pop("use").name() if "use" in options else None
+        warmup = attempt(lambda node=options.pop("warmup"): _warmup(node), None) if "warmup" in options else None
         tools[tool] = ToolOptions(
             values={k: v.scalar() for k, v in options.items()},
             locations={k: f"{v.file}:{v.line}" for k, v in options.items()}
             | {"": f"{child.file}:{child.line}"},
             use=use,
+            warmup_s=warmup,
         )
     return tools

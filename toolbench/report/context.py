@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -24,6 +25,8 @@ class RunView:
     href: str  # the run folder, relative to the report file
     manifest: Manifest
     results: list[RunResult]
+    raw_kept: bool = True  # the raw files are beside the records (a site published without them has none)
+    path: Path | None = None  # the run folder, for records beside the results (criteria.json)
 
     def link(self, path: str) -> str:
         """A link to a file of the run, relative to the report: the folder publishes as it is."""

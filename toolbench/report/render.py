@@ -13,9 +13,11 @@ from toolbench import store
 from toolbench.errors import ToolbenchError
 from toolbench.report import compare, model
 from toolbench.report.context import RunView
+from toolbench.report.fmt import SHORT_OF_RAMP
 
 # Marks shown beside a flagged value, so that no flag is told by colour alone.
-FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!"}
+FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!", "unknown": "?",
+              SHORT_OF_RAMP: "⏱"}
 
 
 def environment() -> jinja2.Environment:
@@ -50,7 +52,7 @@ def load_views(runs: list[store.RunDir], base: Path) -> list[RunView]:
     manifests = [run.manifest() for run in runs]
     labels = compare.labels([(run.path.name, m) for run, m in zip(runs, manifests)]) if len(runs) > 1 else [""]
     return [RunView(name=run.path.name, label=label, href=_relative(run.path, base), manifest=manifest,
-                    results=run.results())
+                    results=run.results(), raw_kept=(run.path / store.RAW).is_dir(), path=run.path)
             for run, manifest, label in zip(runs, manifests, labels)]
 
 
