@@ -6,7 +6,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
 # gcc, libc6-dev and python3-dev: pip builds uWSGI from source, against the venv's own Python.
-apt_packages=(siege apache2-utils wrk nginx openssh-server iproute2 procps python3-venv
+apt_packages=(siege apache2-utils wrk hey nghttp2-client httperf nginx openssh-server iproute2 procps python3-venv
               openjdk-17-jre-headless maven chromium gcc libc6-dev python3-dev)
 say() { printf '[install] %s\n' "$*" >&2; }
 
@@ -43,6 +43,24 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         || { say "the Python packages did not install whole; run this again"; exit 1; }
     echo "$want" > "$stamp"
 fi
+
+# Go tools, built by `go install` from the Go module proxy into .tools/go/<name>-<version>/, once:
+# a second call finds the binary and skips (about a minute each the first time, on 2 cores).
+go_tools=(github.com/codesenberg/bombardier@v1.2.6)
+tools="${TOOLBENCH_TOOLS:-$repo/.tools}"
+for module in "${go_tools[@]}"; do
+    name="${module%@*}"; name="${name##*/}"; version="${module##*@v}"
+    dest="$tools/go/$name-$version"
+    [ -x "$dest/$name" ] && continue
+    if ! command -v go >/dev/null; then
+        say "go is not installed: $name is not built (its adapter reports it missing)"
+        continue
+    fi
+    say "go install $module"
+    rm -rf "$dest.partial" && mkdir -p "$dest.partial"
+    GOBIN="$dest.partial" GOFLAGS="${GOFLAGS:-} -buildvcs=false" go install "$module"
+    mv "$dest.partial" "$dest"
+done
 
 if [ -x "$repo/scripts/install_jmeter.sh" ]; then
     "$repo/scripts/install_jmeter.sh" >/dev/null

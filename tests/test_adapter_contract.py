@@ -24,11 +24,13 @@ ELSEWHERE = "/opt/elsewhere/bin/tool"
 
 
 def cells(tool: str) -> Iterator[Cell]:
-    """Representative cells, the plainest first: every tool supports at least one."""
-    for keepalive in (True, False):
-        for stop in (StopSpec(duration_s=2.0), StopSpec(requests=100)):
-            yield Cell(scenario="contract", tool=tool, concurrency=2, keepalive=keepalive, repetition=1,
-                       request=RequestSpec(), stop=stop, timeout_s=60, url=URL)
+    """Representative cells, the plainest first: every tool supports at least one (an
+    open-model tool, such as httperf, only those with a rate)."""
+    for rate in (None, 20.0):
+        for keepalive in (True, False):
+            for stop in (StopSpec(duration_s=2.0), StopSpec(requests=100)):
+                yield Cell(scenario="contract", tool=tool, concurrency=2, keepalive=keepalive, repetition=1,
+                           request=RequestSpec(), stop=stop, timeout_s=60, url=URL, rate_rps=rate)
 
 
 def garbage(seed: int, size: int) -> str:

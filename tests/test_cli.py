@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES, REPO
+from toolbench.schema import SCHEMA_VERSION
 
 TOOLBENCH = str(REPO / ".venv" / "bin" / "toolbench")
 
@@ -40,7 +41,7 @@ def test_parse_groups_the_files_of_one_run_into_one_result():
     records = json.loads(done.stdout)
     assert [r["identity"]["cell_id"] for r in records] == ["2.3-nokeepalive", "2.3-404"]
     first = records[0]
-    assert first["schema_version"] == 2 and first["identity"]["tool"] == "ab"
+    assert first["schema_version"] == SCHEMA_VERSION and first["identity"]["tool"] == "ab"
     assert first["measurement"]["counts"]["requests_total"] == 5000 and first["measurement"]["histogram"]
     assert first["measurement"]["latency"]["percentiles"]["p50_ms"] == 0.374
     assert records[1]["outcome"]["status"] == "failed"

@@ -24,6 +24,13 @@ RUNS = {  # one run's files per tool, as a user would point at them
                "locust/2.47.0-single_stats_history.csv", "locust/2.47.0-single_failures.csv",
                "locust/2.47.0-single_exceptions.csv", "locust/2.47.0-single.stderr.txt"],
     "engine": ["engine/0.1.0-keepalive.json", "engine/0.1.0-keepalive.txt"],
+    "wrk": ["wrk/4.1.0-ok.txt", "wrk/4.1.0-ok.json", "wrk/4.1.0-ok.stderr.txt"],
+    "wrk-json": ["wrk/4.1.0-close.json"],
+    "hey": ["hey/0.1.4-ok.txt", "hey/0.1.4-ok.stderr.txt"],
+    "hey-csv": ["hey/0.1.4-ok-csv.txt"],
+    "h2load": ["h2load/1.52.0-ok.txt", "h2load/1.52.0-ok.stderr.txt"],
+    "httperf": ["httperf/0.9.0-ok.txt", "httperf/0.9.0-ok.stderr.txt"],
+    "bombardier": ["bombardier/1.2.6-ok.txt", "bombardier/1.2.6-ok.stderr.txt"],
 }
 
 

@@ -67,7 +67,7 @@ def test_every_stored_run_loads(folder: Path) -> None:
 
 
 def test_versions_beyond_this_toolbench_are_refused() -> None:
-    with pytest.raises(SchemaError, match="schema_version 3 is not one this toolbench reads"):
-        migrate.result({"schema_version": 3})
+    with pytest.raises(SchemaError, match=f"schema_version {SCHEMA_VERSION + 1} is not one this toolbench reads"):
+        migrate.result({"schema_version": SCHEMA_VERSION + 1})
     with pytest.raises(SchemaError, match="manifest_version None"):
         migrate.manifest({})

@@ -28,6 +28,21 @@ def _result_1_to_2(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+def _result_2_to_3(old: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 says whether the latency corrects coordinated omission. A version-2 record
+    that kept latency_uncorrected beside its latency had it corrected (the engine's open
+    model); of any other, nothing says: left absent."""
+    new = dict(old)
+    measurement = old.get("measurement")
+    if isinstance(measurement, dict):
+        measurement = dict(measurement)
+        if measurement.get("latency_uncorrected") is not None:
+            measurement["coordinated_omission"] = "corrected"
+        new["measurement"] = measurement
+    new["schema_version"] = 3
+    return new
+
+
 def _manifest_1_to_2(old: dict[str, Any]) -> dict[str, Any]:
     """Version 2 is the typed record of toolbench.manifest: the one target becomes a list of
     named targets, the tools a list, the description a field of its own."""
@@ -57,7 +72,7 @@ def _description(text: object) -> str:
     return str(value).strip() if value else ""
 
 
-RESULT_STEPS: dict[int, Step] = {1: _result_1_to_2}
+RESULT_STEPS: dict[int, Step] = {1: _result_1_to_2, 2: _result_2_to_3}
 MANIFEST_STEPS: dict[int, Step] = {1: _manifest_1_to_2}
 
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from toolbench import codec
 from toolbench.errors import SchemaError
 
-SCHEMA_VERSION = 2  # 2: the tool's figures moved into RunResult.measurement
+SCHEMA_VERSION = 3  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission
 
 
 
@@ -31,6 +31,13 @@ class Status(str, enum.Enum):
     TOOL_MISSING = "tool_missing"
     UNSUPPORTED = "unsupported"
     INTERRUPTED = "interrupted"
+
+
+class Omission(str, enum.Enum):
+    """Whether a tool's latency counts the time a request waited to be sent (coordinated omission)."""
+
+    CORRECTED = "corrected"  # timed from each request's intended send time (wrk2, the engine's open model)
+    NOT_CORRECTED = "not_corrected"  # timed from the actual send: a stalled sender's wait is not counted
 
 
 class LoadModel(str, enum.Enum):
@@ -354,6 +361,8 @@ class Measurement:
     # intended send time (coordinated omission corrected, as wrk2 does).
     latency_uncorrected: Latency | None = None
     histogram_uncorrected: str | None = None
+    # Whether `latency` runs from the intended send time; None: the tool's adapter does not say.
+    coordinated_omission: Omission | None = None
     series: list[SecondSample] = field(default_factory=list)
     fidelity: dict[str, Fidelity] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

@@ -21,6 +21,7 @@ from toolbench.schema import (
     Latency,
     LoadModel,
     Measurement,
+    Omission,
     Outcome,
     Rates,
     RunResult,
@@ -89,6 +90,7 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
         histogram=histogram.encode(hist) if hist.get_total_count() else None,
         latency_uncorrected=_latency(uhist, umoments) if has_uncorrected else None,
         histogram_uncorrected=histogram.encode(uhist) if uhist is not None and uhist.get_total_count() else None,
+        coordinated_omission=Omission.CORRECTED if opts.open_model else Omission.NOT_CORRECTED,
         series=_series(results),
         notes=notes, url=opts.url, concurrency=opts.connections, tool_version=version)
     return _with_fidelity(m)

@@ -1,0 +1,193 @@
+"""bombardier (Go, `go install github.com/codesenberg/bombardier`): builds its command and
+reads the JSON result it prints with `-o json -p r`.
+
+What bombardier is, and what follows for its results:
+- `-c` connections, each sending its next request when the last one ends (a closed model),
+  for `-n` requests or `-d` a duration; `-r` caps the rate with a shared limiter (a whole
+  number of requests a second): a rate cell is a closed model held under a ceiling, and
+  latency runs from the actual send (coordinated omission not corrected);
+- with `-l` it reports the mean, stddev, max and p50/75/90/95/99 of its requests' times, in
+  microseconds, over every request: failed ones (refused, timed out) are timed too;
+- it counts responses by status class and failed requests apart ("others"), with their error
+  texts. Built by `go install`, it says its version is "unspecified": scripts/install.sh puts
+  it in .tools/go/bombardier-<version>/, and the folder's name says it."""
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolbench import failures
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
+                               missing_program, option)
+from toolbench.errors import HostError, ParseError
+from toolbench.numbers import Numbers
+from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
+                              Timing, Transfer)
+
+if TYPE_CHECKING:
+    from toolbench.hosts import Host
+    from toolbench.plan import Cell
+
+BODY_FILE = "body"
+RESOLUTION_MS = 0.001
+_VERSION = re.compile(r"bombardier version (\S+)")
+_FOLDER_VERSION = re.compile(r"bombardier-(\d+\.\d+[\w.]*)$")
+_PCT_NAMES = {"50": "p50_ms", "75": "p75_ms", "90": "p90_ms", "95": "p95_ms", "99": "p99_ms"}
+# Go's and fasthttp's error texts to failure classes (toolbench.failures), first match wins.
+FAILURE_TABLE: failures.Table = (
+    ("timeout", ("timeout", "deadline exceeded")),
+    ("connect", ("connection refused", "connect:", "no route to host", "dial tcp")),
+    ("reset", ("connection reset",)),
+    ("read", ("eof", "broken pipe", "closed the connection")),
+)
+
+
+def candidates() -> list[str]:
+    """Where bombardier is looked for: the newest <repo>/.tools/go/bombardier-*/ (scripts/install.sh),
+    then `bombardier` on PATH."""
+    found: list[str] = []
+    tools = Path(os.environ["TOOLBENCH_TOOLS"]) if os.environ.get("TOOLBENCH_TOOLS") else _repo_tools()
+    if tools is not None and (tools / "go").is_dir():
+        folders = sorted((tools / "go").glob("bombardier-*"), reverse=True,
+                         key=lambda f: [int(p) if p.isdigit() else 0 for p in f.name.split("-", 1)[1].split(".")])
+        found += [str(f / "bombardier") for f in folders]
+    return found + ["bombardier"]
+
+
+def _repo_tools() -> Path | None:
+    for folder in Path(__file__).resolve().parents:
+        if (folder / "pyproject.toml").is_file() and (folder / "scripts" / "install.sh").is_file():
+            return folder / ".tools"
+    return None
+
+
+class BombardierAdapter(Adapter):
+    name = "bombardier"
+    option_types = {"timeout_s": int}
+
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        where = host.which(path) if path else next(filter(None, map(host.which, candidates())), None)
+        if where is None:
+            return missing_program(host, path or "bombardier")
+        try:
+            captured = host.capture([where, "--version"])
+        except HostError as exc:
+            return Missing(str(exc))
+        said = _VERSION.search(captured.stdout + captured.stderr)
+        if said is None:
+            return Missing(f"{host.label}: {where} --version names no bombardier version")
+        version = said.group(1).lstrip("v")
+        if not version[:1].isdigit() and (folder := _FOLDER_VERSION.search(str(Path(where).parent))):
+            version = folder.group(1)  # `go install` leaves it "unspecified"; install.sh names the folder
+        return Found(where, version)
+
+    def supports(self, cell: "Cell") -> Support:
+        if cell.rate_rps is not None and (cell.rate_rps != int(cell.rate_rps) or cell.rate_rps < 1):
+            return Support(False, f"bombardier's -r takes a whole number of requests a second, not {cell.rate_rps:g}")
+        return SUPPORTED
+
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
+        assert cell.url is not None, "the runner resolves the URL before building"
+        argv = [found.path, "-c", str(cell.concurrency), "-l", "-o", "json", "-p", "r",
+                "-t", f"{option(cell, 'timeout_s', 30)}s"]
+        total = cell.stop.total_requests(cell.concurrency)
+        if total is not None:
+            argv += ["-n", str(total)]
+        else:
+            assert cell.stop.duration_s is not None
+            argv += ["-d", f"{max(1, math.ceil(cell.stop.duration_s))}s"]
+        if cell.rate_rps is not None:
+            argv += ["-r", str(int(cell.rate_rps))]
+        req = cell.request
+        headers = dict(req.headers)
+        if not cell.keepalive and "connection" not in {k.lower() for k in headers}:
+            headers["Connection"] = "close"  # its help: "-a ... For fasthttp use -H"
+        if req.method != "GET":
+            argv += ["-m", req.method]
+        for key, value in headers.items():
+            argv += ["-H", f"{key}: {value}"]
+        files: dict[str, str] = {}
+        if req.body is not None:
+            files[BODY_FILE] = req.body
+            argv += ["-f", BODY_FILE]
+            if "content-type" not in {k.lower() for k in headers}:
+                argv += ["-H", f"Content-Type: {req.content_type or 'application/octet-stream'}"]
+        argv.append(cell.url)
+        return Invocation(argv=argv, files=files)
+
+    def recognizes(self, path: Path, text: str) -> bool:
+        return text.lstrip().startswith('{"spec":{"numberOfConnections"')
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        return parse(raw)
+
+
+def parse(raw: RawOutput) -> Measurement:
+    num = Numbers("bombardier", raw.source)
+    start = raw.stdout.find('{"spec"')
+    data = num.loads(raw.stdout[start:], "the JSON result", or_none=True) if start >= 0 else None
+    if not isinstance(data, dict) or not isinstance(data.get("result"), dict):
+        said = raw.stderr.strip().splitlines()[-1:] or ["nothing on stderr"]
+        raise ParseError("bombardier", f"no JSON result in the output; bombardier said: {said[0][:200]}", raw.source)
+    r = data["result"]
+    classes = [num.whole(r.get(f"req{k}xx"), f"req{k}xx") for k in "12345"]
+    others = num.whole(r.get("others"), "others")
+    errors = _errors(r.get("errors"), num)
+    by_class = failures.tally(errors, FAILURE_TABLE)
+    if sum(errors.values()) != others:
+        by_class = dict.fromkeys(failures.CLASSES, 0) | {"other": others}  # texts that do not add up: unclassified
+    ok = classes[0] + classes[1] + classes[2]
+    total = ok + classes[3] + classes[4] + others
+    duration = num.real(r.get("timeTakenSeconds"), "timeTakenSeconds")
+    spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+    notes = ["figures from bombardier's JSON result; its latency times every request, failed ones too"]
+    return Measurement(
+        tool="bombardier",
+        timing=Timing(duration_s=duration),
+        counts=Counts(requests_total=total, requests_ok=ok, requests_failed=total - ok,
+                      failures=Failures(connect=by_class["connect"], timeout=by_class["timeout"],
+                                        read=by_class["read"], reset=by_class["reset"], other=by_class["other"],
+                                        http_4xx=classes[3], http_5xx=classes[4])),
+        transfer=Transfer(received_bytes=num.whole(r.get("bytesRead"), "bytesRead"),
+                          sent_bytes=num.whole(r.get("bytesWritten"), "bytesWritten")),
+        rates=Rates(),  # its rps figures are of 1 s samples, not the run's rate: derived from the counts
+        latency=_latency(r.get("latency"), total, num),
+        coordinated_omission=Omission.NOT_CORRECTED,
+        fidelity={name: Fidelity.DERIVED for name in ("counts.requests_total", "counts.requests_ok",
+                                                       "counts.requests_failed")},
+        notes=notes,
+        url=spec.get("url") if isinstance(spec.get("url"), str) else None,
+        concurrency=num.whole(spec["numberOfConnections"], "numberOfConnections")
+        if "numberOfConnections" in spec else None,
+    )
+
+
+def _errors(value: Any, num: Numbers) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise num.error("errors", "expected a list")
+    found: dict[str, int] = {}
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("description"), str):
+            raise num.error(f"errors[{i}]", "expected a description and a count")
+        found[item["description"]] = found.get(item["description"], 0) + num.whole(item.get("count"), f"errors[{i}]")
+    return found
+
+
+def _latency(value: Any, total: int, num: Numbers) -> Latency:
+    if not total or not isinstance(value, dict):
+        return Latency()
+    pcts_in = value.get("percentiles") if isinstance(value.get("percentiles"), dict) else {}
+    pcts = {name: num.real(pcts_in[key], f"latency.percentiles.{key}") / 1000.0
+            for key, name in _PCT_NAMES.items() if key in pcts_in}
+    return Latency(mean_ms=num.real(value.get("mean"), "latency.mean") / 1000.0,
+                   stdev_ms=num.real(value.get("stddev"), "latency.stddev") / 1000.0,
+                   max_ms=num.real(value.get("max"), "latency.max") / 1000.0,
+                   percentiles=Percentiles(**pcts), resolution_ms=RESOLUTION_MS)
+
+
+ADAPTER = BombardierAdapter()

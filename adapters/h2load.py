@@ -1,0 +1,158 @@
+"""h2load (nghttp2): builds its command, reads its text summary.
+
+What h2load is, and what follows for its results:
+- `-c` clients, each sending its next request when the last one ends (a closed model),
+  for `-n` requests in all or `-D` seconds; its `-r` paces new clients, not requests, so a
+  rate cell is unsupported. HTTP/1.1 with `--h1` (toolbench's default), HTTP/2 over
+  cleartext with `tools.h2load.h2: true`;
+- it prints the min, max, mean and sd of the requests' times (whole µs below 1 ms, two
+  decimals of ms or s above), no percentile; times run from the actual send (coordinated
+  omission not corrected);
+- its counts: "succeeded" are 2xx and 3xx responses, "failed" the rest of the total,
+  "errored" those that got no response, "timeout" those of them that timed out."""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolbench import failures
+from toolbench.adapter import SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option
+from toolbench.adapters import units
+from toolbench.errors import ParseError
+from toolbench.numbers import Numbers
+from toolbench.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
+
+if TYPE_CHECKING:
+    from toolbench.hosts import Host
+    from toolbench.plan import Cell
+
+BODY_FILE = "body"
+_VERSION = re.compile(r"h2load nghttp2/(\S+)")
+_FINISHED = re.compile(r"^finished in (\S+), (\S+) req/s, (\S+)/s\s*$", re.MULTILINE)
+_REQUESTS = re.compile(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                       r"(\d+) errored, (\d+) timeout\s*$", re.MULTILINE)
+_CODES = re.compile(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx\s*$", re.MULTILINE)
+_TRAFFIC = re.compile(r"^traffic: \S+ \((\d+)\) total,", re.MULTILINE)
+_TIMES = re.compile(r"^time for (request|connect):\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+\S+%\s*$", re.MULTILINE)
+_CLIENTS = re.compile(r"^spawning thread #\d+: (\d+) total client\(s\)", re.MULTILINE)
+_PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
+# h2load's own counters to failure classes (toolbench.failures): it names no cause beyond these.
+FAILURE_TABLE: failures.Table = (("timeout", ("timeout",)),)
+
+
+class H2loadAdapter(Adapter):
+    name = "h2load"
+    # h2: HTTP/2 (cleartext, prior knowledge) instead of --h1; threads: -t; timeout_s: -N, idle time per connection.
+    option_types = {"h2": bool, "threads": int, "timeout_s": int}
+
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        return found_by_version(host, path or "h2load", ["--version"], _VERSION)
+
+    def supports(self, cell: "Cell") -> Support:
+        if cell.rate_rps is not None:
+            return Support(False, "h2load has no fixed request rate: its -r paces new clients, not requests")
+        req = cell.request
+        if req.method not in ("GET", "POST") or (req.method == "POST") != (req.body is not None):
+            return Support(False, "h2load sends a GET, or a POST with a body (-d); not this request")
+        if not cell.keepalive and option(cell, "h2", False):
+            return Support(False, "HTTP/2 has no keep-alive off: every request shares the client's connection")
+        if not cell.keepalive and cell.stop.duration_s is not None:
+            # Seen here with 1.52.0 (-D 1 -H 'Connection: close'): "Stopped all clients", then it never exits.
+            return Support(False, "h2load never exits after a timed run (-D) whose connections close after "
+                                  "each request; a request count runs")
+        return SUPPORTED
+
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
+        assert cell.url is not None, "the runner resolves the URL before building"
+        threads = max(1, min(cell.concurrency, option(cell, "threads", 1)))
+        argv = [found.path, "-c", str(cell.concurrency), "-t", str(threads),
+                "-N", str(option(cell, "timeout_s", 30))]
+        if not option(cell, "h2", False):
+            argv.append("--h1")
+        total = cell.stop.total_requests(cell.concurrency)
+        if total is not None:
+            argv += ["-n", str(max(total, cell.concurrency))]
+        else:
+            assert cell.stop.duration_s is not None
+            argv += ["-D", str(max(1, math.ceil(cell.stop.duration_s)))]
+        headers = dict(cell.request.headers)
+        if not cell.keepalive and "connection" not in {k.lower() for k in headers}:
+            headers["Connection"] = "close"  # h2load --h1 connects again after a response that says so
+        for key, value in headers.items():
+            argv += ["-H", f"{key}: {value}"]
+        files: dict[str, str] = {}
+        if cell.request.body is not None:
+            files[BODY_FILE] = cell.request.body
+            argv += ["-d", BODY_FILE]
+            if "content-type" not in {k.lower() for k in headers}:
+                argv += ["-H", f"Content-Type: {cell.request.content_type or 'application/octet-stream'}"]
+        argv.append(cell.url)
+        return Invocation(argv=argv, files=files)
+
+    def recognizes(self, path: Path, text: str) -> bool:
+        return text.startswith("starting benchmark...\nspawning thread #")
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        return parse(raw)
+
+
+def parse(raw: RawOutput) -> Measurement:
+    num = Numbers("h2load", raw.source)
+    finished, requests = _FINISHED.search(raw.stdout), _REQUESTS.search(raw.stdout)
+    if finished is None or requests is None:
+        said = raw.stderr.strip().splitlines()[-1:] or ["nothing on stderr"]
+        raise ParseError("h2load", f"no summary in the output; h2load said: {said[0][:200]}", raw.source)
+    names = ("total", "started", "done", "succeeded", "failed", "errored", "timeout")
+    c = {name: num.integer(v, f"requests {name}") for name, v in zip(names, requests.groups())}
+    notes = ["figures from h2load's summary; it reports no percentile"]
+    fidelity: dict[str, Fidelity] = {}
+    if c["succeeded"] > c["total"] or c["errored"] > c["failed"] or c["timeout"] > c["errored"]:
+        raise num.error("requests", f"counts out of order: {requests.group(0).strip()}")
+    failed = c["failed"]
+    if c["succeeded"] + failed != c["total"]:
+        failed = c["total"] - c["succeeded"]
+        fidelity["counts.requests_failed"] = Fidelity.DERIVED
+        notes.append(f"h2load's failed ({c['failed']}) and succeeded do not add up to its total; "
+                     f"{failed} failed is total less succeeded")
+    codes = [0, 0, 0, 0]
+    if m := _CODES.search(raw.stdout):
+        codes = [num.integer(v, f"status codes {k}xx") for v, k in zip(m.groups(), "2345")]
+    by_class = failures.tally({"timeout": c["timeout"], "errored": c["errored"] - c["timeout"]}, FAILURE_TABLE)
+    times = {m.group(1): m.groups()[1:] for m in _TIMES.finditer(raw.stdout)}
+    traffic = _TRAFFIC.search(raw.stdout)
+    protocol = _PROTOCOL.search(raw.stdout)
+    if protocol:
+        notes.append(f"application protocol: {protocol.group(1)}")
+    return Measurement(
+        tool="h2load",
+        timing=Timing(duration_s=units.time_ms(num, finished.group(1), "finished in") / 1000.0),
+        counts=Counts(requests_total=c["total"], requests_ok=c["succeeded"], requests_failed=failed,
+                      failures=Failures(timeout=by_class["timeout"], other=by_class["other"],
+                                        http_4xx=codes[2], http_5xx=codes[3])),
+        rates=Rates(rps=num.decimal(finished.group(2), "req/s")),
+        transfer=Transfer(received_bytes=num.integer(traffic.group(1), "traffic") if traffic else None),
+        latency=_latency(times, c["done"], num),
+        coordinated_omission=Omission.NOT_CORRECTED,
+        fidelity=fidelity,
+        notes=notes,
+        concurrency=sum(num.integer(n, "clients") for n in _CLIENTS.findall(raw.stdout)) or None,
+    )
+
+
+def _latency(times: dict[str, tuple[str, ...]], done: int, num: Numbers) -> Latency:
+    """min, max, mean, sd per row; all zeros when no request was done: then none is a time."""
+    if not done or "request" not in times:
+        return Latency()
+    low, high, mean, sd = (units.time_ms(num, v, f"time for request {what}")
+                           for v, what in zip(times["request"], ("min", "max", "mean", "sd")))
+    connect = units.time_ms(num, times["connect"][2], "time for connect mean") if "connect" in times else None
+    printed = times["request"]
+    # Whole µs below 1 ms, two decimals of ms below 1 s, of s above: the coarsest step printed.
+    step = 10.0 if any(re.fullmatch(r"[\d.]+s", v) for v in printed) else (
+        0.01 if any(v.endswith("ms") for v in printed) else 0.001)
+    return Latency(min_ms=low, mean_ms=mean, max_ms=high, stdev_ms=sd, connect_mean_ms=connect, resolution_ms=step)
+
+
+ADAPTER = H2loadAdapter()
