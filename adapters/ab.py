@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import numpy as np
 
@@ -84,6 +84,10 @@ class AbAdapter(Adapter):
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
+
+    def timings(self, raw: RawOutput) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
+        read = _read_g(raw)  # -g: every request's epoch second and total time in whole ms
+        return iter([read]) if read is not None else None
 
 
 def _request_args(cell: "Cell", files: dict[str, str]) -> list[str]:
@@ -303,9 +307,19 @@ def _past_the_table(csv_pcts: dict[int, float], done: int | None, notes: list[st
 
 
 def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample]]:
+    read = _read_g(raw)
+    if read is None:
+        return None, []
+    tally = histogram.PerRequest("ab", str(raw.files["tsv"]))  # -g times are whole ms
+    tally.add(*read)
+    return tally.histogram(), tally.series()
+
+
+def _read_g(raw: RawOutput) -> tuple[np.ndarray, np.ndarray] | None:
+    """The -g file's requests: each one's epoch second and total time (whole ms)."""
     path = raw.files.get("tsv")
     if path is None:
-        return None, []
+        return None
     at = Numbers("ab", str(path))
     seconds: list[int] = []
     times: list[int] = []
@@ -320,10 +334,8 @@ def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample]]:
             seconds.append(at.integer(parts[1], f"line {number}: seconds"))
             times.append(at.integer(parts[4], f"line {number}: ttime"))
     if not seconds:
-        return None, []
-    tally = histogram.PerRequest("ab", str(path))  # -g times are whole ms
-    tally.add(np.asarray(seconds, np.int64), np.asarray(times, np.int64))
-    return tally.histogram(), tally.series()
+        return None
+    return np.asarray(seconds, np.int64), np.asarray(times, np.int64)
 
 
 def _error_line(stderr: str) -> str | None:

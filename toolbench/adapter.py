@@ -11,13 +11,15 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Mapping
 
 from toolbench import names
 from toolbench.errors import AdapterError, HostError
 from toolbench.schema import Measurement
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from toolbench.hosts import Captured, Host
     from toolbench.plan import Cell
 
@@ -120,6 +122,13 @@ class Adapter(abc.ABC):
     @abc.abstractmethod
     def parse(self, raw: RawOutput) -> Measurement:
         """Reads the tool's output. Pure; raises only toolbench.errors.ParseError."""
+
+    def timings(self, raw: RawOutput) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
+        """Per-request times with the second each request started in, for views over time:
+        batches of (whole epoch or run seconds, times in whole ms), one element per request.
+        None when the tool gives no per-request timings, or this output lacks the file that
+        holds them. Reads only what it is given; raises only toolbench.errors.ParseError."""
+        return None
 
     def classify(self, path: Path, text: str) -> str:
         """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`;

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import yaml
 
+from toolbench import store
+from toolbench.errors import StoreError
 from toolbench.manifest import Manifest
 from toolbench.report import charts, groups
 from toolbench.schema import RunResult
@@ -24,6 +27,17 @@ class RunView:
     href: str  # the run folder, relative to the report file
     manifest: Manifest
     results: list[RunResult]
+    path: Path | None = None  # the run folder, where its raw files are; None: not on disk
+
+    def raw_file(self, relative: str) -> Path | None:
+        """A file the run stored (an artifact's path), only inside the run folder; None otherwise."""
+        if self.path is None:
+            return None
+        try:
+            found = store.contained(self.path, relative)
+        except StoreError:
+            return None
+        return found if found.is_file() else None
 
     def link(self, path: str) -> str:
         """A link to a file of the run, relative to the report: the folder publishes as it is."""
