@@ -54,62 +54,66 @@ def timeline(run: RunView, r: RunResult) -> list[latency_data.SecondPercentiles]
     return found or None
 
 
-def _chosen(ctx: Context) -> list[groups.Point]:
-    """One cell per tool and keep-alive setting: the one at its peak, else its highest concurrency."""
-    peak_at = {s.key: s.concurrency for s in ctx.series}
-    out = []
-    for key, pts in groups.by_series(ctx.points).items():
-        ok = [p for p in pts if p.ok]
-        if ok:
-            out.append(next((p for p in ok if p.concurrency == peak_at.get(key)), ok[-1]))
-    return out
+def _ordered(ctx: Context) -> list[groups.Point]:
+    """The cells that finished ok: each tool's peak first (where a reader looks), then the others."""
+    peaks = {(s.key, s.concurrency) for s in ctx.series}
+    ok = [p for p in ctx.points if p.ok]
+    return [p for p in ok if (p.key, p.concurrency) in peaks] + [p for p in ok if (p.key, p.concurrency) not in peaks]
 
 
-def timelines(ctx: Context) -> tuple[list[Timeline], list[str]]:
+def timelines(ctx: Context) -> tuple[list[Timeline], list[str], int]:
+    """Up to MAX_PANELS cells' timelines, what could not be drawn, and how many cells were left out."""
     runs = {run.label: run for run in ctx.runs}
-    found, points, without = [], [], set()
-    for p in _chosen(ctx):
+    found, points, without, left_out = [], [], set(), 0
+    unkept: dict[groups.SeriesKey, list[int | None]] = {}
+    for p in _ordered(ctx):
         run = runs.get(p.key.run)
         if not gives_timings(_adapter(p.key.tool)) or run is None:
             without.add(p.key.tool)
-            continue
-        line = _first_timeline(run, p, points)
-        if line is not None:
-            found.append(line)
+        elif len(found) == MAX_PANELS:
+            left_out += 1  # not read: a panel too many
+        else:
+            try:
+                line = _first_timeline(run, p)
+            except (ToolbenchError, OSError) as exc:
+                points.append(f"{p.key.label}: {exc}")
+                continue
+            if line is not None:
+                found.append(line)
+            else:
+                unkept.setdefault(p.key, []).append(p.concurrency)
+    points += [f"{key.label}, concurrency {', '.join(fmt.number(c) for c in sorted(cs, key=lambda c: c or 0))}: no "
+               "file of per-request timings was kept, so no percentile per second is drawn." for key, cs in unkept.items()]
     points += [f"{tool} gives no per-request timings with their second, so no percentile per second is computed "
                "for it (a per-second series, where it has one, holds counts, mean and max)." for tool in sorted(without)]
-    return found, points
+    return found, points, left_out
 
 
-def _first_timeline(run: RunView, p: groups.Point, points: list[str]) -> Timeline | None:
+def _first_timeline(run: RunView, p: groups.Point) -> Timeline | None:
+    """The first ok repetition's timeline; None when none kept a file of per-request timings."""
     for r in p.ok:
-        try:
-            seconds = timeline(run, r)
-        except (ToolbenchError, OSError) as exc:
-            points.append(f"{p.key.label}: {exc}")
-            return None
+        seconds = timeline(run, r)
         if seconds:
             return Timeline(p, r, seconds)
-    points.append(f"{p.key.label}, concurrency {fmt.number(p.concurrency)}: no file of per-request timings "
-                  "was kept for it, so no percentile per second is drawn.")
     return None
 
 
 def over_time_section(ctx: Context) -> Section:
-    found, points = timelines(ctx)
+    found, points, left_out = timelines(ctx)
     if not found:
         return Section("latency-time", "Latency over time", points=tuple(points),
                        absent="No cell has per-request timings with their second, so no percentile per second "
                               "is drawn.")
     panels = [charts.Panel(f"{t.point.key.label}, concurrency {fmt.number(t.point.concurrency)}", _lines(t))
-              for t in found[:MAX_PANELS]]
+              for t in found]
     axes = charts.Axes("second of the run", "ms", y_from_zero=True, x_integer=True)
     svg = charts.panels_chart("latency-time", panels, axes, columns=2 if len(panels) > 1 else 1,
-                              alt="Latency percentiles per second, one panel per tool and keep-alive setting.")
-    caption = ("p50, p90 and p99 of the requests that started in each second, for the first repetition of each "
-               "tool's cell at its peak. A tool's first and last seconds are partial and hold fewer requests. "
-               "The times are whole milliseconds: a point at 0 means under 1 ms. Hover over a point for its value"
-               + (f"; {len(panels)} of {len(found)} cells shown." if len(found) > len(panels) else "."))
+                              alt="Latency percentiles per second, one panel per cell.")
+    caption = ("p50, p90 and p99 of the requests that started in each second, one panel per cell (its first "
+               "repetition with per-request timings), each tool's peak first. A tool's first and last seconds are "
+               "partial and hold fewer requests. The times are whole milliseconds: a point at 0 means under 1 ms. "
+               "Hover over a point for its value"
+               + (f"; {left_out} more cells are left out to stay readable." if left_out else "."))
     return Section("latency-time", "Latency over time", figures=(Figure(svg, caption, "latency over time"),),
                    points=tuple(points))
 

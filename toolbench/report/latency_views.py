@@ -78,26 +78,20 @@ def _label(m: Merged) -> str:
 
 
 def percentile_line(m: Merged, style: charts.Style) -> charts.Line | None:
-    """The HDR plot's line of one cell: each level of the percentile distribution at
-    1/(1-p), then the slowest request at 1/(1-p) = N, where one request in N lies.
-    Values below the tool's resolution are left out: they mean "under one step", not a value."""
+    """The HDR plot's line of one cell: each level of the percentile distribution at 1/(1-p).
+    Its last level holds the slowest request (HdrHistogram steps there before 100 %, which
+    1/(1-p) cannot place). Values below the tool's resolution are left out: they mean "under
+    one step", not a value."""
     levels, top = latency_data.distribution(m.hist)
-    res = m.resolution_ms
-    xs, ys, tips = [], [], []
-    for level in levels:
-        if fmt.below_resolution(level.value_ms, res):
-            continue
-        xs.append(level.inverse_tail)
-        ys.append(level.value_ms)
-        tips.append(f"{_label(m)}: {level.percentile:.5g} % of {m.count:,} requests took at most "
-                    f"{fmt.number(level.value_ms)} ms")
-    if not fmt.below_resolution(top, res):
-        xs.append(float(max(m.count, xs[-1] if xs else 1)))
-        ys.append(top)
-        tips.append(f"{_label(m)}: the slowest of {m.count:,} requests took {fmt.number(top)} ms")
-    if not xs:
+    kept = [level for level in levels if not fmt.below_resolution(level.value_ms, m.resolution_ms)]
+    if not kept:
         return None
-    return charts.Line(m.point.key.label, xs, ys, style, tips=tuple(tips))
+    tips = [f"{_label(m)}: {level.percentile:.5g} % of {m.count:,} requests took at most "
+            f"{fmt.number(level.value_ms)} ms" for level in kept]
+    if kept[-1].value_ms == top:
+        tips[-1] += " (the slowest)"
+    return charts.Line(m.point.key.label, [level.inverse_tail for level in kept], [level.value_ms for level in kept],
+                       style, tips=tuple(tips))
 
 
 def _nines_ticks(top_x: float) -> tuple[charts.Tick, ...]:
@@ -121,9 +115,8 @@ def _percentile_figure(ctx: Context, found: list[Merged]) -> Figure | None:
     svg = charts.panels_chart("hdr-percentiles", panels, axes, columns=2 if len(panels) > 1 else 1,
                               alt="Latency by percentile as HdrHistogram plots it, one panel per concurrency.")
     caption = ("Latency by percentile, as HdrHistogram and wrk2 plot it: the x axis is 1/(1−p), so 90 %, 99 %, "
-               "99.9 % … are evenly spaced and the tail gets the room. The last point of a line is its slowest "
-               "request, drawn where one request in N lies (N: the requests of the cell). Values below the tool's "
-               "resolution are left out. Keep-alive on: solid; off: dashed"
+               "99.9 % … are evenly spaced and the tail gets the room; a line ends at its slowest request. "
+               "Values below the tool's resolution are left out. Keep-alive on: solid; off: dashed"
                + (f"; {len(panels)} of {len(by_c)} concurrencies shown." if len(panels) < len(by_c) else "."))
     return Figure(svg, caption, "HDR percentile distribution")
 

@@ -1,0 +1,202 @@
+"""The data behind the report's latency views, checked against the hdrhistogram library's own
+figures, over recorded ab -g output and a stored run's histograms."""
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import report_data
+from conftest import recorded
+from toolbench import histogram, registry, store
+from toolbench.adapter import RawOutput
+from toolbench.report import charts, groups, latency_data, latency_time, latency_views, render
+from toolbench.report.context import Context, RunView
+
+STORED_V2 = Path(__file__).parent / "fixtures" / "stored" / "v2-0.2.0"
+
+
+def ab_g(case: str = "2.3-seconds-gnuplot") -> tuple[np.ndarray, np.ndarray]:
+    batches = registry.get("ab").timings(recorded("ab", case, tsv="tsv"))
+    assert batches is not None
+    seconds, times = next(iter(batches))
+    return seconds, times
+
+
+def stored_histograms() -> list[str]:
+    return [r.measurement.histogram for r in store.RunDir.open(STORED_V2).results() if r.measurement.histogram]
+
+
+def hgrm_rows(hist) -> list[tuple[float, float, int]]:
+    """The library's own percentile distribution (.hgrm text, in ms): value, percentile, total count."""
+    out = io.BytesIO()
+    hist.output_percentile_distribution(out, 1000.0, latency_data.TICKS_PER_HALF_DISTANCE)
+    rows = []
+    for line in out.getvalue().decode().splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and re.fullmatch(r"[\d.]+", parts[0]) and re.fullmatch(r"[\d.]+", parts[1]):
+            rows.append((float(parts[0]), float(parts[1]), int(parts[2])))
+    return rows
+
+
+@pytest.mark.parametrize("encoded", stored_histograms())
+def test_the_hdr_plot_levels_are_the_librarys_percentile_distribution(encoded: str) -> None:
+    hist = histogram.decode(encoded)
+    levels, top = latency_data.distribution(hist)
+    rows = hgrm_rows(hist)
+    below = [row for row in rows if row[1] < 1.0]
+    assert len(levels) == len(below) > 10
+    for level, (value_ms, fraction, count) in zip(levels, below):
+        assert level.value_ms == pytest.approx(value_ms, abs=0.0005)  # .hgrm prints 3 decimals
+        assert level.percentile / 100.0 == pytest.approx(fraction, abs=5e-13)
+        assert level.count == count
+        assert level.inverse_tail == pytest.approx(1.0 / (1.0 - fraction), rel=1e-6)
+    assert rows[-1][1] == 1.0 and top == hist.get_max_value() / 1000.0 == pytest.approx(rows[-1][0], abs=0.0005)
+    # The standard percentiles lie on the curve: p50, p90, p99 are the library's values at those levels.
+    for q in (50.0, 90.0, 99.0):
+        at = next(level for level in levels if level.percentile >= q)
+        assert at.value_ms >= hist.get_value_at_percentile(q) / 1000.0 or hist.values_are_equivalent(
+            int(at.value_ms * 1000), hist.get_value_at_percentile(q))
+
+
+def test_the_plotted_line_is_the_distribution_up_to_the_slowest_and_below_resolution_left_out() -> None:
+    hist = histogram.from_ms(ab_g("2.3-nokeepalive")[1].tolist())
+    point = groups.Point(groups.SeriesKey("", "ab", "", False), 10, ())
+    line = latency_views.percentile_line(latency_views.Merged(point, hist, 1, 1.0), charts.Style())
+    assert line is not None and line.tips is not None and len(line.tips) == len(line.xs) == len(line.ys)
+    levels, top = latency_data.distribution(hist)
+    kept = [level for level in levels if level.value_ms >= 1.0]
+    assert len(kept) < len(levels)  # ab rounds most of these loopback requests to 0 ms
+    assert line.ys == [level.value_ms for level in kept] and line.ys[-1] == top
+    assert line.xs == [level.inverse_tail for level in kept] == sorted(line.xs)
+    assert line.tips[-1].endswith(f"took at most {top:.2f} ms (the slowest)")
+    assert latency_views.percentile_line(latency_views.Merged(point, hist, 1, 100.0), charts.Style()) is None
+
+
+@pytest.mark.parametrize("case, resolution", [("2.3-seconds-gnuplot", 1.0), ("2.3-nokeepalive", 1.0),
+                                              ("2.3-seconds-gnuplot", None)])
+def test_every_request_lands_in_one_bucket(case: str, resolution: float | None) -> None:
+    times = ab_g(case)[1]
+    hist = histogram.from_ms(times.tolist())
+    found = latency_data.buckets(hist, resolution)
+    assert sum(b.count for b in found) == len(times)
+    assert all(a.high_ms == b.low_ms for a, b in zip(found, found[1:]))  # contiguous
+    if resolution:
+        # whole-ms times: each bucket counts exactly the requests of its whole milliseconds
+        assert all(b.high_ms - b.low_ms >= resolution for b in found)
+        for b in found:
+            assert b.count == int(np.count_nonzero((times >= b.low_ms) & (times < b.high_ms)))
+    assert found[0].count > 0 and found[-1].count > 0
+
+
+def test_a_stored_engine_histogram_buckets_hold_its_count() -> None:
+    for encoded in stored_histograms():
+        hist = histogram.decode(encoded)
+        assert sum(b.count for b in latency_data.buckets(hist)) == hist.get_total_count()
+
+
+def hdr_rank_percentile(values: np.ndarray, q: float) -> float:
+    """HdrHistogram's rule: the smallest value with round(q x n) values at or below it (at least one)."""
+    ordered = np.sort(values)
+    rank = max(1, int(q * len(ordered) / 100.0 + 0.5))
+    return float(ordered[rank - 1])
+
+
+def test_percentiles_per_second_equal_each_seconds_own_histogram() -> None:
+    seconds, times = ab_g()
+    found = latency_data.tally([(seconds, times)]).percentiles()
+    first = int(seconds.min())
+    assert [s.second for s in found] == sorted({int(s) - first for s in seconds}) == [0, 1, 2, 3]
+    assert [s.requests for s in found] == [7, 712, 734, 716]
+    for s in found:
+        mine = times[seconds == first + s.second]
+        hist = histogram.from_ms(mine.tolist())
+        for q, value in zip(latency_data.OVER_TIME, s.values_ms):
+            assert value == hdr_rank_percentile(mine, q)
+            assert hist.values_are_equivalent(max(1, int(value * 1000)), hist.get_value_at_percentile(q))
+    assert any(a.values_ms != b.values_ms for a, b in zip(found, found[1:]))  # not one figure repeated
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=8), st.integers(0, 10**6))
+def test_percentiles_per_second_do_not_depend_on_how_the_requests_are_cut(cuts: list[int], shift: int) -> None:
+    seconds, times = ab_g()
+    seconds = seconds + shift  # any epoch
+    whole = latency_data.tally([(seconds, times)]).percentiles()
+    order = np.argsort(times % 7, kind="stable")  # another order of the same requests
+    parts = np.array_split(order, len(cuts) + 1)
+    assert latency_data.tally([(seconds[p], times[p]) for p in parts[::-1]]).percentiles() == whole
+
+
+@pytest.mark.parametrize("seconds, times", [([-1], [3]), ([1], [-3]), ([0, 2_000_000], [1, 1])])
+def test_impossible_timings_are_refused(seconds: list[int], times: list[int]) -> None:
+    with pytest.raises(ValueError):
+        latency_data.SecondTally().add(np.array(seconds), np.array(times))
+
+
+def test_tips_are_escaped_titles_of_the_points_they_name() -> None:
+    line = charts.Line("x", [1.0, 2.0, 3.0], [1.0, float("nan"), 2.0], tips=("a <b>&", "never", '"c"'))
+    svg = charts.line_chart("t", [line], charts.Axes("x", "y"), alt="alt")
+    assert re.findall(r"<g><title>([^<]*)</title><use ", svg) == ["a &lt;b&gt;&amp;", "&quot;c&quot;"]
+    assert "never" not in svg and "<b>" not in svg
+
+
+def test_a_stored_run_renders_its_latency_views(tmp_path: Path) -> None:
+    out, data = render.render_with_data([STORED_V2], tmp_path / "report.html")
+    sections = {s.id: s for s in data.sections}
+    distribution, over_time = sections["latency-distribution"], sections["latency-time"]
+    assert [f.alt for f in distribution.figures] == ["HDR percentile distribution", "latency histogram"]
+    assert [f.alt for f in over_time.figures] == ["latency over time"]
+    assert over_time.points == ("engine gives no per-request timings with their second, so no percentile per second "
+                                "is computed for it (a per-second series, where it has one, holds counts, mean and "
+                                "max).",)
+    html = out.read_text()
+    assert len(re.findall(r"<title>ab, keep-alive on, concurrency 4: [^<]* ms \(the slowest\)</title>", html)) == 1
+    assert html.count("<title>engine, keep-alive off, concurrency 4:") > 20
+
+
+def test_per_second_percentiles_come_from_the_runs_own_file(tmp_path: Path) -> None:
+    run = store.RunDir.open(STORED_V2)
+    view = RunView(name="v2", label="", href=".", manifest=run.manifest(), results=run.results(), path=run.path)
+    ab = next(r for r in view.results if r.identity.cell_id == "ab-c4-ka-rep1")
+    found = latency_time.timeline(view, ab)
+    tsv = [a.path for a in ab.outcome.artifacts if a.role == "tsv"][0]
+    batches = registry.get("ab").timings(RawOutput(files={"tsv": STORED_V2 / tsv}))
+    assert batches is not None
+    seconds, times = next(iter(batches))
+    assert found == latency_data.tally([(seconds, times)]).percentiles()
+    # A run folder moved without its raw files still renders: there is then nothing to read.
+    bare = tmp_path / "bare"
+    shutil.copytree(STORED_V2, bare, ignore=shutil.ignore_patterns("requests.tsv"))
+    moved = RunView(name="bare", label="", href=".", manifest=view.manifest, results=view.results, path=bare)
+    assert latency_time.timeline(moved, ab) is None
+    ctx = Context.of([moved])
+    points = latency_time.over_time_section(ctx).points
+    assert points[0].startswith("ab, keep-alive on, concurrency 4: no file of per-request timings was kept")
+
+
+def test_an_artifact_path_leading_out_of_the_run_is_not_read(tmp_path: Path) -> None:
+    run = store.RunDir.open(STORED_V2)
+    view = RunView(name="v2", label="", href=".", manifest=run.manifest(), results=[], path=run.path)
+    assert view.raw_file("../v1-0.1.0/results.jsonl") is None
+    assert view.raw_file("/etc/passwd") is None
+    assert view.raw_file("raw/ab-c4-ka-rep1/requests.tsv") is not None
+
+
+def test_the_full_report_fixture_draws_ab_and_names_siege(tmp_path: Path) -> None:
+    ctx = Context.of(render.load_views([store.RunDir.open(report_data.full_run(tmp_path))], tmp_path))
+    found, points, left_out = latency_time.timelines(ctx)
+    # The peaks first; the ok cells without a -g file (ab-c1, ab-c500: recorded without it) say so.
+    assert [(t.point.key.label, t.result.identity.cell_id) for t in found] == [
+        ("ab, keep-alive on", "ab-c10-ka-rep2"), ("ab, keep-alive off", "ab-c10-close-rep1")] and left_out == 0
+    assert points[0] == ("ab, keep-alive off, concurrency 1, 500: no file of per-request timings was kept, so no "
+                         "percentile per second is drawn.")
+    points = points[1:]
+    assert points == ["siege gives no per-request timings with their second, so no percentile per second is "
+                      "computed for it (a per-second series, where it has one, holds counts, mean and max)."]
