@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement,
                               Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
+from toolbench.timings import SecondTally
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
@@ -85,9 +86,16 @@ class AbAdapter(Adapter):
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 
-    def timings(self, raw: RawOutput) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
+    def timings(self, raw: RawOutput) -> SecondTally | None:
         read = _read_g(raw)  # -g: every request's epoch second and total time in whole ms
-        return iter([read]) if read is not None else None
+        if read is None:
+            return None
+        tally = SecondTally()
+        try:
+            tally.add(*read)
+        except ValueError as exc:
+            raise ParseError("ab", f"the -g file: {exc}", str(raw.files["tsv"])) from None
+        return tally
 
 
 def _request_args(cell: "Cell", files: dict[str, str]) -> list[str]:

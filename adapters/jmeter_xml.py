@@ -13,8 +13,8 @@ BATCH = 65536
 _ENDS_EARLY = (3, 5, 6)
 
 
-def read_xml(path: Path) -> Jtl:
-    agg, notes, url = Aggregate(), [], None
+def read_xml(path: Path, into: Aggregate | None = None) -> Jtl:
+    agg, notes, url = Aggregate() if into is None else into, [], None
     rows: dict[str, list] = {name: [] for name in ("ts_ms", "elapsed_ms", "ok", "code", "received", "sent",
                                                    "latency_ms", "connect_ms", "threads")}
     nonhttp: dict[str, int] = {}

@@ -2,9 +2,11 @@
 figures, over recorded ab -g output and a stored run's histograms."""
 from __future__ import annotations
 
+import csv
 import io
 import re
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import report_data
-from conftest import recorded
-from toolbench import histogram, registry, store
+from conftest import FIXTURES, recorded
+from toolbench import histogram, registry, store, timings
 from toolbench.adapter import RawOutput
+from toolbench.errors import ParseError
 from toolbench.report import charts, groups, latency_data, latency_time, latency_views, render
 from toolbench.report.context import Context, RunView
 
@@ -23,10 +26,16 @@ STORED_V2 = Path(__file__).parent / "fixtures" / "stored" / "v2-0.2.0"
 
 
 def ab_g(case: str = "2.3-seconds-gnuplot") -> tuple[np.ndarray, np.ndarray]:
-    batches = registry.get("ab").timings(recorded("ab", case, tsv="tsv"))
-    assert batches is not None
-    seconds, times = next(iter(batches))
-    return seconds, times
+    """The -g file's own columns: each request's epoch second and its ttime."""
+    rows = [line.split("\t") for line in (FIXTURES / "ab" / f"{case}.tsv").read_text().splitlines()[1:]]
+    return np.array([int(r[1]) for r in rows], np.int64), np.array([int(r[4]) for r in rows], np.int64)
+
+
+def tally(*batches: tuple[np.ndarray, np.ndarray]) -> timings.SecondTally:
+    found = timings.SecondTally()
+    for seconds, times in batches:
+        found.add(seconds, times)
+    return found
 
 
 def stored_histograms() -> list[str]:
@@ -110,14 +119,14 @@ def hdr_rank_percentile(values: np.ndarray, q: float) -> float:
 
 def test_percentiles_per_second_equal_each_seconds_own_histogram() -> None:
     seconds, times = ab_g()
-    found = latency_data.tally([(seconds, times)]).percentiles()
+    found = tally((seconds, times)).percentiles()
     first = int(seconds.min())
     assert [s.second for s in found] == sorted({int(s) - first for s in seconds}) == [0, 1, 2, 3]
     assert [s.requests for s in found] == [7, 712, 734, 716]
     for s in found:
         mine = times[seconds == first + s.second]
         hist = histogram.from_ms(mine.tolist())
-        for q, value in zip(latency_data.OVER_TIME, s.values_ms):
+        for q, value in zip(timings.OVER_TIME, s.values_ms):
             assert value == hdr_rank_percentile(mine, q)
             assert hist.values_are_equivalent(max(1, int(value * 1000)), hist.get_value_at_percentile(q))
     assert any(a.values_ms != b.values_ms for a, b in zip(found, found[1:]))  # not one figure repeated
@@ -128,16 +137,16 @@ def test_percentiles_per_second_equal_each_seconds_own_histogram() -> None:
 def test_percentiles_per_second_do_not_depend_on_how_the_requests_are_cut(cuts: list[int], shift: int) -> None:
     seconds, times = ab_g()
     seconds = seconds + shift  # any epoch
-    whole = latency_data.tally([(seconds, times)]).percentiles()
+    whole = tally((seconds, times)).percentiles()
     order = np.argsort(times % 7, kind="stable")  # another order of the same requests
     parts = np.array_split(order, len(cuts) + 1)
-    assert latency_data.tally([(seconds[p], times[p]) for p in parts[::-1]]).percentiles() == whole
+    assert tally(*[(seconds[p], times[p]) for p in parts[::-1]]).percentiles() == whole
 
 
 @pytest.mark.parametrize("seconds, times", [([-1], [3]), ([1], [-3]), ([0, 2_000_000], [1, 1])])
 def test_impossible_timings_are_refused(seconds: list[int], times: list[int]) -> None:
     with pytest.raises(ValueError):
-        latency_data.SecondTally().add(np.array(seconds), np.array(times))
+        timings.SecondTally().add(np.array(seconds), np.array(times))
 
 
 def test_tips_are_escaped_titles_of_the_points_they_name() -> None:
@@ -167,10 +176,10 @@ def test_per_second_percentiles_come_from_the_runs_own_file(tmp_path: Path) -> N
     ab = next(r for r in view.results if r.identity.cell_id == "ab-c4-ka-rep1")
     found = latency_time.timeline(view, ab)
     tsv = [a.path for a in ab.outcome.artifacts if a.role == "tsv"][0]
-    batches = registry.get("ab").timings(RawOutput(files={"tsv": STORED_V2 / tsv}))
-    assert batches is not None
-    seconds, times = next(iter(batches))
-    assert found == latency_data.tally([(seconds, times)]).percentiles()
+    from_adapter = registry.get("ab").timings(RawOutput(files={"tsv": STORED_V2 / tsv}))
+    assert from_adapter is not None and found == from_adapter.percentiles()
+    rows = [line.split("\t") for line in (STORED_V2 / tsv).read_text().splitlines()[1:]]
+    assert found == tally((np.array([int(r[1]) for r in rows]), np.array([int(r[4]) for r in rows]))).percentiles()
     # A run folder moved without its raw files still renders: there is then nothing to read.
     bare = tmp_path / "bare"
     shutil.copytree(STORED_V2, bare, ignore=shutil.ignore_patterns("requests.tsv"))
@@ -200,3 +209,30 @@ def test_the_full_report_fixture_draws_ab_and_names_siege(tmp_path: Path) -> Non
     points = points[1:]
     assert points == ["siege gives no per-request timings with their second, so no percentile per second is "
                       "computed for it (a per-second series, where it has one, holds counts, mean and max)."]
+
+
+def jtl_columns(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """timeStamp // 1000 and elapsed of every sample, read with the csv module or ElementTree."""
+    if path.read_bytes().lstrip().startswith(b"<"):
+        samples = [e for e in ET.parse(path).getroot() if e.tag in ("httpSample", "sample")]
+        ts, elapsed = [int(e.get("ts")) for e in samples], [int(e.get("t")) for e in samples]
+    else:
+        rows = list(csv.DictReader(path.read_text().splitlines()))
+        ts, elapsed = [int(r["timeStamp"]) for r in rows], [int(r["elapsed"]) for r in rows]
+    return np.array(ts, np.int64) // 1000, np.array(elapsed, np.int64)
+
+
+@pytest.mark.parametrize("case", ["5.6.3-csv", "3.3-csv", "5.6.3-csv-nokeepalive", "5.6.3-xml"])
+def test_jmeter_timings_are_every_samples_second_and_elapsed(case: str) -> None:
+    found = registry.get("jmeter").timings(recorded("jmeter", case, jtl="jtl"))
+    seconds, times = jtl_columns(FIXTURES / "jmeter" / f"{case}.jtl")
+    assert found is not None and found.requests == len(seconds) > 100
+    assert found.percentiles() == tally((seconds, times)).percentiles()
+    assert registry.get("jmeter").timings(recorded("jmeter", case)) is None  # no JTL kept: nothing to read
+
+
+def test_a_damaged_jtl_is_a_parse_error_naming_it(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jtl"
+    bad.write_text("timeStamp,elapsed,success\n1796069682000,-5,true\n")
+    with pytest.raises(ParseError, match="bad.jtl"):
+        registry.get("jmeter").timings(RawOutput(files={"jtl": bad}))

@@ -11,17 +11,16 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from toolbench import names
 from toolbench.errors import AdapterError, HostError
 from toolbench.schema import Measurement
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from toolbench.hosts import Captured, Host
     from toolbench.plan import Cell
+    from toolbench.timings import SecondTally
 
 
 @dataclass(frozen=True)
@@ -123,11 +122,11 @@ class Adapter(abc.ABC):
     def parse(self, raw: RawOutput) -> Measurement:
         """Reads the tool's output. Pure; raises only toolbench.errors.ParseError."""
 
-    def timings(self, raw: RawOutput) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
-        """Per-request times with the second each request started in, for views over time:
-        batches of (whole epoch or run seconds, times in whole ms), one element per request.
-        None when the tool gives no per-request timings, or this output lacks the file that
-        holds them. Reads only what it is given; raises only toolbench.errors.ParseError."""
+    def timings(self, raw: RawOutput) -> "SecondTally | None":
+        """Per-request times by the second each request started in, for percentiles over
+        time. None when the tool gives no per-request timings with their second, or this
+        output lacks the file that holds them. Reads only what it is given; raises only
+        toolbench.errors.ParseError."""
         return None
 
     def classify(self, path: Path, text: str) -> str:

@@ -1,23 +1,18 @@
-"""The numbers behind the latency views: an HDR histogram's percentile distribution, its
-requests per latency bucket, and percentiles per second from per-request timings.
+"""The numbers behind the latency distribution views: an HDR histogram's percentile
+distribution and its requests per latency bucket (percentiles per second: toolbench.timings).
 
-Pure functions over histograms and arrays; the report's sections draw them."""
+Pure functions over histograms; the report's sections draw them."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable
-
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from toolbench.histogram import MAX_SERIES_S, MAX_TALLY_MS
-from toolbench.numbers import MAX_VALUE
 
 # As HdrHistogram's own percentile distribution (.hgrm) reports by default.
 TICKS_PER_HALF_DISTANCE = 5
 BUCKETS_PER_DECADE = 10
-OVER_TIME = (50.0, 90.0, 99.0)
 
 
 @dataclass(frozen=True)
@@ -91,68 +86,3 @@ def _edges(low: float, high: float, resolution_ms: float | None) -> np.ndarray:
     if edges[-1] <= high:  # the slowest request falls in the last bucket, never past it
         edges = np.append(edges, edges[-1] * 10 ** (1 / BUCKETS_PER_DECADE) if not step else high + step)
     return edges
-
-
-@dataclass(frozen=True)
-class SecondPercentiles:
-    second: int  # from the first second with a request
-    requests: int
-    values_ms: tuple[float, ...]  # at OVER_TIME's percentiles
-
-
-class SecondTally:
-    """Per-request times (whole ms) by the second they started in, kept as a sparse count of
-    (second, ms) pairs: memory grows with the distinct pairs, not the requests."""
-
-    def __init__(self) -> None:
-        self._keys = np.zeros(0, np.int64)
-        self._counts = np.zeros(0, np.int64)
-        self._first: int | None = None
-        self._stride = MAX_TALLY_MS + 1
-
-    def add(self, seconds: np.ndarray, times_ms: np.ndarray) -> None:
-        """One request per element; a negative or out-of-range value is a ValueError."""
-        if not len(seconds):
-            return
-        seconds, times_ms = np.asarray(seconds, np.int64), np.asarray(times_ms, np.int64)
-        if len(seconds) != len(times_ms):
-            raise ValueError("seconds and times differ in length")
-        for values in (seconds, times_ms):
-            if int(values.min()) < 0 or int(values.max()) > MAX_VALUE:
-                raise ValueError(f"a second or time out of range: {int(values.min())}..{int(values.max())}")
-        low = int(seconds.min()) if self._first is None else min(self._first, int(seconds.min()))
-        if self._first is not None and low < self._first:  # re-base what is there
-            self._keys += (self._first - low) * self._stride
-        self._first = low
-        if int(seconds.max()) - low > MAX_SERIES_S:
-            raise ValueError(f"the seconds span more than {MAX_SERIES_S} s: not the seconds of one run")
-        keys = (seconds - low) * self._stride + np.minimum(times_ms, MAX_TALLY_MS)
-        self._keys, self._counts = _summed(np.concatenate([self._keys, keys]),
-                                           np.concatenate([self._counts, np.ones(len(keys), np.int64)]))
-
-    def percentiles(self) -> list[SecondPercentiles]:
-        """OVER_TIME's percentiles of each second with a request, by HdrHistogram's rank
-        (the value below which round(p x n) of the second's n requests fall, at least one)."""
-        out = []
-        seconds = self._keys // self._stride
-        for second in np.unique(seconds):
-            mine = seconds == second
-            values, counts = self._keys[mine] % self._stride, self._counts[mine]
-            cumulative = np.cumsum(counts)
-            total = int(cumulative[-1])
-            ranks = [max(1, int(q * total / 100.0 + 0.5)) for q in OVER_TIME]
-            at = np.searchsorted(cumulative, ranks)
-            out.append(SecondPercentiles(int(second), total, tuple(float(values[i]) for i in at)))
-        return out
-
-
-def _summed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    unique, where = np.unique(keys, return_inverse=True)
-    return unique, np.bincount(where, weights=counts, minlength=len(unique)).astype(np.int64)
-
-
-def tally(batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> SecondTally:
-    found = SecondTally()
-    for seconds, times in batches:
-        found.add(seconds, times)
-    return found

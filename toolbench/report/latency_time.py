@@ -1,28 +1,28 @@
 """Latency percentiles over time: p50, p90 and p99 of each second, computed from the
-per-request timings a tool left in its raw files (ab -g). Tools that give no per-request
+per-request timings a tool left in its raw files (ab -g, JMeter's JTL). Tools that give no per-request
 timings with their second (their stored series holds counts, mean and max per second, from
 which no percentile follows) are named, not drawn."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolbench import registry
+from toolbench import registry, timings
 from toolbench.adapter import Adapter, RawOutput
 from toolbench.errors import ToolbenchError
-from toolbench.report import charts, fmt, groups, latency_data
+from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Figure, Section
 from toolbench.schema import RunResult
 
 MAX_PANELS = 8
-NAMES = tuple(f"p{q:g}" for q in latency_data.OVER_TIME)
+NAMES = tuple(f"p{q:g}" for q in timings.OVER_TIME)
 
 
 @dataclass(frozen=True)
 class Timeline:
     point: groups.Point
     result: RunResult  # the repetition drawn
-    seconds: list[latency_data.SecondPercentiles]
+    seconds: list[timings.SecondPercentiles]
 
 
 def _adapter(tool: str) -> Adapter | None:
@@ -37,21 +37,17 @@ def gives_timings(adapter: Adapter | None) -> bool:
     return adapter is not None and type(adapter).timings is not Adapter.timings
 
 
-def timeline(run: RunView, r: RunResult) -> list[latency_data.SecondPercentiles] | None:
+def timeline(run: RunView, r: RunResult) -> list[timings.SecondPercentiles] | None:
     """The cell's percentiles per second, from its raw files; None without per-request timings.
-    Raises ToolbenchError when the files are there but do not read."""
+    Raises ToolbenchError (a ParseError) when the files are there but do not read."""
     adapter = _adapter(r.identity.tool)
     if adapter is None or not gives_timings(adapter):
         return None
     files = {a.role: path for a in r.outcome.artifacts if (path := run.raw_file(a.path)) is not None}
-    batches = adapter.timings(RawOutput(files=files, source=r.identity.cell_id))
-    if batches is None:
+    tally = adapter.timings(RawOutput(files=files, source=r.identity.cell_id))
+    if tally is None or not tally.requests:
         return None
-    try:
-        found = latency_data.tally(batches).percentiles()
-    except ValueError as exc:
-        raise ToolbenchError(f"{r.identity.cell_id}: its per-request timings do not read: {exc}") from None
-    return found or None
+    return tally.percentiles()
 
 
 def _ordered(ctx: Context) -> list[groups.Point]:
