@@ -137,6 +137,10 @@ def _draw(ax: Any, panel: Panel, axes: Axes, handles: dict[str, Any], tips: list
 
     if axes.log_x:
         ax.set_xscale("log")
+        if not axes.x_ticks and not axes.x_exact:  # plain numbers, as on a log y axis
+            ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     if axes.log_y:
         # Plain numbers (0.2, 1, 5), not powers of ten: these are milliseconds a reader compares.
         ax.set_yscale("log")

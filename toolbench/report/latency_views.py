@@ -96,7 +96,7 @@ def percentile_line(m: Merged, style: charts.Style) -> charts.Line | None:
 
 def _nines_ticks(top_x: float) -> tuple[charts.Tick, ...]:
     labels = ("0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%")
-    return tuple(charts.Tick(10.0 ** i, labels[i]) for i in range(NINES + 1) if 10.0 ** i <= max(3.0 * top_x, 10.0))
+    return tuple(charts.Tick(10.0 ** i, labels[i]) for i in range(NINES + 1) if 10.0 ** i <= max(top_x, 10.0))
 
 
 def _percentile_figure(ctx: Context, found: list[Merged]) -> Figure | None:
