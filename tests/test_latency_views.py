@@ -236,3 +236,15 @@ def test_a_damaged_jtl_is_a_parse_error_naming_it(tmp_path: Path) -> None:
     bad.write_text("timeStamp,elapsed,success\n1796069682000,-5,true\n")
     with pytest.raises(ParseError, match="bad.jtl"):
         registry.get("jmeter").timings(RawOutput(files={"jtl": bad}))
+
+
+def test_a_damaged_per_request_file_is_said_in_one_line_and_the_rest_still_renders(tmp_path: Path) -> None:
+    copy = tmp_path / "v2"
+    shutil.copytree(STORED_V2, copy)
+    tsv = copy / "raw" / "ab-c4-ka-rep1" / "requests.tsv"
+    tsv.write_text(tsv.read_text().replace("\t", " ", 7))  # the first row is no longer a -g row
+    out, data = render.render_with_data([copy], tmp_path / "report.html")
+    over_time = next(s for s in data.sections if s.id == "latency-time")
+    said = [p for p in over_time.points if p.startswith("ab, keep-alive on: ")]
+    assert len(said) == 1 and "raw/ab-c4-ka-rep1/requests.tsv" in said[0] and str(tmp_path) not in said[0], said
+    assert [f.alt for f in over_time.figures] == ["latency over time"]  # keep-alive off still drawn

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 import numpy as np
 from hdrh.histogram import HdrHistogram
-
 
 # As HdrHistogram's own percentile distribution (.hgrm) reports by default.
 TICKS_PER_HALF_DISTANCE = 5

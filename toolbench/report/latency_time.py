@@ -1,7 +1,7 @@
 """Latency percentiles over time: p50, p90 and p99 of each second, computed from the
-per-request timings a tool left in its raw files (ab -g, JMeter's JTL). Tools that give no per-request
-timings with their second (their stored series holds counts, mean and max per second, from
-which no percentile follows) are named, not drawn."""
+per-request timings a tool left in its raw files (ab -g, JMeter's JTL). Tools that give no
+per-request timings with their second (their stored series holds counts, mean and max per
+second, from which no percentile follows) are named, not drawn."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,8 +71,8 @@ def timelines(ctx: Context) -> tuple[list[Timeline], list[str], int]:
         else:
             try:
                 line = _first_timeline(run, p)
-            except (ToolbenchError, OSError) as exc:
-                points.append(f"{p.key.label}: {exc}")
+            except (ToolbenchError, OSError) as exc:  # named by its place in the run, not on this disk
+                points.append(f"{p.key.label}: {str(exc).replace(f'{run.path}/', '')}")
                 continue
             if line is not None:
                 found.append(line)
