@@ -248,3 +248,18 @@ def test_a_damaged_per_request_file_is_said_in_one_line_and_the_rest_still_rende
     said = [p for p in over_time.points if p.startswith("ab, keep-alive on: ")]
     assert len(said) == 1 and "raw/ab-c4-ka-rep1/requests.tsv" in said[0] and str(tmp_path) not in said[0], said
     assert [f.alt for f in over_time.figures] == ["latency over time"]  # keep-alive off still drawn
+
+
+def test_a_version_1_run_re_renders_with_its_repetitions_merged_exactly(tmp_path: Path) -> None:
+    v1 = STORED_V2.parent / "v1-0.1.0"
+    out, data = render.render_with_data([v1], tmp_path / "report.html")
+    assert [f.alt for s in data.sections if s.id.startswith("latency-") for f in s.figures] == [
+        "HDR percentile distribution", "latency histogram", "latency over time"]
+    reps = [r for r in store.RunDir.open(v1).results() if r.identity.tool == "ab" and r.identity.keepalive]
+    merged = histogram.merge(r.measurement.histogram for r in reps if r.measurement.histogram)
+    assert len(reps) == 2 and merged.get_total_count() == sum(r.measurement.counts.requests_total for r in reps)
+    slowest = re.findall(r"<title>ab, keep-alive on, concurrency 4, 2 repetitions: ([\d.]+) % of ([\d,]+) requests "
+                         r"took at most ([\d.]+) ms \(the slowest\)</title>", out.read_text())
+    assert len(slowest) == 1
+    assert int(slowest[0][1].replace(",", "")) == merged.get_total_count()
+    assert float(slowest[0][2]) == pytest.approx(merged.get_max_value() / 1000.0, abs=0.005)
