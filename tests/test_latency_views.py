@@ -263,3 +263,14 @@ def test_a_version_1_run_re_renders_with_its_repetitions_merged_exactly(tmp_path
     assert len(slowest) == 1
     assert int(slowest[0][1].replace(",", "")) == merged.get_total_count()
     assert float(slowest[0][2]) == pytest.approx(merged.get_max_value() / 1000.0, abs=0.005)
+
+
+def test_seconds_of_several_batches_span_one_run_at_most() -> None:
+    found = timings.SecondTally()
+    found.add(np.array([1_000_005]), np.array([7]))
+    found.add(np.array([1_000_000, 1_000_002]), np.array([3, 4]))  # earlier seconds, later: re-based
+    assert [(s.second, s.requests, s.values_ms) for s in found.percentiles()] == [
+        (0, 1, (3.0, 3.0, 3.0)), (2, 1, (4.0, 4.0, 4.0)), (5, 1, (7.0, 7.0, 7.0))]
+    with pytest.raises(ValueError, match="span more than"):
+        found.add(np.array([1_000_000 + timings.MAX_SERIES_S + 1]), np.array([1]))
+    assert found.requests == 3

@@ -41,12 +41,13 @@ class SecondTally:
         for values in (seconds, times_ms):
             if int(values.min()) < 0 or int(values.max()) > MAX_VALUE:
                 raise ValueError(f"a second or time out of range: {int(values.min())}..{int(values.max())}")
-        low = int(seconds.min()) if self._first is None else min(self._first, int(seconds.min()))
-        if self._first is not None and low < self._first:  # re-base what is there
-            self._keys += (self._first - low) * self._stride
-        self._first = low
-        if int(seconds.max()) - low > MAX_SERIES_S:
+        low, high = int(seconds.min()), int(seconds.max())
+        if self._first is not None:
+            low, high = min(low, self._first), max(high, self._first + int(self._keys[-1]) // self._stride)
+            self._keys += (self._first - low) * self._stride  # re-based on the earliest second
+        if high - low > MAX_SERIES_S:
             raise ValueError(f"the seconds span more than {MAX_SERIES_S} s: not the seconds of one run")
+        self._first = low
         keys = (seconds - low) * self._stride + np.minimum(times_ms, MAX_TALLY_MS)
         self._keys, self._counts = _summed(np.concatenate([self._keys, keys]),
                                            np.concatenate([self._counts, np.ones(len(keys), np.int64)]))
@@ -59,15 +60,14 @@ class SecondTally:
         """OVER_TIME's percentiles of each second with a request, by HdrHistogram's rank
         (the value below which round(p x n) of the second's n requests fall, at least one)."""
         out = []
-        seconds = self._keys // self._stride
-        for second in np.unique(seconds):
-            mine = seconds == second
-            values, counts = self._keys[mine] % self._stride, self._counts[mine]
-            cumulative = np.cumsum(counts)
+        seconds = self._keys // self._stride  # sorted, as the keys are
+        starts = np.flatnonzero(np.diff(seconds, prepend=-1))
+        for start, end in zip(starts, np.append(starts[1:], len(seconds))):
+            values, cumulative = self._keys[start:end] % self._stride, np.cumsum(self._counts[start:end])
             total = int(cumulative[-1])
             ranks = [max(1, int(q * total / 100.0 + 0.5)) for q in OVER_TIME]
             at = np.searchsorted(cumulative, ranks)
-            out.append(SecondPercentiles(int(second), total, tuple(float(values[i]) for i in at)))
+            out.append(SecondPercentiles(int(seconds[start]), total, tuple(float(values[i]) for i in at)))
         return out
 
 
