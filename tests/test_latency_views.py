@@ -54,10 +54,18 @@ def hgrm_rows(hist) -> list[tuple[float, float, int]]:
     return rows
 
 
-@pytest.mark.parametrize("encoded", stored_histograms())
+def ab_histograms() -> list[str]:
+    return [histogram.encode(histogram.from_ms(ab_g(case)[1].tolist()))
+            for case in ("2.3-seconds-gnuplot", "2.3-nokeepalive", "2.3-keepalive-gnuplot")]
+
+
+@pytest.mark.parametrize("encoded", stored_histograms() + ab_histograms())
 def test_the_hdr_plot_levels_are_the_librarys_percentile_distribution(encoded: str) -> None:
     hist = histogram.decode(encoded)
     levels, top = latency_data.distribution(hist)
+    library = [(step.percentile_level_iterated_to, step.value_iterated_to / 1000.0, step.total_count_to_this_value)
+               for step in hist.get_percentile_iterator(latency_data.TICKS_PER_HALF_DISTANCE)]
+    assert [(lv.percentile, lv.value_ms, lv.count) for lv in levels] == [row for row in library if row[0] < 100.0]
     rows = hgrm_rows(hist)
     below = [row for row in rows if row[1] < 1.0]
     assert len(levels) == len(below) > 10
@@ -82,8 +90,14 @@ def test_the_plotted_line_is_the_distribution_up_to_the_slowest_and_below_resolu
     levels, top = latency_data.distribution(hist)
     kept = [level for level in levels if level.value_ms >= 1.0]
     assert len(kept) < len(levels)  # ab rounds most of these loopback requests to 0 ms
-    assert line.ys == [level.value_ms for level in kept] and line.ys[-1] == top
-    assert line.xs == [level.inverse_tail for level in kept] == sorted(line.xs)
+    drawn = dict(zip(line.xs, line.ys))
+    assert set(drawn.items()) <= {(level.inverse_tail, level.value_ms) for level in kept}
+    assert line.ys[-1] == top and line.xs == sorted(line.xs) and line.ys == sorted(line.ys)
+    assert len(drawn) < len(kept) / 3  # whole milliseconds: long flat runs, drawn by their ends
+    for level in kept:  # every level lies on the line drawn: at a point, or between two of the same value
+        below = max(x for x in line.xs if x <= level.inverse_tail)
+        above = min(x for x in line.xs if x >= level.inverse_tail)
+        assert drawn[below] == level.value_ms == drawn[above] or level.inverse_tail in drawn
     assert line.tips[-1].endswith(f"took at most {top:.2f} ms (the slowest)")
     assert latency_views.percentile_line(latency_views.Merged(point, hist, 1, 100.0), charts.Style()) is None
 

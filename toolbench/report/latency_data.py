@@ -31,12 +31,40 @@ class Level:
 
 def distribution(hist: HdrHistogram) -> tuple[list[Level], float]:
     """The levels of HdrHistogram's percentile distribution below 100 %, and the maximum
-    (the 100 % level, which 1/(1-p) cannot place), in ms. The values are the library's own:
-    the highest value equivalent to each level's bucket, as its .hgrm output prints them."""
-    levels = [Level(step.percentile_level_iterated_to, step.value_iterated_to / 1000.0, step.total_count_to_this_value)
-              for step in hist.get_percentile_iterator(TICKS_PER_HALF_DISTANCE)]
-    below = [level for level in levels if level.percentile < 100.0]
-    return below, hist.get_max_value() / 1000.0
+    (the 100 % level, which 1/(1-p) cannot place), in ms: the library's own percentile
+    iteration (its .hgrm output), walked over the recorded buckets only, as the library's
+    pure-Python iterator over every bucket costs seconds on a large run. Each level's value
+    is the highest value equivalent to its bucket, as the library reports it."""
+    indices, counts = _nonzero(hist)
+    total = int(counts.sum())
+    levels: list[Level] = []
+    level, cumulative = 0.0, 0
+    for position, (index, count) in enumerate(zip(indices.tolist(), counts.tolist())):
+        cumulative += count
+        value_ms = hist.get_highest_equivalent_value(hist.get_value_from_index(index)) / 1000.0
+        last = position == len(indices) - 1
+        while 100.0 * cumulative / total >= level:
+            levels.append(Level(level, value_ms, cumulative))
+            level = _next_level(level)
+            if last:  # the library steps once at the last bucket, then to 100 %
+                break
+    return [lv for lv in levels if lv.percentile < 100.0], hist.get_max_value() / 1000.0
+
+
+def _next_level(level: float) -> float:
+    """hdrh's PercentileIterator.increment_iteration_level, to the same floating-point steps."""
+    gap = 100.0 - level
+    if not gap:
+        return level
+    half_distance = math.pow(2, (math.log(100 / gap) / math.log(2)) + 1)
+    return level + 100.0 / (TICKS_PER_HALF_DISTANCE * half_distance)
+
+
+def _nonzero(hist: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
+    """The histogram's buckets that hold a value: their indices and counts."""
+    counts = np.ctypeslib.as_array(hist.counts)[: hist.counts_len]
+    indices = np.flatnonzero(counts)
+    return indices, counts[indices].astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -66,10 +94,9 @@ def buckets(hist: HdrHistogram, resolution_ms: float | None = None) -> list[Buck
 
 def _recorded(hist: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
     """Each recorded bucket's lowest value (ms; a whole-ms time reads back exactly) and its count."""
-    pairs = [(hist.get_lowest_equivalent_value(step.value_iterated_to), step.count_at_value_iterated_to)
-             for step in hist.get_recorded_iterator()]
-    values = np.array([v for v, _ in pairs], np.float64) / 1000.0
-    return values, np.array([n for _, n in pairs], np.int64)
+    indices, counts = _nonzero(hist)
+    values = np.array([hist.get_value_from_index(i) for i in indices.tolist()], np.float64) / 1000.0
+    return values, counts
 
 
 def _edges(low: float, high: float, resolution_ms: float | None) -> np.ndarray:

@@ -81,9 +81,9 @@ def percentile_line(m: Merged, style: charts.Style) -> charts.Line | None:
     """The HDR plot's line of one cell: each level of the percentile distribution at 1/(1-p).
     Its last level holds the slowest request (HdrHistogram steps there before 100 %, which
     1/(1-p) cannot place). Values below the tool's resolution are left out: they mean "under
-    one step", not a value."""
+    one step", not a value; so are the inner levels of a flat run."""
     levels, top = latency_data.distribution(m.hist)
-    kept = [level for level in levels if not fmt.below_resolution(level.value_ms, m.resolution_ms)]
+    kept = _ends_of_flats([level for level in levels if not fmt.below_resolution(level.value_ms, m.resolution_ms)])
     if not kept:
         return None
     tips = [f"{_label(m)}: {level.percentile:.5g} % of {m.count:,} requests took at most "
@@ -92,6 +92,13 @@ def percentile_line(m: Merged, style: charts.Style) -> charts.Line | None:
         tips[-1] += " (the slowest)"
     return charts.Line(m.point.key.label, [level.inverse_tail for level in kept], [level.value_ms for level in kept],
                        style, tips=tuple(tips))
+
+
+def _ends_of_flats(levels: list[latency_data.Level]) -> list[latency_data.Level]:
+    """The first and last level of each run of equal values: the line between them is flat, so
+    the levels inside it draw nothing (and whole-millisecond tools have long runs of them)."""
+    return [level for i, level in enumerate(levels)
+            if i in (0, len(levels) - 1) or not levels[i - 1].value_ms == level.value_ms == levels[i + 1].value_ms]
 
 
 def _nines_ticks(top_x: float) -> tuple[charts.Tick, ...]:
