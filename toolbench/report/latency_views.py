@@ -61,7 +61,10 @@ def distribution_section(ctx: Context) -> Section:
                               "times, or their own histogram, have one).")
     figures = [f for f in (_percentile_figure(ctx, found), _bucket_figure(ctx, found)) if f is not None]
     intro = ("The whole latency distribution of each cell, from its HDR histogram (the repetitions of a cell "
-             "merged exactly). Hover over a point for its value.")
+             "merged exactly). Hover over a point for its value."
+             + (" Open-model cells count from each request's intended send time (coordinated omission corrected), "
+                "as their percentiles do." if any(r.identity.rate_rps is not None for m in found
+                                                   for r in m.point.ok) else ""))
     return Section("latency-distribution", "Latency distribution", intro=intro, figures=tuple(figures), points=points)
 
 
