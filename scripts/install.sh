@@ -37,6 +37,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing Python packages into $venv"
     "$venv/bin/pip" install -q --upgrade pip
     "$venv/bin/pip" install -q -e "$repo[test]"
+    # The packages built from binary wheels (Parquet export, HDR histograms, the engine's
+    # parser) must import, or the stamp would record a broken install as done.
+    "$venv/bin/python" -c "import pyarrow, hdrh, httptools, uvloop" \
+        || { say "the Python packages did not install whole; run this again"; exit 1; }
     echo "$want" > "$stamp"
 fi
 

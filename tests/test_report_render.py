@@ -154,7 +154,7 @@ def test_cli_report_prints_the_file(root: Path, tmp_path: Path, capsys: pytest.C
 def test_publish_renders_every_run_and_an_index_a_static_host_serves_as_it_is(
         root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     site_dir = tmp_path / "site"
-    assert main(["publish", str(root), "-o", str(site_dir)]) == 0
+    assert main(["publish", str(root), "--site", str(site_dir), "--with-raw"]) == 0
     assert capsys.readouterr().out.strip() == str(site_dir.resolve() / "index.html")
     index = (site_dir / "index.html").read_text()
     runs = sorted(p.name for p in root.iterdir() if p.is_dir())
@@ -178,7 +178,12 @@ def test_publish_lists_a_run_it_cannot_render_and_says_so(root: Path, tmp_path: 
     damaged = runs / "cut-20260115T090000Z" / "results.jsonl"
     damaged.write_text("{not json\n" + damaged.read_text())  # a damaged line before a whole one
     (runs / "notes").mkdir()  # not a run: ignored
-    assert main(["publish", str(runs)]) == 1  # in place
+    assert main(["publish", str(runs), "--site", str(tmp_path / "site")]) == 1
+    err = capsys.readouterr().err
+    assert f"not rendered: cut-20260115T090000Z: {damaged}:1: not a result record" in err
+    assert main(["publish", str(runs)]) == 2  # in place, a site would hold raw files and paths
+    assert "give the site's folder with --site" in capsys.readouterr().err
+    assert main(["publish", str(runs), "--with-raw", "--no-redact"]) == 1  # in place, as it is
     err = capsys.readouterr().err
     assert "not rendered: cut-20260115T090000Z:" in err
     index = (runs / "index.html").read_text()

@@ -99,7 +99,7 @@ def target_port(run_dir: Path) -> int:
 def start_mid_cell(tmp_path: Path, root: Path, cells_done: int = 1) -> tuple[Run, Path, int]:
     """A run started and caught while the tool of cell `cells_done + 1` runs: the run, its
     folder and its target's port."""
-    run = Run(tmp_path, "run", str(scenario(tmp_path)), "-o", str(root))
+    run = Run(tmp_path, "run", str(scenario(tmp_path)), "--reports-dir", str(root))
     run_dir = run_folder(root)
     wait_for(f"the tool of cell {cells_done + 1}", lambda: tool_in_flight(run_dir, cells_done))
     return run, run_dir, target_port(run_dir)
@@ -229,7 +229,7 @@ def test_resume_stops_what_a_killed_run_left_when_its_watchdog_was_killed_too(tm
 
 def test_a_torn_results_file_is_read_and_resumed_without_loss(tmp_path):
     need("ab")
-    run = Run(tmp_path, "run", str(scenario(tmp_path)), "-o", str(tmp_path / "r"))
+    run = Run(tmp_path, "run", str(scenario(tmp_path)), "--reports-dir", str(tmp_path / "r"))
     assert run.wait() == 0, run.stderr
     run_dir = run_folder(tmp_path / "r")
     results = run_dir / store.RESULTS

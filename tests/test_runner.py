@@ -129,7 +129,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_measured(tmp_path):
     need("ab")
     text = QUICK.format(rate="[null]").replace("[ab, siege]", "[ab]").replace("concurrency: [4]", "concurrency: [1, 2, 3, 4]")
     path = write_scenario(tmp_path, text.replace("duration: 1s", "duration: 2s"))
-    proc = subprocess.Popen([str(REPO / ".venv/bin/toolbench"), "run", str(path), "-o", str(tmp_path / "r")],
+    proc = subprocess.Popen([str(REPO / ".venv/bin/toolbench"), "run", str(path), "--reports-dir", str(tmp_path / "r")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     results = None

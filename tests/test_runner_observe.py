@@ -90,7 +90,7 @@ def test_an_unmet_prerequisite_stops_the_run_before_anything_runs(tmp_path, caps
     with pytest.raises(prereq.PrerequisiteError, match="net.ipv4.no_such_knob"):
         runner.run(scenario.load(path), tmp_path / "reports")
     assert not (tmp_path / "reports").exists()
-    assert main(["run", str(path), "-o", str(tmp_path / "cli")]) == 1
+    assert main(["run", str(path), "--reports-dir", str(tmp_path / "cli")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("toolbench: error: unmet prerequisites: UNMET: net.ipv4.no_such_knob")
     assert "--go-on" in err and "Traceback" not in err

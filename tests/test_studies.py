@@ -83,7 +83,7 @@ QUICK_RUNS = [  # the study, its question as the report shows it, what the answe
 def test_a_studys_quick_profile_ends_on_a_report_that_answers_its_question(tmp_path, name, question, named):
     # About 45 s (003), 60 s (000) and 100 s (001) on 2 cores: under 4 minutes together.
     path = STUDIES / name
-    done = subprocess.run([TOOLBENCH, "run", str(path), "--profile", "quick", "-o", str(tmp_path), "--no-progress"],
+    done = subprocess.run([TOOLBENCH, "run", str(path), "--profile", "quick", "--reports-dir", str(tmp_path), "--no-progress"],
                           capture_output=True, text=True, timeout=290)
     assert done.returncode == 0, done.stderr
     report = Path(done.stdout.strip().splitlines()[-1])

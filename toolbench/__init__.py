@@ -8,9 +8,10 @@ if TYPE_CHECKING:
 
     import pandas
 
+def load(*paths: "str | Path", series: bool = False, histograms: bool = False) -> "pandas.DataFrame":
+    """Stored runs as one pandas DataFrame, one row per result: each path a run folder or a
+    folder of runs. `series` adds each result's per-second samples, `histograms` its HDR
+    histograms (see toolbench.rows.load)."""
+    from toolbench.rows import load as load_rows
 
-def load(path: "str | Path") -> "pandas.DataFrame":
-    """A stored run as a pandas DataFrame, one row per cell (see toolbench.store.load)."""
-    from toolbench.store import load as load_run
-
-    return load_run(path)
+    return load_rows(*paths, series=series, histograms=histograms)

@@ -10,6 +10,19 @@ class ScenarioError(ToolbenchError):
     """A scenario file is malformed; the message names file:line and the key path."""
 
 
+class UsageError(ToolbenchError):
+    """The command line asks for something that cannot be (a folder where a file is expected)."""
+
+
+class ScenarioErrors(ScenarioError):
+    """Every error found in one scenario file, each `file:line: key: what` (the first is the message)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(problems[0] + more)
+        self.problems = problems
+
+
 class ParseError(ToolbenchError):
     """A tool's output could not be understood."""
 

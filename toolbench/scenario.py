@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from toolbench import httpvalues, names, profiles, yamlread
 from toolbench.servers.spec import TargetSpec, parse_target
-from toolbench.yamlread import Node
+from toolbench.errors import ScenarioError, ScenarioErrors
+from toolbench.yamlread import Node, attempt
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles")
@@ -138,44 +139,56 @@ def load(path: str | Path, profile: str | None = None) -> Scenario:
     """The scenario in `path`, with `profile`'s overrides when given. Every declared profile
     is checked, not only the one asked for, so a broken profile fails validation."""
     path = Path(path)
-    root = yamlread.load(path)
-    top = root.items(TOP_KEYS)
-    declared = profiles.declared(top, TOP_KEYS)
-    for name in declared:
-        _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared))
-    if profile is not None:
-        top = profiles.merged(top, declared, profile, str(path))
-    return _parse(path, root, top, profile, tuple(declared))
+    with yamlread.collecting() as errors:
+        try:
+            root = yamlread.load(path)
+            top = root.items(TOP_KEYS)
+            declared = profiles.declared(top, TOP_KEYS)
+            for name in declared:
+                _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared))
+            if profile is not None:
+                top = profiles.merged(top, declared, profile, str(path))
+            loaded = _parse(path, root, top, profile, tuple(declared))
+        except ScenarioError as exc:  # one that reading cannot step over ends it, after those found before
+            errors.append(exc)
+    if errors:
+        raise ScenarioErrors(yamlread.in_file_order(errors))
+    return loaded
 
 
 def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
            declared: tuple[str, ...]) -> Scenario:
     for required in ("name", "matrix"):
         if required not in top:
-            raise root.error(f"missing required key {required!r}")
+            yamlread.soft(root.error(f"missing required key {required!r}"))
     locations: dict[str, str] = {}
-    targets = _targets(root, top)
-    hosts = _hosts(top["hosts"], locations) if "hosts" in top else {}
+    # Each key is read on its own: while collecting, a bad one is noted and the others still read.
+    targets = attempt(lambda: _targets(root, top), None)
+    hosts = attempt(lambda: _hosts(top["hosts"], locations), {}) if "hosts" in top else {}
+
+    def key(name: str, read: Callable[[Node], Any], default: Any) -> Any:
+        return attempt(lambda: read(top[name]), default) if name in top else default
+
     return Scenario(
-        name=top["name"].name(),
+        name=key("name", Node.name, ""),
         source=str(path),
-        description=top["description"].string() if "description" in top else "",
+        description=key("description", Node.string, ""),
         generator=hosts.get("generator", HostSpec()),
         target_host=hosts.get("target", HostSpec()),
-        prerequisites=_prerequisites(top["prerequisites"]) if "prerequisites" in top else Prerequisites(),
-        targets=targets,
-        request=_request(top["request"]) if "request" in top else RequestSpec(),
-        matrix=_matrix(top["matrix"], locations, targets),
-        stop=_stop(top["stop"]) if "stop" in top else StopSpec(duration_s=10.0),
-        timeout_s=top["timeout"].duration_s() if "timeout" in top else None,
-        repeat=top["repeat"].positive_int() if "repeat" in top else 1,
-        cooldown_s=top["cooldown"].duration_s() if "cooldown" in top else 0.0,
-        probe=_probe(top["probe"]) if "probe" in top else ProbeSpec(),
-        monitor=_monitor(top["monitor"]) if "monitor" in top else MonitorSpec(),
-        tools=_tools(top["tools"]) if "tools" in top else {},
+        prerequisites=key("prerequisites", _prerequisites, Prerequisites()),
+        targets=targets or {},
+        request=key("request", _request, RequestSpec()),
+        matrix=key("matrix", lambda node: _matrix(node, locations, targets), None),
+        stop=key("stop", _stop, StopSpec(duration_s=10.0)),
+        timeout_s=key("timeout", Node.duration_s, None),
+        repeat=key("repeat", Node.positive_int, 1),
+        cooldown_s=key("cooldown", Node.duration_s, 0.0),
+        probe=key("probe", _probe, ProbeSpec()),
+        monitor=key("monitor", _monitor, MonitorSpec()),
+        tools=key("tools", _tools, {}),
         locations=locations,
         raw_text=path.read_text(encoding="utf-8"),
-        compare=top["compare"].choice(COMPARES) if "compare" in top else "tools",
+        compare=key("compare", lambda node: node.choice(COMPARES), "tools"),
         profile=profile,
         profiles=declared,
     )
@@ -298,23 +311,24 @@ def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:
         raise node.error("expected at least one value")
     for child in children:
         locations[child.path] = f"{child.file}:{child.line}"
-    return tuple(read(child) for child in children)
+    return tuple(attempt(lambda c=child: read(c), None) for child in children)
 
 
-def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec]) -> Matrix:
+def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec] | None) -> Matrix:
+    """`targets` is None when they did not read: target names are then not checked against them."""
     keys = node.items(("tool", "target", "concurrency", "keepalive", "rate"))
     if "tool" not in keys:
         raise node.error("missing required key 'tool'")
 
     def known_target(child: Node) -> str:
         name = child.name()
-        if name not in targets:
+        if targets is not None and name not in targets:
             raise child.error(f"unknown target {name!r} (known: {', '.join(targets)})")
         return name
 
     return Matrix(
         tool=_axis(keys["tool"], Node.name, locations),
-        target=_axis(keys["target"], known_target, locations) if "target" in keys else tuple(targets),
+        target=_axis(keys["target"], known_target, locations) if "target" in keys else tuple(targets or ()),
         concurrency=_axis(keys["concurrency"], Node.positive_int, locations)
         if "concurrency" in keys else (10,),
         keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
@@ -394,8 +408,11 @@ def _tools(node: Node) -> dict[str, ToolOptions]:
     tools = {}
     for tool, child in node.items().items():
         if why := names.problem(tool):  # a variant's name becomes a folder and a cell id
-            raise child.error(why)
-        options = child.items()
+            yamlread.soft(child.error(why))
+            continue
+        options = attempt(child.items, None)
+        if options is None:
+            continue
         use = options.pop("use").name() if "use" in options else None
         tools[tool] = ToolOptions(
             values={k: v.scalar() for k, v in options.items()},

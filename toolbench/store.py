@@ -14,14 +14,11 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from toolbench.errors import Notice, SchemaError, StoreError
 from toolbench.manifest import Manifest, RunStatus
 from toolbench.schema import RunResult, Status
-
-if TYPE_CHECKING:
-    import pandas
 
 MANIFEST = "manifest.json"
 RESULTS = "results.jsonl"
@@ -329,43 +326,3 @@ def _last_line_start(fh: BinaryIO, size: int) -> int:
             return pos - step + found + 1
         pos -= step
     return 0
-
-
-# What toolbench.load() leaves out of its columns: bulky per-request data stay in the record,
-# and the measurement's own identity duplicates the identity columns.
-_NOT_COLUMNS = frozenset(["histogram", "histogram_uncorrected", "series", "probe.samples_ms", "probe.baseline_ms",
-                          "probe.sample_offsets_s", "measurement.tool", "measurement.url",
-                          "measurement.concurrency", "measurement.tool_version"])
-_KEPT_WHOLE = frozenset(["counts.status_codes", "fidelity", "identity.params"])
-
-
-def flatten(result: RunResult) -> dict[str, Any]:
-    """One row per result: nested fields become dotted columns, for tables and DataFrames.
-    The tool's figures keep the names they had before schema 2 moved them into `measurement`
-    (`counts.requests_total`, `rates.rps_ok`, `latency.percentiles.p99_ms`, ...); the tool's
-    notes are `tool_notes`, toolbench's `notes`."""
-    row: dict[str, Any] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and prefix not in _KEPT_WHOLE:
-            for key, sub in value.items():
-                walk(f"{prefix}.{key}" if prefix else key, sub)
-        elif prefix not in _NOT_COLUMNS:
-            row[prefix] = value
-
-    data = result.to_dict()
-    measured = data.pop("measurement")
-    data["tool_notes"] = measured.pop("notes")
-    walk("", data)
-    for key in ("tool", "url", "concurrency", "tool_version"):
-        measured.pop(key)
-    walk("", measured)
-    return row
-
-
-def load(path: str | Path) -> "pandas.DataFrame":
-    """A run as a pandas DataFrame: one row per cell, dotted column names."""
-    import pandas
-
-    run = RunDir.open(Path(path))
-    return pandas.DataFrame([flatten(r) for r in run.results()])

@@ -2,10 +2,12 @@
 so that a bad scenario is reported as `file:line: key.path: what is wrong`."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import yaml
 
@@ -14,6 +16,50 @@ from toolbench.errors import ScenarioError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+T = TypeVar("T")
+D = TypeVar("D")
+
+# While a scenario is read with `collecting()`, an error that reading can step over is kept
+# here and reading goes on, so that one pass reports every error of the file.
+_collected: contextvars.ContextVar[list[ScenarioError] | None] = contextvars.ContextVar("collected", default=None)
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[list[ScenarioError]]:
+    errors: list[ScenarioError] = []
+    token = _collected.set(errors)
+    try:
+        yield errors
+    finally:
+        _collected.reset(token)
+
+
+def in_file_order(errors: list[ScenarioError]) -> list[str]:
+    """Each message once (every profile re-reads the keys it does not override), by line."""
+    unique = list(dict.fromkeys(str(e) for e in errors))
+
+    def line(message: str) -> int:
+        parts = message.split(":", 2)
+        return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
+
+    return sorted(unique, key=line)
+
+
+def soft(error: ScenarioError) -> None:
+    """An error after which reading can go on: kept while collecting, else raised."""
+    errors = _collected.get()
+    if errors is None:
+        raise error
+    errors.append(error)
+
+
+def attempt(read: Callable[[], T], default: D) -> T | D:
+    """read(); while collecting, a ScenarioError from it is kept and `default` stands in."""
+    try:
+        return read()
+    except ScenarioError as exc:
+        soft(exc)
+        return default
 
 
 @dataclass(frozen=True)
@@ -102,9 +148,11 @@ class Node:
             child = Node(value_node, self.file, child_path)
             if allowed is not None and key not in allowed:
                 where = Node(key_node, self.file, child_path)
-                raise where.error(f"unknown key (expected one of {', '.join(allowed)})")
+                soft(where.error(f"unknown key (expected one of {', '.join(allowed)})"))
+                continue
             if key in children:
-                raise Node(key_node, self.file, child_path).error("key given twice")
+                soft(Node(key_node, self.file, child_path).error("key given twice"))
+                continue
             children[key] = child
         return children
 

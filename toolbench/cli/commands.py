@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import json
 import sys
 import warnings
@@ -11,8 +10,11 @@ from pathlib import Path
 
 from toolbench import derive, invariants, registry, store
 from toolbench.adapter import Adapter, Found, raw_from_files
-from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError
+from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
 from toolbench.schema import Identity, Outcome, RunResult
+
+EXIT_INVALID = 1  # a scenario that does not validate
+
 
 def run(args: argparse.Namespace) -> int:
     from toolbench import runner, scenario
@@ -20,12 +22,17 @@ def run(args: argparse.Namespace) -> int:
     from toolbench.cli.signals import StopOnSignals
     from toolbench.report import render
 
+    reports_dir = args.reports_dir
+    if args.reports_dir_old is not None:
+        warnings.warn(Notice("`run -o DIR` is now `run --reports-dir DIR` (-o names an output file "
+                             "everywhere else); taken as --reports-dir this time"), stacklevel=1)
+        reports_dir = args.reports_dir_old
     with StopOnSignals() as stop:
         loaded = scenario.load(args.scenario, args.profile)
-        show = not args.no_progress and sys.stderr.isatty()
+        show = not (args.no_progress or args.quiet or args.json) and sys.stderr.isatty()
         try:
-            with ProgressObserver(enabled=show) as observer:
-                summary = runner.run(loaded, args.reports, resume=args.resume, observer=observer,
+            with ProgressObserver(enabled=show, quiet=args.quiet or args.json) as observer:
+                summary = runner.run(loaded, reports_dir, resume=args.resume, observer=observer,
                                      go_on=args.go_on, known_hosts=args.known_hosts,
                                      trust_new_key=args.trust_new_host_key)
         except Interrupted as exc:
@@ -39,19 +46,58 @@ def run(args: argparse.Namespace) -> int:
                 with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
                     print(report, flush=True)
             raise Interrupted(exc.run_dir, by) from None
-        _print_results_table(store.RunDir.open(summary.run_dir).results())
-        print(render.render_run(summary.run_dir))
+        results = store.RunDir.open(summary.run_dir).results()
+        report = render.render_run(summary.run_dir)
+        if args.json:
+            _print_json({"run_dir": str(summary.run_dir.resolve()), "report": str(report),
+                         "cells": [_cell_summary(r) for r in results]})
+            return 0
+        if not args.quiet:
+            _print_results_table(results)
+        print(report)
     return 0
+
+
+def _cell_summary(r: RunResult) -> dict[str, object]:
+    """A cell in `run --json`: what a pipeline checks first; `toolbench export` has the rest."""
+    from toolbench.stats import throughput
+
+    m = r.measurement
+    return {"cell": r.identity.cell_id, "tool": r.identity.label, "status": r.outcome.status.value,
+            "error": r.outcome.error, "requests_total": m.counts.requests_total,
+            "requests_failed": m.counts.requests_failed, "rps_ok": throughput(r), "mean_ms": m.latency.mean_ms,
+            "p99_ms": m.latency.percentiles.p99_ms}
+
+
+def _print_json(value: object) -> None:
+    try:
+        print(json.dumps(value, indent=2, allow_nan=False))
+    except ValueError as exc:
+        raise ToolbenchError(f"not JSON: {exc}") from None
 
 
 def validate(args: argparse.Namespace) -> int:
     from toolbench import plan, scenario
+    from toolbench.errors import ScenarioError
 
-    loaded = scenario.load(args.scenario, args.profile)
-    for other in loaded.profiles:  # a tool option in any profile is checked too, not only the one asked for
-        plan.expand(scenario.load(args.scenario, other))
-    cells = plan.expand(loaded)
+    try:
+        loaded = scenario.load(args.scenario, args.profile)
+        for other in loaded.profiles:  # a tool option in any profile is checked too, not only the one asked for
+            plan.expand(scenario.load(args.scenario, other))
+        cells = plan.expand(loaded)
+    except ScenarioError as exc:
+        if not args.json:
+            raise
+        _print_json({"scenario": str(args.scenario), "ok": False, "errors": list(getattr(exc, "problems", [str(exc)]))})
+        return EXIT_INVALID
     unsupported = [c for c in cells if not c.support.ok]
+    if args.json:
+        _print_json({"scenario": str(args.scenario), "profile": loaded.profile, "ok": True, "errors": [],
+                     "cells": [{"cell": c.cell.id, "runs": c.support.ok, "reason": c.support.reason or None}
+                               for c in cells]})
+        return 0
+    if args.quiet:
+        return 0
     for planned in cells:
         state = "run" if planned.support.ok else f"unsupported: {planned.support.reason}"
         print(f"  {planned.cell.id:<32} {state}")
@@ -72,11 +118,9 @@ def parse(args: argparse.Namespace) -> int:
             raise ToolbenchError(f"the parsed result is not JSON: {exc}") from None
         print(text)
     elif args.format == "csv":
-        rows = [store.flatten(r) for r in results]
-        columns = sorted({key for row in rows for key in row})
-        writer = csv.DictWriter(sys.stdout, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+        from toolbench import export, rows
+
+        export.write(rows.frame([rows.flatten(r) for r in results]), "csv", None, sys.stdout)
     else:
         _print_results_table(results)
     return 0
@@ -115,28 +159,49 @@ def tools(args: argparse.Namespace) -> int:
     from toolbench.hosts import LocalHost
 
     host = LocalHost()
+    listed = []
     for name, adapter in registry.adapters().items():
         found = adapter.detect(host)
-        shown = f"{found.version}  {found.path}" if isinstance(found, Found) else f"- ({found.reason})"
-        print(f"{name:<12} {shown}")
+        if isinstance(found, Found):
+            listed.append({"tool": name, "found": True, "version": found.version, "path": str(found.path),
+                           "reason": None})
+        else:
+            listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": found.reason})
     for name, why in registry.broken().items():
-        print(f"{name:<12} - (adapter broken: {why})")
+        listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": f"adapter broken: {why}"})
+    if args.json:
+        _print_json(listed)
+    for tool in listed if not args.json else ():
+        if args.quiet:
+            if tool["found"]:
+                print(tool["tool"])
+            continue
+        shown = f"{tool['version']}  {tool['path']}" if tool["found"] else f"- ({tool['reason']})"
+        print(f"{tool['tool']:<12} {shown}")
     return 0
 
 
 def report(args: argparse.Namespace) -> int:
+    from toolbench.cli.outputs import output_file
     from toolbench.report import render
 
     if len(args.runs) > 1 and args.output is None:
-        raise ToolbenchError("several runs render into one file: give it with -o")
-    print(render.render_runs(args.runs, args.output))
+        raise UsageError("several runs render into one file: give it with -o")
+    print(render.render_runs(args.runs, output_file(args.output) if args.output else None))
     return 0
 
 
 def publish(args: argparse.Namespace) -> int:
+    from toolbench.cli.outputs import output_folder
     from toolbench.report import site
 
-    published = site.publish(args.runs_dir, args.output)
+    if args.site_old is not None:
+        raise UsageError(f"publish: the site's folder is given with --site now (-o names an output file): "
+                         f"--site {args.site_old}")
+    if args.site is not None:
+        output_folder(args.site, "--site")
+    published = site.publish(args.runs_dir, args.site, with_raw=args.with_raw, redact=args.redact,
+                             compare=[tuple(pair) for pair in args.compare])
     for problem in published.problems:
         print(f"toolbench: warning: not rendered: {problem}", file=sys.stderr)
     print(published.index)
@@ -147,6 +212,7 @@ def _print_results_table(results: list[RunResult]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from toolbench.cli.progress import no_color
     from toolbench.report.fmt import number
     from toolbench.stats import throughput
 
@@ -158,4 +224,4 @@ def _print_results_table(results: list[RunResult]) -> None:
                       number(r.measurement.counts.requests_failed), number(throughput(r)),
                       number(r.measurement.latency.mean_ms, r.measurement.latency.resolution_ms),
                       number(r.measurement.latency.percentiles.p99_ms, r.measurement.latency.resolution_ms))
-    Console(file=sys.stderr).print(table)
+    Console(file=sys.stdout, color_system=None if no_color() else "auto").print(table)

@@ -10,23 +10,35 @@ from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
 from toolbench.cli import signals
-from toolbench.errors import Interrupted, Notice, ToolbenchError
+from toolbench.errors import Interrupted, Notice, ToolbenchError, UsageError
 
 # Exit codes (README, "Run a scenario"): 0 done; 1 an error, said in one line; 2 a usage
 # error (argparse); 128 + the signal's number when a run was stopped: 130 Ctrl-C (SIGINT),
 # 143 SIGTERM, 129 SIGHUP.
 EXIT_ERROR = 1
+EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from toolbench.cli import commands
+    from toolbench.cli import commands, examples
 
-    parser = argparse.ArgumentParser(prog="toolbench", description="Load-tool meta-benchmark and result normalizer.")
+    parser = argparse.ArgumentParser(prog="toolbench", description="Load-tool meta-benchmark and result normalizer.",
+                                     epilog=examples.TOP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"toolbench {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("run", help="run a scenario and render its report")
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, epilog=examples.EXAMPLES[name],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    p = command("run", "run a scenario and render its report")
     p.add_argument("scenario", type=Path)
-    p.add_argument("-o", "--reports", type=Path, default=Path("reports"), help="where run folders land (default: reports/)")
+    p.add_argument("--reports-dir", type=Path, default=Path("reports"), metavar="DIR",
+                   help="where run folders land (default: reports/)")
+    # Before -o meant "an output file" everywhere, it meant this folder here: still taken, with a note.
+    p.add_argument("-o", "--reports", dest="reports_dir_old", type=Path, help=argparse.SUPPRESS)
+    _json_quiet(p, "a JSON summary of the run on stdout (the run folder, the report, every cell)",
+                "no progress and no table: only the report's path, and errors")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping the cells it has")
     p.add_argument("--profile", metavar="NAME", help="apply one of the scenario's `profiles:` (e.g. quick)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (the default when not on a terminal)")
@@ -38,28 +50,36 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept a remote generator's key never seen before, and record it")
     p.set_defaults(func=commands.run)
 
-    p = sub.add_parser("validate", help="check a scenario and show its plan")
+    p = command("validate", "check a scenario and show its plan")
     p.add_argument("scenario", type=Path)
     p.add_argument("--profile", metavar="NAME", help="apply one of the scenario's `profiles:`")
+    _json_quiet(p, "the plan, or every error, as JSON on stdout", "say nothing when the scenario is valid")
     p.set_defaults(func=commands.validate)
 
-    p = sub.add_parser("parse", help="normalize existing tool output, running nothing")
+    p = command("parse", "normalize existing tool output, running nothing")
     p.add_argument("--tool", required=True)
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
     p.add_argument("--format", choices=("json", "csv", "table"), default="json")
     p.set_defaults(func=commands.parse)
 
-    p = sub.add_parser("tools", help="list the load tools found on this machine")
+    p = command("tools", "list the load tools found on this machine")
+    _json_quiet(p, "the tools as JSON on stdout", "only the names of the tools found, one a line")
     p.set_defaults(func=commands.tools)
 
-    p = sub.add_parser("report", help="render the report of stored runs")
+    p = command("report", "render the report of stored runs")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
-    p.add_argument("-o", "--output", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="the HTML file (default: RUN_DIR/report.html)")
     p.set_defaults(func=commands.report)
 
-    p = sub.add_parser("publish", help="render every run in a folder, plus an index page, as a static site")
+    p = command("publish", "render every run in a folder, plus an index page, as a static site")
     p.add_argument("runs_dir", type=Path, metavar="RUNS_DIR")
-    p.add_argument("-o", "--output", type=Path, metavar="SITE", help="the site's folder (default: RUNS_DIR itself)")
+    p.add_argument("--site", type=Path, metavar="DIR", help="the site's folder (needed unless --with-raw --no-redact, which publish in place)")
+    p.add_argument("-o", "--output", dest="site_old", type=Path, help=argparse.SUPPRESS)  # said to be --site now
+    p.add_argument("--with-raw", action="store_true", help="copy each run's raw/ folder too (the tools' own output)")
+    p.add_argument("--no-redact", dest="redact", action="store_false",
+                   help="keep absolute paths and host names in what is copied and rendered")
+    p.add_argument("--compare", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"),
+                   help="also publish a page comparing two of the runs (folder names); repeat for more")
     p.set_defaults(func=commands.publish)
 
     for extra in _extra_commands():
@@ -67,11 +87,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _json_quiet(p: argparse.ArgumentParser, json_help: str, quiet_help: str) -> None:
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help=json_help)
+    shown.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolbench-meta")
+    except PackageNotFoundError:  # a checkout run without being installed
+        return "(not installed)"
+
+
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    from toolbench.cli import prereq_cmd
+    from toolbench.cli import completion, export_cmd, prereq_cmd
 
-    found = [prereq_cmd.add_parser]
+    found = [prereq_cmd.add_parser, export_cmd.add_parser, completion.add_parser]
     try:
         from toolbench.engine.command import add_parser
     except ImportError:
@@ -104,8 +139,12 @@ def _call(args: argparse.Namespace) -> int:
     except Interrupted as exc:
         _say(f"toolbench: {exc}")
         return signals.exit_code(exc.by)
-    except ToolbenchError as exc:
+    except UsageError as exc:
         _say(f"toolbench: error: {exc}")
+        return EXIT_USAGE
+    except ToolbenchError as exc:
+        for problem in getattr(exc, "problems", None) or [str(exc)]:  # a scenario's every error, a line each
+            _say(f"toolbench: error: {problem}")
         return EXIT_ERROR
 
 

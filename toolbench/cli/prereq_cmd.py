@@ -8,7 +8,10 @@ EXIT_UNMET = 1
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = subparsers.add_parser("prereq", help="check or apply a scenario's prerequisites (ulimit, sysctl)")
+    p = subparsers.add_parser("prereq", help="check or apply a scenario's prerequisites (ulimit, sysctl)",
+                              epilog="examples:\n  toolbench prereq check scenarios/quickstart.yaml\n"
+                                     "  sudo toolbench prereq apply scenarios/quickstart.yaml",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=("check", "apply"),
                    help="check: show found / wanted / ok; apply: set what is unmet (root or sudo)")
     p.add_argument("scenario", type=Path)

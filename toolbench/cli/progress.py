@@ -1,6 +1,7 @@
 """The progress bar of `toolbench run`: cells done, the current cell, the ETA."""
 from __future__ import annotations
 
+import os
 from types import TracebackType
 
 from rich.console import Console
@@ -10,9 +11,16 @@ from toolbench.plan import Cell
 from toolbench.schema import RunResult, Status
 
 
+def no_color() -> bool:
+    """No colour, nor bold or any other escape, when NO_COLOR is set to anything but ""
+    (no-color.org). Colour needs a terminal too: rich writes none to a pipe or a file."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 class ProgressObserver:
-    def __init__(self, enabled: bool) -> None:
-        self._console = Console(stderr=True)
+    def __init__(self, enabled: bool, quiet: bool = False) -> None:
+        self._console = Console(stderr=True, color_system=None if no_color() else "auto")
+        self._quiet = quiet
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -39,5 +47,5 @@ class ProgressObserver:
         if result.outcome.status not in (Status.OK, Status.UNSUPPORTED):
             line = f"{result.identity.cell_id}: {result.outcome.status.value}: {result.outcome.error}"
             self._console.print(line, style="yellow", markup=False)
-        elif not self._enabled:
+        elif not self._enabled and not self._quiet:
             self._console.print(f"{result.identity.cell_id}: {result.outcome.status.value}", markup=False)

@@ -20,11 +20,17 @@ DESCRIPTION = ("toolbench's own load generator: HTTP/1.1 on asyncio and uvloop, 
                "time); --rate gives an open model with latency measured from the intended send "
                "time (coordinated omission corrected) and the uncorrected figure beside it.")
 
+EXAMPLES = """examples:
+  toolbench engine http://127.0.0.1:8080/ -c 50 -d 10s
+  toolbench engine http://127.0.0.1:8080/ -c 50 -d 10s --rate 2000
+  toolbench engine http://127.0.0.1:8080/ -c 10 -n 10000 --no-keepalive --json"""
+
 
 def add_parser(subparsers: Any) -> None:
     """Registers `engine` on the toolbench CLI."""
     parser = subparsers.add_parser("engine", help="run the bundled load generator",
-                                   description=DESCRIPTION)
+                                   description=DESCRIPTION, epilog=EXAMPLES,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     configure(parser)
 
 

@@ -27,6 +27,7 @@ class RunView:
     href: str  # the run folder, relative to the report file
     manifest: Manifest
     results: list[RunResult]
+    raw_kept: bool = True  # the raw files are beside the records (a site published without them has none)
     path: Path | None = None  # the run folder, where its raw files are; None: not on disk
 
     def raw_file(self, relative: str) -> Path | None:

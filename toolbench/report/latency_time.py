@@ -60,12 +60,14 @@ def _ordered(ctx: Context) -> list[groups.Point]:
 def timelines(ctx: Context) -> tuple[list[Timeline], list[str], int]:
     """Up to MAX_PANELS cells' timelines, what could not be drawn, and how many cells were left out."""
     runs = {run.label: run for run in ctx.runs}
-    found, points, without, left_out = [], [], set(), 0
+    found, points, without, left_out, not_copied = [], [], set(), 0, False
     unkept: dict[groups.SeriesKey, list[int | None]] = {}
     for p in _ordered(ctx):
         run = runs.get(p.key.run)
         if not gives_timings(_adapter(p.key.tool)) or run is None:
             without.add(p.key.tool)
+        elif not run.raw_kept:
+            not_copied = True
         elif len(found) == MAX_PANELS:
             left_out += 1  # not read: a panel too many
         else:
@@ -80,6 +82,8 @@ def timelines(ctx: Context) -> tuple[list[Timeline], list[str], int]:
                 unkept.setdefault(p.key, []).append(p.concurrency)
     points += [f"{key.label}, concurrency {', '.join(fmt.number(c) for c in sorted(cs, key=lambda c: c or 0))}: no "
                "file of per-request timings was kept, so no percentile per second is drawn." for key, cs in unkept.items()]
+    if not_copied:
+        points.append("Percentiles per second come from the tools' raw files, which are not part of this copy.")
     points += [f"{tool} gives no per-request timings with their second, so no percentile per second is computed "
                "for it (a per-second series, where it has one, holds counts, mean and max)." for tool in sorted(without)]
     return found, points, left_out

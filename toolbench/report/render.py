@@ -50,7 +50,7 @@ def load_views(runs: list[store.RunDir], base: Path) -> list[RunView]:
     manifests = [run.manifest() for run in runs]
     labels = compare.labels([(run.path.name, m) for run, m in zip(runs, manifests)]) if len(runs) > 1 else [""]
     return [RunView(name=run.path.name, label=label, href=_relative(run.path, base), manifest=manifest,
-                    results=run.results(), path=run.path)
+                    results=run.results(), raw_kept=(run.path / store.RAW).is_dir(), path=run.path)
             for run, manifest, label in zip(runs, manifests, labels)]
 
 

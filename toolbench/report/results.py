@@ -52,9 +52,10 @@ def results_section(ctx: Context) -> Section:
         cols.append(Column("probe ms", True, "the probe's median during the load"))
     cols.append(Column("raw", title="the tool's own output, by relative path"))
     left_out = [name for name, present in (("generator cost", with_cost), ("probe", with_probe)) if not present]
-    intro = ("Every cell as stored. The raw links open the tool's own output, kept beside the results, "
-             "by relative path." + (f" No {' or '.join(left_out)} data were recorded, so those columns are left out."
-                                    if left_out else ""))
+    raw = ("The raw links open the tool's own output, kept beside the results, by relative path."
+           if all(run.raw_kept for run in ctx.runs) else "The tools' raw output is not part of this copy.")
+    missing = f" No {' or '.join(left_out)} data were recorded, so those columns are left out." if left_out else ""
+    intro = f"Every cell as stored. {raw}{missing}"
     points = tuple(f"{tool}: {note}." for tool, notes in sorted(shared.items()) for note in notes)
     return Section("results", "All results", intro=intro, points=points,
                    tables=(Table(tuple(cols), rows, css="results"),))
@@ -68,7 +69,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
     errors = (c.requests_failed / c.requests_total * 100.0
               if c.requests_failed is not None and c.requests_total else None)
     lat = r.measurement.latency
-    links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts)
+    links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts) if run.raw_kept else ()
     version = f" {r.identity.tool_version}" if r.identity.tool_version else ""
     values = ([text(run.label)] if ctx.several else []) + [
         text(r.identity.cell_id), text(r.identity.label + version),

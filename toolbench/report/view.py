@@ -105,3 +105,5 @@ class IndexEntry:
     cells: str
     headline: str
     sort_date: str = ""
+    bad: bool = False  # the run failed, was interrupted, or no cell of it finished ok
+    size: str = ""  # what the run takes on the site
