@@ -45,7 +45,7 @@ def stored_histograms() -> list[str]:
 def hgrm_rows(hist) -> list[tuple[float, float, int]]:
     """The library's own percentile distribution (.hgrm text, in ms): value, percentile, total count."""
     out = io.BytesIO()
-    hist.output_percentile_distribution(out, 1000.0, latency_data.TICKS_PER_HALF_DISTANCE)
+    hist.output_percentile_distribution(out, 1000.0, histogram.TICKS_PER_HALF_DISTANCE)
     rows = []
     for line in out.getvalue().decode().splitlines():
         parts = line.split()
@@ -64,7 +64,7 @@ def test_the_hdr_plot_levels_are_the_librarys_percentile_distribution(encoded: s
     hist = histogram.decode(encoded)
     levels, top = latency_data.distribution(hist)
     library = [(step.percentile_level_iterated_to, step.value_iterated_to / 1000.0, step.total_count_to_this_value)
-               for step in hist.get_percentile_iterator(latency_data.TICKS_PER_HALF_DISTANCE)]
+               for step in hist.get_percentile_iterator(histogram.TICKS_PER_HALF_DISTANCE)]
     assert [(lv.percentile, lv.value_ms, lv.count) for lv in levels] == [row for row in library if row[0] < 100.0]
     rows = hgrm_rows(hist)
     below = [row for row in rows if row[1] < 1.0]

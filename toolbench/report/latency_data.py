@@ -10,61 +10,15 @@ from dataclasses import dataclass
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-# As HdrHistogram's own percentile distribution (.hgrm) reports by default.
-TICKS_PER_HALF_DISTANCE = 5
+from toolbench.histogram import Level, nonzero, percentile_levels
+
 BUCKETS_PER_DECADE = 10
 
 
-@dataclass(frozen=True)
-class Level:
-    """One step of the percentile distribution: `percentile` of the requests took at most `value_ms`."""
-
-    percentile: float  # 0..100
-    value_ms: float
-    count: int  # requests up to this value
-
-    @property
-    def inverse_tail(self) -> float:
-        """1/(1-p): the x of the HDR plot (1 at 0 %, 10 at 90 %, 100 at 99 %)."""
-        return 1.0 / (1.0 - self.percentile / 100.0)
-
-
 def distribution(hist: HdrHistogram) -> tuple[list[Level], float]:
-    """The levels of HdrHistogram's percentile distribution below 100 %, and the maximum
-    (the 100 % level, which 1/(1-p) cannot place), in ms: the library's own percentile
-    iteration (its .hgrm output), walked over the recorded buckets only, as the library's
-    pure-Python iterator over every bucket costs seconds on a large run. Each level's value
-    is the highest value equivalent to its bucket, as the library reports it."""
-    indices, counts = _nonzero(hist)
-    total = int(counts.sum())
-    levels: list[Level] = []
-    level, cumulative = 0.0, 0
-    for position, (index, count) in enumerate(zip(indices.tolist(), counts.tolist())):
-        cumulative += count
-        value_ms = hist.get_highest_equivalent_value(hist.get_value_from_index(index)) / 1000.0
-        last = position == len(indices) - 1
-        while 100.0 * cumulative / total >= level:
-            levels.append(Level(level, value_ms, cumulative))
-            level = _next_level(level)
-            if last:  # the library steps once at the last bucket, then to 100 %
-                break
-    return [lv for lv in levels if lv.percentile < 100.0], hist.get_max_value() / 1000.0
-
-
-def _next_level(level: float) -> float:
-    """hdrh's PercentileIterator.increment_iteration_level, to the same floating-point steps."""
-    gap = 100.0 - level
-    if not gap:
-        return level
-    half_distance = math.pow(2, (math.log(100 / gap) / math.log(2)) + 1)
-    return level + 100.0 / (TICKS_PER_HALF_DISTANCE * half_distance)
-
-
-def _nonzero(hist: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
-    """The histogram's buckets that hold a value: their indices and counts."""
-    counts = np.ctypeslib.as_array(hist.counts)[: hist.counts_len]
-    indices = np.flatnonzero(counts)
-    return indices, counts[indices].astype(np.int64)
+    """The levels of HdrHistogram's percentile distribution below 100 % (the HDR plot's
+    points: 1/(1-p) cannot place 100 %), and the maximum, in ms."""
+    return [lv for lv in percentile_levels(hist) if lv.percentile < 100.0], hist.get_max_value() / 1000.0
 
 
 @dataclass(frozen=True)
@@ -94,7 +48,7 @@ def buckets(hist: HdrHistogram, resolution_ms: float | None = None) -> list[Buck
 
 def _recorded(hist: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
     """Each recorded bucket's lowest value (ms; a whole-ms time reads back exactly) and its count."""
-    indices, counts = _nonzero(hist)
+    indices, counts = nonzero(hist)
     values = np.array([hist.get_value_from_index(i) for i in indices.tolist()], np.float64) / 1000.0
     return values, counts
 

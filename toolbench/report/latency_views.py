@@ -97,7 +97,7 @@ def percentile_line(m: Merged, style: charts.Style) -> charts.Line | None:
                        style, tips=tuple(tips))
 
 
-def _ends_of_flats(levels: list[latency_data.Level]) -> list[latency_data.Level]:
+def _ends_of_flats(levels: list[histogram.Level]) -> list[histogram.Level]:
     """The first and last level of each run of equal values: the line between them is flat, so
     the levels inside it draw nothing (and whole-millisecond tools have long runs of them)."""
     return [level for i, level in enumerate(levels)
