@@ -1,6 +1,7 @@
 """ApacheBench (ab): builds its command, reads its stdout, -e CSV and -g TSV."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
@@ -83,6 +84,9 @@ class AbAdapter(Adapter):
             return "tsv"
         return "stdout"
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        return "This is ApacheBench" in text[:500] or self.classify(path, text) != "stdout"
+
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 
@@ -123,7 +127,10 @@ def parse(raw: RawOutput) -> Measurement:
     received = _lead(fields, "Total transferred", num.integer)
     counts = _counts(fields, received, num, notes, fidelity)
     latency = _latency(fields, conn, pcts, raw, num, notes, fidelity)
-    hist, series = _per_request(raw)
+    hist, series, exact = _per_request(raw)
+    latency = _with_exact(latency, exact, fidelity)
+    if counts.requests_total is None and not fields and raw.files:
+        notes.append("ab's -g or -e file alone: request times without the counts (ab prints those on stdout)")
     if hist is not None:
         fidelity["histogram"] = Fidelity.DERIVED
         fidelity["series"] = Fidelity.DERIVED
@@ -303,24 +310,42 @@ def _past_the_table(csv_pcts: dict[int, float], done: int | None, notes: list[st
     """ab writes the -e file's row i from stats[(int)(0.5 + done * i / 100.0)]: for the top
     rows of a short run (99% of 50 requests) that index is `done`, one past its table, and
     the row holds whatever memory lies there (0.257 ms beside a 98% of 4.966). The rank
-    meant is the last one, the longest request: its 100% row."""
-    if not done or 100 not in csv_pcts:
+    meant is the last one, the longest request: its 100% row. Without ab's stdout the count
+    is unknown: a row below an earlier one can only be such a row."""
+    if 100 not in csv_pcts:
         return csv_pcts
-    past = [i for i in csv_pcts if 0 < i < 100 and int(0.5 + done * i / 100.0) >= done]
+    if done:
+        past = [i for i in csv_pcts if 0 < i < 100 and int(0.5 + done * i / 100.0) >= done]
+    else:
+        rows = sorted(i for i in csv_pcts if 0 < i < 100)
+        past = [i for n, i in enumerate(rows) if any(csv_pcts[i] < csv_pcts[j] for j in rows[:n])]
     if not past:
         return csv_pcts
     notes.append(f"ab's -e file reads past its table for the {', '.join(f'{i}%' for i in sorted(past))} row "
-                 f"of {done} requests: the longest request is taken for it")
+                 f"of {done or 'a few'} requests: the longest request is taken for it")
     return {**csv_pcts, **{i: csv_pcts[100] for i in past}}
 
 
-def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample]]:
+def _with_exact(latency: Latency, exact: dict[str, float] | None, fidelity: dict[str, Fidelity]) -> Latency:
+    """The -g file's exact whole-ms extremes and moments, for the figures stdout did not give:
+    read back from the histogram they would be a bucket's edge, up to 2 ms off past a second."""
+    if exact is None:
+        return latency
+    changes = {name: value for name, value in exact.items() if getattr(latency, name) is None}
+    for name in changes:
+        fidelity[f"latency.{name}"] = Fidelity.DERIVED
+    if changes and latency.resolution_ms is None:
+        changes["resolution_ms"] = 1.0
+    return dataclasses.replace(latency, **changes)
+
+
+def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample], dict[str, float] | None]:
     read = _read_g(raw)
     if read is None:
-        return None, []
+        return None, [], None
     tally = histogram.PerRequest("ab", str(raw.files["tsv"]))  # -g times are whole ms
     tally.add(*read)
-    return tally.histogram(), tally.series()
+    return tally.histogram(), tally.series(), tally.stats_ms()
 
 
 def _read_g(raw: RawOutput) -> tuple[np.ndarray, np.ndarray] | None:

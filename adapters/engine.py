@@ -3,6 +3,7 @@ and reads the RunResult it writes natively (--json-out)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,11 @@ class EngineAdapter(Adapter):
 
     def classify(self, path: Path, text: str) -> str:
         return "json" if text.lstrip().startswith("{") else "stdout"
+
+    def recognizes(self, path: Path, text: str) -> bool:
+        if text.lstrip().startswith("{"):
+            return re.search(r'"tool":\s*"engine"', text) is not None
+        return re.search(r"^\s+\d+ workers? and \d+ connections, keep-alive (on|off)", text, re.MULTILINE) is not None
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)

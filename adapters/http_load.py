@@ -103,6 +103,9 @@ class HttpLoadAdapter(Adapter):
     def classify(self, path: Path, text: str) -> str:
         return "stdout"
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        return re.search(r"^\d+ fetches, \d+ max parallel, ", text, re.MULTILINE) is not None
+
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 

@@ -35,6 +35,10 @@ def is_count(text: str) -> bool:
     return 0 < len(text) <= 18 and text.isascii() and text.isdigit()
 
 
+# A transaction controller's row says so in its response message.
+TRANSACTION = "Number of samples in transaction"
+
+
 @dataclass(frozen=True)
 class Batch:
     """Samples as read from a JTL. `code` is the HTTP status, -1 where responseCode is not a
@@ -51,6 +55,12 @@ class Batch:
     latency_ms: np.ndarray | None = None
     connect_ms: np.ndarray | None = None
     threads: np.ndarray | None = None
+
+    def select(self, keep: np.ndarray) -> "Batch":
+        """The rows where `keep` is true (nonhttp is the caller's to count over those)."""
+        arrays = {name: (None if value is None else value[keep]) for name, value in vars(self).items()
+                  if name != "nonhttp"}
+        return Batch(nonhttp=self.nonhttp, **arrays)
 
     @classmethod
     def of_lists(cls, columns: dict[str, list[int]], nonhttp: dict[str, int]) -> "Batch":
@@ -77,6 +87,12 @@ class Aggregate:
         self.latency = [0, 0]  # sum, samples with a response
         self.connect = [0, 0]
         self.has_latency = self.has_connect = False
+        # Rows that are no request of their own: sub-results (`label-0`: a redirect followed,
+        # an embedded resource) and transaction controllers' rows, which sum their children.
+        self.sub_rows = 0
+        self.transaction_rows = 0
+        self.labels: set[str] = set()
+        self.unresolved = 0  # rows labelled like a sub-result (`x-1`) with no `x` row before them
         self.threads_max: int | None = None
 
     def add(self, b: Batch) -> None:
@@ -124,6 +140,8 @@ class Aggregate:
         """Adds the sums of another part of the same file."""
         self.rows += other.rows
         self.ok += other.ok
+        self.sub_rows += other.sub_rows
+        self.transaction_rows += other.transaction_rows
         for name, count in other.classes.items():
             self.classes[name] += count
         self.has_codes &= other.has_codes

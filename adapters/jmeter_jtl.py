@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from toolbench.adapters.jmeter_agg import Aggregate, Batch, JtlError, add, is_count
+from toolbench.adapters.jmeter_agg import TRANSACTION, Aggregate, Batch, JtlError, add, is_count
 from toolbench.adapters.jmeter_digits import Block
 
 BLOCK = 4 << 20
@@ -26,11 +27,22 @@ V5 = ("timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threa
       "success", "failureMessage", "bytes", "sentBytes", "grpThreads", "allThreads", "URL", "Latency",
       "IdleTime", "Connect")
 V3 = tuple(name for name in V5 if name != "URL")
+# Header-less layouts of JMeter 2.x (which wrote no header by default), told apart by their
+# values: the first eight columns are always these, then what jmeter.properties saved.
+_BASE = V5[:8]
+_TAILS = {
+    10: [("bytes", "Latency")],
+    12: [("bytes", "grpThreads", "allThreads", "Latency")],
+    13: [("bytes", "grpThreads", "allThreads", "URL", "Latency"),
+         ("failureMessage", "bytes", "grpThreads", "allThreads", "Latency")],
+}
+_NUMERIC = {"timeStamp", "elapsed", "bytes", "sentBytes", "grpThreads", "allThreads", "Latency", "IdleTime", "Connect"}
 REQUIRED = ("timeStamp", "elapsed", "success")
 # JTL column -> Batch field, for the optional numeric columns.
 OPTIONAL = {"bytes": "received", "sentBytes": "sent", "Latency": "latency_ms", "Connect": "connect_ms",
             "allThreads": "threads"}
 _QUOTE, _NL, _CR = 34, 10, 13
+_SUB_LABEL = re.compile(r"(.+)-\d+")
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,7 @@ class Layout:
     names: tuple[str, ...]
     delimiter: int  # the byte
     header: bool
+    assumed: str = ""  # for a header-less file: which layout was taken, and why
 
     def col(self, name: str) -> int | None:
         return self.names.index(name) if name in self.names else None
@@ -49,16 +62,41 @@ def layout_of(head: bytes) -> Layout:
     delimiter = "\t" if "\t" in first and "," not in first else ","
     fields = next(csv.reader([first], delimiter=delimiter))
     if fields and fields[0].isdigit():
-        known = {len(V5): V5, len(V3): V3}
-        if len(fields) not in known:
-            raise JtlError(f"a CSV JTL without a header and with {len(fields)} columns: the column order is "
-                           f"unknown (known: 17 for JMeter 5.x, 16 for 3.x); save it with print_field_names=true")
-        return Layout(known[len(fields)], ord(delimiter), header=False)
+        names, assumed = _headerless(fields)
+        return Layout(names, ord(delimiter), header=False, assumed=assumed)
     missing = [name for name in REQUIRED if name not in fields]
     if missing:
         raise JtlError(f"unknown JTL column set {fields}: it lacks {', '.join(missing)} "
                        f"(a JMeter CSV JTL has at least timeStamp, elapsed and success)")
     return Layout(tuple(fields), ord(delimiter), header=True)
+
+
+def _headerless(fields: list[str]) -> tuple[tuple[str, ...], str]:
+    """The columns of a header-less CSV JTL, from the count and the values of its first record."""
+    if len(fields) == len(V5):
+        return V5, "the 17 columns JMeter 5.x saves by default"
+    if len(fields) == len(V3):
+        return V3, "the 16 columns JMeter 3.x saves by default"
+    for tail in _TAILS.get(len(fields), []):
+        names = _BASE + tail
+        if _fits(names, fields):
+            return names, f"JMeter 2.x's {len(names)} columns ({', '.join(names)}), told from the values"
+    raise JtlError(f"a CSV JTL without a header and with {len(fields)} columns: the column order is unknown "
+                   f"(known: 17 for JMeter 5.x, 16 for 3.x, 10, 12 or 13 for 2.x); save it with "
+                   f"print_field_names=true")
+
+
+def _fits(names: tuple[str, ...], fields: list[str]) -> bool:
+    """Whether a record's values are what these columns hold: whole numbers where numbers
+    are, an epoch-millisecond time stamp, a success flag, a URL where one is."""
+    for name, value in zip(names, fields):
+        if name in _NUMERIC and not value.isdigit():
+            return False
+        if name == "success" and value not in ("true", "false"):
+            return False
+        if name == "URL" and value and not value.startswith(("http://", "https://", "file:", "null")):
+            return False
+    return len(fields[0]) >= 12  # epoch milliseconds since 2001
 
 
 @dataclass
@@ -71,6 +109,7 @@ class Part:
     lines: int
     quotes: int
     cut_off_line: int | None = None  # a last line without its line break, left out
+    unended_line: int | None = None  # a whole last record without its line break, read
 
 
 def read_range(path: Path, layout: Layout, start: int, end: int | None, line_base: int,
@@ -78,7 +117,7 @@ def read_range(path: Path, layout: Layout, start: int, end: int | None, line_bas
     """Records from byte `start` (a record's start) to `end` (one's end; None: the end of the
     file), added to `into` or a new Aggregate. `line_base` is the number of lines before
     `start`, for messages."""
-    agg, url, quotes, cut_off = Aggregate() if into is None else into, None, 0, None
+    agg, url, quotes, cut_off, unended = Aggregate() if into is None else into, None, 0, None, None
     first_line = line_base
     with open(path, "rb") as fh:
         fh.seek(start)
@@ -89,7 +128,11 @@ def read_range(path: Path, layout: Layout, start: int, end: int | None, line_bas
             left = None if left is None else left - len(block)
             data = rest + block if rest else block
             if not block:
-                cut_off = line_base + 1 if data.strip() else None
+                if data.strip() and not _last_row(agg, data, layout, line_base):
+                    cut_off = line_base + 1
+                elif data.strip():
+                    line_base += 1
+                    unended = line_base
                 break
             cut = _last_record_end(data)
             if cut == 0:  # one record longer than a block: read on
@@ -97,12 +140,24 @@ def read_range(path: Path, layout: Layout, start: int, end: int | None, line_bas
                 continue
             if data.find(b'"', 0, cut) != -1:
                 quotes += data.count(b'"', 0, cut)
-            for batch, first_url, count in _block_batches(data, cut, layout, line_base):
+            for batch, first_url, count in _block_batches(data, cut, layout, line_base, agg):
                 add(agg, batch, line_base + 1)
                 url = url or first_url
                 line_base += count
             rest = data[cut:]
-    return Part(agg, url, line_base - first_line, quotes, cut_off)
+    return Part(agg, url, line_base - first_line, quotes, cut_off, unended)
+
+
+def _last_row(agg: Aggregate, data: bytes, layout: Layout, line_base: int) -> bool:
+    """Adds the file's last line, which no line break ends, when it is a whole record (all
+    its fields, each readable); False for a line cut off mid-record, left out."""
+    try:
+        batches = list(_block_batches(data + b"\n", len(data) + 1, layout, line_base, agg))
+    except JtlError:
+        return False
+    for batch, _, _ in batches:
+        add(agg, batch, line_base + 1)
+    return True
 
 
 def _last_record_end(data: bytes) -> int:
@@ -122,31 +177,70 @@ def _record_ends(buf: np.ndarray) -> np.ndarray:
     return nl[(np.searchsorted(quotes, nl) & 1) == 0]
 
 
-def _block_batches(data: bytes, cut: int, layout: Layout, line_base: int):
+def _block_batches(data: bytes, cut: int, layout: Layout, line_base: int, agg: Aggregate):
     """(batch, first URL, lines) for one block of whole records: runs of records without a
     quote go the fast way, each quoted record through the csv module."""
     if data.find(b'"', 0, cut) == -1:
-        yield _fast(data, 0, cut, layout, line_base)
+        yield _fast(data, 0, cut, layout, line_base, agg)
         return
     buf = np.frombuffer(data, np.uint8, cut)
     ends = _record_ends(buf)
     starts = np.concatenate(([0], ends[:-1] + 1))
     quoted = np.unique(np.searchsorted(ends, np.flatnonzero(buf == _QUOTE)))
     if len(quoted) * SLOW_SHARE > len(ends):  # mostly quoted: one slow pass
-        yield _slow(data, 0, cut, layout, line_base)
+        yield _slow(data, 0, cut, layout, line_base, agg)
         return
     at = 0
     for rec in quoted.tolist():
         a, b = int(starts[rec]), int(ends[rec]) + 1
         if a > at:
-            yield _fast(data, at, a, layout, line_base + data.count(b"\n", 0, at))
-        yield _slow(data, a, b, layout, line_base + data.count(b"\n", 0, a))
+            yield _fast(data, at, a, layout, line_base + data.count(b"\n", 0, at), agg)
+        yield _slow(data, a, b, layout, line_base + data.count(b"\n", 0, a), agg)
         at = b
     if at < cut:
-        yield _fast(data, at, cut, layout, line_base + data.count(b"\n", 0, at))
+        yield _fast(data, at, cut, layout, line_base + data.count(b"\n", 0, at), agg)
 
 
-def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[Batch, str | None, int]:
+def _top_level(labels: list[str], messages: list[str], agg: Aggregate) -> np.ndarray:
+    """Which rows are requests of their own: not a transaction controller's row, nor a
+    sub-result (`label-N` after a row labelled `label`, as JMeter writes them)."""
+    keep = np.ones(len(labels), bool)
+    for i, (label, message) in enumerate(zip(labels, messages)):
+        if message.startswith(TRANSACTION):
+            keep[i] = False
+            agg.transaction_rows += 1
+        elif (m := _SUB_LABEL.fullmatch(label)) and m.group(1) in agg.labels:
+            keep[i] = False
+            agg.sub_rows += 1
+        else:
+            agg.labels.add(label)
+            agg.unresolved += _SUB_LABEL.fullmatch(label) is not None
+    return keep
+
+
+def _fast_top_level(block: Block, label: tuple[np.ndarray, np.ndarray] | None,
+                    message: tuple[np.ndarray, np.ndarray] | None, agg: Aggregate) -> np.ndarray | None:
+    """_top_level for a block read the fast way; None when every row is a request. Only rows
+    whose label ends in a digit, or whose message starts with an N, are looked at one by one."""
+    if label is None or message is None or not len(label[0]):
+        return None
+    distinct = block.texts(*label)
+    agg.labels.update(text for text in distinct if not _SUB_LABEL.fullmatch(text))
+    subs = any(_SUB_LABEL.fullmatch(text) for text in distinct)
+    if not subs and block.seg.tobytes().find(TRANSACTION.encode()) == -1:
+        return None
+    seg, (ls, le), (ms, me) = block.seg, label, message
+    digit_end = (le > ls) & (seg[np.maximum(le - 1, 0)] >= 48) & (seg[np.maximum(le - 1, 0)] <= 57)
+    n_start = (me > ms) & (seg[np.minimum(ms, len(seg) - 1)] == ord("N"))
+    rows = np.flatnonzero(digit_end | n_start)
+    keep = np.ones(len(ls), bool)
+    keep[rows] = _top_level([block.text(int(ls[i]), int(le[i])) for i in rows],
+                            [block.text(int(ms[i]), int(me[i])) for i in rows], agg)
+    return keep
+
+
+def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int,
+          agg: Aggregate) -> tuple[Batch, str | None, int]:
     """Records [a, b) of `data`, none with a quote, each ending with a line break. Returns
     the batch, the first record's URL and the number of records."""
     block = Block(data, a, b)
@@ -190,26 +284,31 @@ def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[
     span = bounds("success")
     ok, bad = block.success(*span)
     check("success", bad, span)
+    keep = _fast_top_level(block, bounds("label"), bounds("responseMessage"), agg)
     code, nonhttp = None, {}
     span = bounds("responseCode")
     if span is not None:
         values, bad = block.numbers(*span)
         code = np.where(bad, -1, values)
-        failed = np.flatnonzero(bad & ~ok)
+        failed = np.flatnonzero(bad & ~ok & (True if keep is None else keep))
         nonhttp = block.texts(span[0][failed], span[1][failed])
     columns = {field_: number(name) for name, field_ in OPTIONAL.items()}
     batch = Batch(ts_ms=number("timeStamp"), elapsed_ms=number("elapsed"), ok=ok, code=code,
                   nonhttp=nonhttp, **columns)
+    if keep is not None:
+        batch = batch.select(keep)
     span = bounds("URL")
     url = block.text(int(span[0][0]), int(span[1][0])) if span is not None and rows else None
     return batch, url, rows
 
 
-def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[Batch, str | None, int]:
+def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int,
+          agg: Aggregate) -> tuple[Batch, str | None, int]:
     """Records [a, b) through the csv module: quoted fields, delimiters and line breaks in them."""
     text = data[a:b].decode("utf-8", "replace")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=chr(layout.delimiter))
-    index = {name: layout.col(name) for name in (*REQUIRED, "responseCode", "URL", *OPTIONAL)}
+    index = {name: layout.col(name) for name in (*REQUIRED, "responseCode", "URL", "label", "responseMessage",
+                                                 *OPTIONAL)}
     columns: dict[str, list] = {"ts_ms": [], "elapsed_ms": [], "ok": []}
     for name, field_ in OPTIONAL.items():
         if index[name] is not None:
@@ -221,6 +320,10 @@ def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int) -> tuple[
     for row in reader:
         if len(row) != len(layout.names):
             raise JtlError(f"{len(row)} fields where the header has {len(layout.names)}", line)
+        if index["label"] is not None and index["responseMessage"] is not None and not _top_level(
+                [row[index["label"]]], [row[index["responseMessage"]]], agg)[0]:
+            line = line_base + reader.line_num + 1
+            continue
         ok = _bool(row[index["success"]], line)
         columns["ok"].append(ok)
         for name, field_ in (("timeStamp", "ts_ms"), ("elapsed", "elapsed_ms"), *OPTIONAL.items()):

@@ -65,6 +65,10 @@ def _read(path: Path, into: Aggregate | None) -> Jtl:
     if part.cut_off_line is not None:
         notes.append(f"the last line ({part.cut_off_line}) is cut off: no line break ends the file, as when "
                      f"JMeter is killed while writing; it was left out")
+    if part.unended_line is not None:
+        notes.append(f"the last line ({part.unended_line}) has no line break but is a whole record: it was read")
+    if layout.assumed:
+        notes.append(f"the CSV JTL has no header: its columns were taken to be {layout.assumed}")
     return Jtl(part.aggregate, "csv" if layout.header else "csv without header", part.url, notes)
 
 
@@ -92,6 +96,8 @@ def _read_split(path: Path, layout: Layout) -> Part | None:
                     if sum(p.quotes for p in parts) % 2 or parts[-1].cut_off_line is not None:
                         return None  # this range did not start at a record: one pass instead
                     parts.append(_part(future, header_lines + sum(p.lines for p in parts)))
+                    if parts[-1].aggregate.unresolved:
+                        return None  # a sub-result whose parent row may lie in an earlier range
             finally:
                 for future in futures:
                     future.cancel()
@@ -110,7 +116,10 @@ def _part(future: "Future[Part]", lines_before: int) -> Part:
 
 def _merge(parts: list[Part], header_lines: int) -> Part:
     last = parts[-1].cut_off_line
-    last = None if last is None else last + header_lines + sum(p.lines for p in parts[:-1])
+    before = header_lines + sum(p.lines for p in parts[:-1])
+    last = None if last is None else last + before
+    ended = parts[-1].unended_line
+    ended = None if ended is None else ended + before
     merged = parts[0]
     for part in parts[1:]:
         try:
@@ -120,7 +129,7 @@ def _merge(parts: list[Part], header_lines: int) -> Part:
         merged.url = merged.url or part.url
         merged.lines += part.lines
         merged.quotes += part.quotes
-    merged.cut_off_line = last
+    merged.cut_off_line, merged.unended_line = last, ended
     return merged
 
 

@@ -1,33 +1,85 @@
 """Reads JMeter's XML JTL as a stream: `<testResults>` with one `<httpSample>` (or
-`<sample>`) per sample. Nested sub-results are not counted again; each sample is
-dropped from memory once read."""
+`<sample>`, or a plug-in's element with the same attributes) per sample. Nested
+sub-results and transaction controllers' samples are not counted as requests; each
+sample is dropped from memory once read."""
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import BinaryIO
 
-from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl, JtlError, add, is_count
+from toolbench.adapters.jmeter_agg import TRANSACTION, Aggregate, Batch, Jtl, JtlError, add, is_count
 
 BATCH = 65536
+# JMeter (XStream) saves response data as it came, control characters as character references
+# (`&#x1;`), which XML 1.0 forbids: they are read as U+FFFD, the rest of the file as written.
+_CHAR_REF = re.compile(rb"&#(x[0-9a-fA-F]{1,8}|[0-9]{1,10});")
+_REPLACEMENT = b"&#xFFFD;"
+
+
+class _ValidRefs:
+    """A binary file whose invalid character references read as U+FFFD; a reference cut
+    by a read is kept back for the next one."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.held = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while True:
+            chunk = self.raw.read(size if size and size > 0 else -1)
+            data = self.held + chunk
+            self.held = b""
+            if not chunk:  # the end of the file
+                return _CHAR_REF.sub(_valid_ref, data)
+            amp = data.rfind(b"&", max(0, len(data) - 16))
+            if amp != -1 and data.find(b";", amp) == -1:
+                data, self.held = data[:amp], data[amp:]
+            if data:
+                return _CHAR_REF.sub(_valid_ref, data)
+
+
+def _is_sample(elem: ET.Element) -> bool:
+    """JMeter's own samples are <httpSample> and <sample>; a plug-in's is named after its
+    class (a WebDriver sampler's com.googlecode...SampleResultWithSubs) with the same attributes."""
+    return elem.tag in ("httpSample", "sample") or all(name in elem.attrib for name in ("t", "ts", "s", "lb"))
+
+
+def _valid_ref(match: "re.Match[bytes]") -> bytes:
+    text = match.group(1)
+    code = int(text[1:], 16) if text[:1] == b"x" else int(text)
+    allowed = code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF
+    return match.group(0) if allowed else _REPLACEMENT
 # expat's codes for a document that ends too early: no element found, unclosed token, partial character.
 _ENDS_EARLY = (3, 5, 6)
 
 
 def read_xml(path: Path, into: Aggregate | None = None) -> Jtl:
+    with open(path, "rb") as raw:
+        return _read(_ValidRefs(raw), into)
+
+
+def _read(source: _ValidRefs, into: Aggregate | None) -> Jtl:
     agg, notes, url = Aggregate() if into is None else into, [], None
     rows: dict[str, list] = {name: [] for name in ("ts_ms", "elapsed_ms", "ok", "code", "received", "sent",
                                                    "latency_ms", "connect_ms", "threads")}
     nonhttp: dict[str, int] = {}
     depth, root = 0, None
     try:
-        for event, elem in ET.iterparse(path, events=("start", "end")):
+        for event, elem in ET.iterparse(source, events=("start", "end")):
             if event == "start":
                 depth += 1
                 root = elem if root is None else root
                 continue
             depth -= 1
-            if depth != 1 or elem.tag not in ("httpSample", "sample"):
+            if depth != 1 or not _is_sample(elem):
                 continue
+            if elem.get("rm", "").startswith(TRANSACTION):  # a transaction controller's: sums its children
+                agg.transaction_rows += 1
+                root.clear()
+                continue
+            agg.sub_rows += sum(1 for child in elem.iter() if child is not elem and _is_sample(child))
             _xml_sample(elem, rows, nonhttp)
             if url is None:
                 url = elem.findtext("java.net.URL")

@@ -65,6 +65,12 @@ class LocustAdapter(Adapter):
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_python(host, path, "locust", lambda captured: out.version(captured.stdout + captured.stderr))
 
+    def ramp_s(self, cell: "Cell") -> float:
+        """Locust spawns its users at the spawn rate (-r): users / rate seconds. Measured here
+        (c20, FastHttpUser, 8 s against nginx-static) the first second ran at 40% and 60% of the
+        steady rate."""
+        return cell.concurrency / spawn_rate(cell)
+
     def supports(self, cell: "Cell") -> Support:
         user_class = option(cell, "user_class", "FastHttpUser")
         if user_class not in USER_CLASSES:
@@ -101,7 +107,8 @@ class LocustAdapter(Adapter):
             assert cell.stop.duration_s is not None
             run_time = int(cell.stop.duration_s)
         users = str(cell.concurrency)
-        args = ["-f", "locustfile.py", "--headless", "-u", users, "-r", users, "-t", f"{run_time}s",
+        args = ["-f", "locustfile.py", "--headless", "-u", users, "-r", f"{spawn_rate(cell):g}",
+                "-t", f"{run_time}s",
                 "--host", f"{url.scheme}://{url.netloc}", "--csv", CSV_PREFIX, "--csv-full-history",
                 "--json", "--only-summary", "--loglevel", "WARNING",
                 # A failed request is counted, not turned into exit code 1: the cell is judged
@@ -119,12 +126,20 @@ class LocustAdapter(Adapter):
     def classify(self, path: Path, text: str) -> str:
         return out.classify(text)
 
+    def recognizes(self, path: Path, text: str) -> bool:
+        return out.recognizes(text)
+
     def group_name(self, path: Path) -> str:
         """The run a file belongs to: `--csv X` names Locust's CSVs X_stats.csv and so on."""
         return group_by_suffix(path, GROUP_SUFFIXES)
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
+
+
+def spawn_rate(cell: "Cell") -> float:
+    """Users started per second: all of them within the first second."""
+    return float(cell.concurrency)
 
 
 def locustfile() -> str:
@@ -160,6 +175,9 @@ def _parse(raw: RawOutput) -> Measurement:
     stats_csv = raw.files.get("stats_csv")
     if stats_csv is not None:
         return _from_csv(stats_csv, raw)
+    console = out.read_console_row(raw.stdout + "\n" + raw.stderr, raw.source)
+    if console is not None:
+        return _from_console(console, raw)
     why = out.error_line(raw.stderr)
     raise ParseError("locust", "no JSON stats on stdout and no stats CSV"
                      + (f"; Locust said: {why}" if why else ""), raw.source)
@@ -240,6 +258,30 @@ def _from_csv(path: Path, raw: RawOutput) -> Measurement:
         series=series,
         fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED,
                   "transfer.received_bytes": Fidelity.DERIVED},
+        notes=notes,
+    )
+
+
+def _from_console(row: tuple[int, int, float, float, float], raw: RawOutput) -> Measurement:
+    """Locust's console summary alone (what it prints at the end without --json or --csv)."""
+    total, failed, mean, low, high = row
+    notes = ["figures from Locust's console summary alone: times rounded to whole milliseconds, no "
+             "per-request data"]
+    summary = out.read_summary(raw.stdout + "\n" + raw.stderr, raw.source)
+    failures, codes = _failures(failed, raw, summary, notes)
+    timed = total > 0
+    percentiles = summary.percentiles if summary else Percentiles()
+    return Measurement(
+        tool="locust",
+        timing=Timing(duration_s=total / summary.rps if summary and summary.rps else None),
+        counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
+                      failures=failures, status_codes=codes),
+        rates=Rates(rps=summary.rps if summary else None),
+        latency=Latency(min_ms=low if timed else None, mean_ms=mean if timed else None,
+                        max_ms=high if timed else None,
+                        percentiles=out.within_bounds(percentiles, low, high, notes) if timed else Percentiles(),
+                        resolution_ms=1.0 if timed else None),
+        fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED},
         notes=notes,
     )
 

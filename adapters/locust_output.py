@@ -19,6 +19,8 @@ from toolbench.numbers import Numbers
 from toolbench.schema import PERCENTILES, Failures, Percentiles, SecondSample
 
 _VERSION = re.compile(r"\blocust (\d+\.\d+[\w.\-]*)")
+# The Aggregated row of the console's stats table: reqs, fails, then Avg, Min, Max, Med (whole ms).
+_CONSOLE_ROW = re.compile(r"^\s+Aggregated\s+(\d+)\s+(\d+)\([\d.]+%\)\s+\|\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|", re.MULTILINE)
 _AGGREGATED = re.compile(r"^\s+Aggregated\s+(\d+)\s+(\d+)\([\d.]+%\)\s+\|\s+[\d\s]+\|\s+([\d.]+)\s+([\d.]+)\s*$")
 _PCT_HEADER = re.compile(r"^Type\s+Name\s+((?:[\d.]+%\s+)+)# reqs\s*$")
 _PCT_ROW = re.compile(r"^\s+Aggregated((?:\s+(?:\d+|N/A))+)\s*$")
@@ -97,6 +99,15 @@ def classify(text: str) -> str:
     if first.startswith("Count,Message,Traceback,Nodes"):
         return "exceptions_csv"
     return "stdout"
+
+
+def recognizes(text: str) -> bool:
+    """Locust's CSVs, its --json list or its console tables."""
+    if classify(text) != "stdout":
+        return True
+    if text.lstrip().startswith("[") and '"num_requests"' in text:
+        return True
+    return "Aggregated" in text and re.search(r"^\s*Type\s+Name\s+", text, re.MULTILINE) is not None
 
 
 def read_json(text: str, source: str | None) -> list[Entry] | None:
@@ -215,6 +226,17 @@ def series_from_json(entries: list[Entry], source: str | None) -> list[SecondSam
         tally.add_seconds(seconds, [entry.num_reqs_per_sec.get(s, 0) for s in seconds],
                           [entry.num_fail_per_sec.get(s, 0) for s in seconds])
     return tally.series()
+
+
+def read_console_row(text: str, source: str | None) -> tuple[int, int, float, float, float] | None:
+    """Requests, failures, mean, min and max of the console's last Aggregated stats row."""
+    rows = _CONSOLE_ROW.findall(text)
+    if not rows:
+        return None
+    num = Numbers("locust", source)
+    reqs, fails, avg, low, high, _ = rows[-1]
+    return (num.integer(reqs, "# reqs"), num.integer(fails, "# fails"), num.decimal(avg, "Avg"),
+            num.decimal(low, "Min"), num.decimal(high, "Max"))
 
 
 def read_summary(stderr: str, source: str | None = None) -> Summary | None:

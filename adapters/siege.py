@@ -145,9 +145,23 @@ class SiegeAdapter(Adapter):
         stripped = text.lstrip()
         if stripped.startswith("{"):
             return "stdout"
-        if _LOG_HEADER.match(text) or re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,", stripped):
+        if _LOG_HEADER.match(text) or re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\s*\d+,\s*[\d.]+,", stripped):
             return "log"
         return "stderr" if "Transactions:" in text else "stdout"
+
+    def recognizes(self, path: Path, text: str) -> bool:
+        if text.lstrip().startswith("{"):
+            return '"transactions":' in text and '"availability":' in text
+        return (self.classify(path, text) == "log" or "** SIEGE " in text
+                or ("Transactions:" in text and "Availability:" in text))
+
+    def parts(self, raw: RawOutput) -> list[str]:
+        """A log appended to by run after run, read without any run's own summary: one
+        result per line."""
+        if "log" not in raw.files or _summary(raw) is not None:
+            return []
+        rows = _log_rows(raw.files["log"])
+        return [f"run{n}" for n in range(1, len(rows) + 1)] if len(rows) > 1 else []
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
@@ -155,10 +169,10 @@ class SiegeAdapter(Adapter):
 
 def parse(raw: RawOutput) -> Measurement:
     num = Numbers("siege", raw.source)
-    summary = _json_summary(raw.stdout, num) or _text_summary(raw.stderr, num) or _text_summary(raw.stdout, num)
+    summary = None if raw.part else _summary(raw)
     source = "summary"
     if summary is None and "log" in raw.files:
-        summary, source = _log_summary(raw.files["log"]), "log line"
+        summary, source = _log_summary(raw.files["log"], raw.part), "log line"
     if summary is None:
         if raw.exit_code is not None and raw.exit_code < 0:
             # siege 4.0.7 sometimes crashes in libc as its threads leave after hitting
@@ -266,16 +280,29 @@ def _text_summary(text: str, num: Numbers) -> dict[str, float] | None:
     return found if "transactions" in found else None
 
 
-def _log_summary(path: Path) -> dict[str, float] | None:
-    """The last data line of siege's log: date, trans, elapsed, MB, resp time, rate,
-    throughput, concurrency, okay, failed."""
+def _summary(raw: RawOutput) -> dict[str, float] | None:
+    num = Numbers("siege", raw.source)
+    return _json_summary(raw.stdout, num) or _text_summary(raw.stderr, num) or _text_summary(raw.stdout, num)
+
+
+def _log_rows(path: Path) -> list[str]:
+    """The data lines of siege's log: not its header(s), nor the `**** mark ****` lines -m adds."""
+    return [line for line in path.read_text(errors="replace").splitlines()
+            if line.strip() and not _LOG_HEADER.match(line) and not line.startswith("**")]
+
+
+def _log_summary(path: Path, part: str | None = None) -> dict[str, float] | None:
+    """A data line of siege's log, the last or the part's (run1 is the first): date, trans,
+    elapsed, MB, resp time, rate, throughput, concurrency, okay, failed."""
     names = ("transactions", "elapsed_time", "data_transferred", "response_time", "transaction_rate",
              "throughput", "concurrency", "successful_transactions", "failed_transactions")
-    rows = [line for line in path.read_text(errors="replace").splitlines()
-            if line.strip() and not _LOG_HEADER.match(line)]
+    rows = _log_rows(path)
     if not rows:
         return None
-    cells = [c.strip() for c in rows[-1].split(",")]
+    index = int(part[len("run"):]) - 1 if part and part.startswith("run") and part[3:].isdigit() else -1
+    if not -1 <= index < len(rows):
+        raise ParseError("siege", f"the log has {len(rows)} runs, not {part}", str(path))
+    cells = [c.strip() for c in rows[index].split(",")]
     if len(cells) != len(names) + 1:
         raise ParseError("siege", f"expected {len(names) + 1} fields in the log line, got {len(cells)}", str(path))
     num = Numbers("siege", str(path))

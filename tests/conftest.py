@@ -1,4 +1,4 @@
-"""Shared test fixtures: recorded tool output, and a real nginx on loopback."""
+"""Shared test fixtures: recorded tool output, a real nginx on loopback, a real sshd."""
 from __future__ import annotations
 
 import shutil
@@ -7,6 +7,7 @@ from typing import Iterator
 
 import pytest
 
+import sshd_server
 from toolbench.adapter import RawOutput
 from toolbench.targets import RunningTarget, nginx_static
 
@@ -40,3 +41,9 @@ def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningTarget]:
 def need(tool: str) -> None:
     if shutil.which(tool) is None:
         pytest.skip(f"{tool} is not on PATH (scripts/install.sh installs it)")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd_server.Sshd]:
+    """A real sshd on 127.0.0.1 with keys of its own, one per test module (tests/sshd_server.py)."""
+    yield from sshd_server.serve(tmp_path_factory)

@@ -60,8 +60,12 @@ def check_contract(adapter: Adapter, tmp_path: Path) -> None:
         assert isinstance(support, Support) and (support.ok or support.reason)
         if support.ok:
             supported.append(cell)
-    assert supported, f"{adapter.name} supports none of the representative cells"
-    invocation = adapter.build(supported[0], tmp_path, Found(ELSEWHERE, "1"))
+    if adapter.read_only:
+        assert not supported, f"{adapter.name} is read-only but supports a cell"
+        invocation = Invocation(argv=[ELSEWHERE])
+    else:
+        assert supported, f"{adapter.name} supports none of the representative cells"
+        invocation = adapter.build(supported[0], tmp_path, Found(ELSEWHERE, "1"))
     assert isinstance(invocation, Invocation)
     assert invocation.argv[0] == ELSEWHERE and all(isinstance(arg, str) for arg in invocation.argv)
     assert list(tmp_path.iterdir()) == []  # building writes nothing

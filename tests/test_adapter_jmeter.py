@@ -112,7 +112,8 @@ def test_fast_and_slow_paths_and_block_sizes_give_the_same_figures(monkeypatch):
     assert split.series() == whole.series()
 
 
-@pytest.mark.parametrize("case", ["5.6.3-csv", "5.6.3-assertion", "5.6.3-csv-truncated"])
+@pytest.mark.parametrize("case", ["5.6.3-csv", "5.6.3-assertion", "5.6.3-csv-truncated", "5.6.3-no-final-newline",
+                                  "5.6.3-subresults-csv"])
 def test_reading_in_worker_processes_gives_the_same_figures(monkeypatch, case):
     one_pass = read_jtl(FOLDER / f"{case}.jtl")
     monkeypatch.setattr(jmeter_reader, "MIN_BYTES", 0)
@@ -193,7 +194,7 @@ def test_debian_213_run_is_an_error_not_an_empty_result():
 def test_a_jmeter_that_could_not_start_is_an_error():
     with pytest.raises(ParseError, match="could not start: An error occurred: null"):
         parse("3.3-java-jar-no-opens", jtl=False)
-    with pytest.raises(ParseError, match="no JTL and no `summary =` line"):
+    with pytest.raises(ParseError, match="no JTL and no summariser line"):
         jmeter.parse(recorded("jmeter", "5.6.3-version"))
 
 

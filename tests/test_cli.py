@@ -27,7 +27,7 @@ def test_a_bad_scenario_is_one_line_naming_file_line_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\ntarget: {server: nginx-static}\nmatrix:\n  tool: [ab]\n  concurrency: [1, two]\n")
     done = cli("validate", str(bad))
-    assert done.returncode == 1
+    assert done.returncode == 2  # a scenario error is a usage error
     assert done.stderr == f"toolbench: error: {bad}:5: matrix.concurrency[1]: expected a positive integer, got 'two'\n"
 
 

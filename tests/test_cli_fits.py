@@ -70,7 +70,7 @@ def test_o_names_no_folder_any_more(tmp_path: Path, capsys: pytest.CaptureFixtur
     bad.write_text("name: x\n")
     code, _, err = run_main(capsys, "run", str(bad), "-o", str(tmp_path / "reports"))
     lines = err.splitlines()
-    assert code == 1 and lines[0] == ("toolbench: note: `run -o DIR` is now `run --reports-dir DIR` (-o names an "
+    assert code == 2 and lines[0] == ("toolbench: note: `run -o DIR` is now `run --reports-dir DIR` (-o names an "
                                       "output file everywhere else); taken as --reports-dir this time")
     assert lines[1].startswith(f"toolbench: error: {bad}:1: <top>: missing required key")
 
@@ -90,10 +90,10 @@ def test_validate_reports_every_error_with_file_and_line(tmp_path: Path, capsys:
                    "profiles:\n"
                    "  quick: {repeat: zero}\n")
     code, out, err = run_main(capsys, "validate", str(bad))
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert err.splitlines() == [f"toolbench: error: {bad}:{line}" for line in (
         "3: colour: unknown key (expected one of name, description, hosts, prerequisites, target, targets, request, "
-        "matrix, stop, timeout, repeat, cooldown, probe, monitor, tools, compare, profiles)",
+        "matrix, stop, timeout, repeat, cooldown, warmup, probe, monitor, tools, compare, profiles, criteria)",
         "6: matrix.concurrency[1]: expected a positive integer, got 'two'",
         "6: matrix.concurrency[2]: expected a positive integer, got '-3'",
         "7: matrix.keepalive: expected true or false, got 'maybe'",
@@ -104,7 +104,7 @@ def test_validate_reports_every_error_with_file_and_line(tmp_path: Path, capsys:
         "12: profiles.quick.repeat: expected a positive integer, got 'zero'")]
     code, out, err = run_main(capsys, "validate", str(bad), "--json")
     found = json.loads(out)
-    assert code == 1 and found["ok"] is False and len(found["errors"]) == 8 and err == ""
+    assert code == 2 and found["ok"] is False and len(found["errors"]) == 8 and err == ""
     assert found["errors"][0].startswith(f"{bad}:3: colour: unknown key")
 
 

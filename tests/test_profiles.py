@@ -91,5 +91,5 @@ def test_validate_checks_the_tool_options_of_every_profile(tmp_path):
     path = write(tmp_path, BASE + "  long:\n    tools: {ab: {gnuplot: maybe}}\n")
     done = subprocess.run([str(REPO / ".venv" / "bin" / "toolbench"), "validate", str(path), "--profile", "quick"],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.strip().endswith(":22: tools.ab.gnuplot: expected bool, got 'maybe'")

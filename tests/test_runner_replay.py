@@ -118,10 +118,11 @@ def test_the_manifest_names_each_target_in_json(tmp_path):
     assert [t["name"] for t in stored["targets"]] == ["url"]
 
 
-def test_a_bundled_target_on_another_machine_is_refused_in_one_line(tmp_path):
+def test_a_bundled_target_out_of_reach_of_the_generator_is_refused_in_one_line(tmp_path):
     from toolbench.errors import ScenarioError
     text = ONE.replace("{url: 'http://127.0.0.1:9'}", "{server: nginx-static}")
-    text += "hosts: {target: {address: 10.0.0.7, user: bench}}\n"
-    with pytest.raises(ScenarioError, match=r"targets\.nginx-static: toolbench starts a `command` on hosts\.target"):
+    text += "hosts: {generator: {address: 10.0.0.7, user: bench}, target: {address: 127.0.0.1}}\n"
+    with pytest.raises(ScenarioError, match=r"targets\.nginx-static\.server: the bundled nginx-static listens on "
+                                            r"127\.0\.0\.1, out of reach of a generator at 10\.0\.0\.7"):
         run(load(tmp_path, text), tmp_path, [])
     assert not (tmp_path / "reports").exists()

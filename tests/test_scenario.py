@@ -227,7 +227,11 @@ def test_a_tool_path_for_no_known_program_is_an_error(tmp_path):
         plan.expand(s)
 
 
-def test_only_the_generator_has_tools(tmp_path):
+def test_the_target_host_places_only_the_programs_its_servers_run(tmp_path):
     text = HOST_TOOLS.replace("  generator:\n", "  target:\n")
-    with pytest.raises(ScenarioError, match=r"s.yaml:5: hosts.target.tools: unknown key"):
+    with pytest.raises(ScenarioError, match=r"s.yaml:5: hosts.target.tools.jmeter: unknown key \(expected one of "
+                                            r"python, nginx, uwsgi\)"):
         scenario.load(write(tmp_path, text))
+    s = scenario.load(write(tmp_path, text.replace("jmeter: /opt/jmeter/bin/jmeter", "nginx: /opt/nginx/sbin/nginx")))
+    assert s.target_host.tools == {"nginx": "/opt/nginx/sbin/nginx", "python": "/srv/bench venv/bin/python3"}
+    assert s.locations["hosts.target.tools.nginx"] == f"{tmp_path / 's.yaml'}:5"

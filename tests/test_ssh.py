@@ -3,7 +3,6 @@ The remote machine is this machine, so what it reports can be checked against th
 from __future__ import annotations
 
 import _thread
-import getpass
 import os
 import resource
 import shutil
@@ -12,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -23,93 +21,17 @@ from toolbench.adapters import ab
 from toolbench.errors import HostError
 from toolbench.hosts import Limit, LocalHost
 from toolbench.scenario import HostSpec
+from toolbench.servers import remote
 from toolbench.ssh import SSHHost, connect
 from toolbench.targets import RunningTarget, free_port
 
-SSHD = Path("/usr/sbin/sshd")
-LOGIN_NOFILE_SOFT = 1536  # set on sshd, so the login's limit differs from pytest's own
-
-
-@dataclass(frozen=True)
-class Sshd:
-    port: int
-    user: str
-    client_key: Path
-    host_key_pub: Path
-    known_hosts: Path  # lists the server's key
-    folder: Path
-
-    def spec(self, key: Path | None = None, port: int | None = None) -> HostSpec:
-        return HostSpec(address="127.0.0.1", port=port or self.port, user=self.user,
-                        key=str(key or self.client_key))
-
-
-def _keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
-
-
-def _login_limits() -> None:
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (LOGIN_NOFILE_SOFT, hard))
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    if not SSHD.exists() or shutil.which("ssh-keygen") is None:
-        pytest.skip("openssh-server is not installed (scripts/install.sh installs it)")
-    folder = tmp_path_factory.mktemp("sshd")
-    _keygen(folder / "host_key")
-    _keygen(folder / "client_key")
-    shutil.copy(folder / "client_key.pub", folder / "authorized_keys")
-    port = free_port()
-    (folder / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder}/host_key\n"
-        f"AuthorizedKeysFile {folder}/authorized_keys\nPidFile {folder}/sshd.pid\n"
-        "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\nLogLevel ERROR\n")
-    try:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation folder
-    except PermissionError:
-        pytest.skip("/run/sshd is missing and cannot be created (not root)")
-    log = open(folder / "sshd.log", "wb")
-    proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(folder / "sshd_config")],
-                            stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_login_limits)
-    try:
-        _wait_port(port, proc, folder / "sshd.log")
-        host_pub = (folder / "host_key.pub").read_text().split()
-        (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
-        yield Sshd(port, getpass.getuser(), folder / "client_key", folder / "host_key.pub",
-                   folder / "known_hosts", folder)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"sshd exited: {log.read_text()}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    pytest.fail("sshd did not listen within 10 s")
+from sshd_server import LOGIN_NOFILE_SOFT, Sshd, alive_remotely, keygen
 
 
 @pytest.fixture(scope="module")
 def host(sshd: Sshd) -> Iterator[SSHHost]:
     with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as h:
         yield h
-
-
-def _alive_remotely(sshd: Sshd, pid: int) -> bool:
-    """Asked over a second connection, as a separate machine would be. A zombie is dead: where
-    pid 1 does not reap orphans (some containers), the killed child stays one."""
-    script = 'kill -0 "$1" 2>/dev/null && ! grep -q "^State:[[:space:]]*Z" "/proc/$1/status"'
-    with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as other:
-        return other.capture(["sh", "-c", script, "sh", str(pid)]).exit_code == 0
 
 
 def test_label_names_user_address_and_port(host: SSHHost, sshd: Sshd) -> None:
@@ -142,7 +64,7 @@ def test_timeout_kills_the_remote_process_tree(host: SSHHost, sshd: Sshd, tmp_pa
                          stderr=tmp_path / "err", timeout_s=1.5)
     assert completed.timed_out and completed.exit_code is None
     child = int((tmp_path / "out").read_text())
-    assert not _alive_remotely(sshd, child)
+    assert not alive_remotely(sshd, child)
 
 
 def test_ctrl_c_kills_the_remote_tool_and_reports_interrupted(host: SSHHost, sshd: Sshd, tmp_path: Path) -> None:
@@ -162,7 +84,41 @@ def test_ctrl_c_kills_the_remote_tool_and_reports_interrupted(host: SSHHost, ssh
     finally:
         presser.join()
     assert completed.interrupted and completed.exit_code is None and not completed.timed_out
-    assert not _alive_remotely(sshd, int(out.read_text()))
+    assert not alive_remotely(sshd, int(out.read_text()))
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from toolbench.scenario import HostSpec
+from toolbench.ssh import SSHHost
+address, port, user, key, known, folder = sys.argv[1:]
+host = SSHHost(HostSpec(address=address, port=int(port), user=user, key=key), known_hosts=Path(known))
+running = host.start(["sh", "-c", "sleep 300 & sleep 300"], cwd="/", stdout=Path(folder) / "out",
+                     stderr=Path(folder) / "err")
+print(running.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_remote_process_dies_with_toolbench_killed_by_sigkill(sshd: Sshd, tmp_path: Path) -> None:
+    """No lifeline of this machine reaches the remote one: the channel's end is the signal."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, "127.0.0.1", str(sshd.port), sshd.user,
+                               str(sshd.client_key), str(sshd.known_hosts), str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        pgid = int(holder.stdout.readline())
+        assert alive_remotely(sshd, pgid)
+    finally:
+        holder.kill()
+        holder.wait()
+    # Both sleeps of its group, the backgrounded one too, end with the connection.
+    deadline = time.monotonic() + 60
+    with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as other:
+        while remote.members(other, pgid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert remote.members(other, pgid) == []
 
 
 def test_missing_program_and_missing_folder_are_host_errors(host: SSHHost, tmp_path: Path) -> None:
@@ -233,7 +189,7 @@ def test_unknown_host_key_is_refused_until_trusted_explicitly(sshd: Sshd, tmp_pa
 
 
 def test_changed_host_key_is_refused(sshd: Sshd, tmp_path: Path) -> None:
-    _keygen(tmp_path / "other")
+    keygen(tmp_path / "other")
     kind, key = (tmp_path / "other.pub").read_text().split()[:2]
     (tmp_path / "known_hosts").write_text(f"[127.0.0.1]:{sshd.port} {kind} {key}\n")
     with pytest.raises(HostError, match="host key changed"):
@@ -241,7 +197,7 @@ def test_changed_host_key_is_refused(sshd: Sshd, tmp_path: Path) -> None:
 
 
 def test_wrong_client_key_is_one_line(sshd: Sshd, tmp_path: Path) -> None:
-    _keygen(tmp_path / "stranger")
+    keygen(tmp_path / "stranger")
     with pytest.raises(HostError) as failed:
         SSHHost(sshd.spec(key=tmp_path / "stranger"), known_hosts=sshd.known_hosts)
     assert str(failed.value) == f"{sshd.user}@127.0.0.1:{sshd.port}: cannot connect: authentication failed (no key the server accepts)"

@@ -51,6 +51,7 @@ class RawOutput:
     exit_code: int | None = None
     files: dict[str, Path] = field(default_factory=dict)  # role -> path
     source: str | None = None  # a label for error messages, e.g. the file parsed
+    part: str | None = None  # one of several runs the files hold (Adapter.parts), or all of them
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ class Adapter(abc.ABC):
     # A tool known to hang now and then at the end of a run is killed at the hard limit
     # and run again, at most this many more times.
     retries_on_hang: ClassVar[int] = 0
+    # A tool toolbench only reads (`toolbench parse`) and never runs: supports() turns every
+    # cell away with the reason, and build() is never called.
+    read_only: ClassVar[bool] = False
 
     @property
     def program(self) -> str:
@@ -122,6 +126,12 @@ class Adapter(abc.ABC):
     def parse(self, raw: RawOutput) -> Measurement:
         """Reads the tool's output. Pure; raises only toolbench.errors.ParseError."""
 
+    def ramp_s(self, cell: "Cell") -> float:
+        """How long, from its first request, the tool takes to reach its steady rate in this
+        cell (a JVM's JIT, users spawned over time): a cell measured over a few times this
+        or less understates the tool's rate (toolbench.ramp). 0: none worth saying."""
+        return 0.0
+
     def timings(self, raw: RawOutput) -> "SecondTally | None":
         """Per-request times by the second each request started in, for percentiles over
         time. None when the tool gives no per-request timings with their second, or this
@@ -133,6 +143,18 @@ class Adapter(abc.ABC):
         """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`;
         `text` is the head of the file (its first 64 KiB), as a result file may be huge."""
         return "stdout"
+
+    def parts(self, raw: RawOutput) -> list[str]:
+        """The runs one output holds, when it holds several (a log appended to run after run),
+        for `toolbench parse`: each is read alone as `raw` with `part` set to its name. Names
+        are plain words (run1, run2...). Empty: the output is one run. Raises only ParseError."""
+        return []
+
+    def recognizes(self, path: Path, text: str) -> bool:
+        """Whether a file is this tool's output, from its head (as for classify), for
+        `toolbench parse` without --tool. Only a file that no other tool writes is to be
+        claimed: a companion (a stderr, a test plan) joins the run of a claimed file."""
+        return False
 
     def group_name(self, path: Path) -> str:
         """The run a file belongs to, for `toolbench parse` (see group_by_suffix)."""

@@ -39,6 +39,7 @@ def complete(m: Measurement) -> Measurement:
     notes = list(m.notes)
     if m.histogram is not None:
         latency = _from_histogram(m.histogram, m.histogram_resolution_ms, latency, mark, notes)
+    latency = _within_extremes(latency, lambda name: fidelity.__setitem__(name, Fidelity.DERIVED), notes)
     return dataclasses.replace(m, counts=counts, rates=rates, transfer=transfer, latency=latency,
                                fidelity=fidelity, notes=notes)
 
@@ -106,6 +107,30 @@ class Reach(str, enum.Enum):
     REFUSED = "refused"
     UNKNOWN = "unknown"
 
+def _within_extremes(latency: Latency, mark: Callable[..., None], notes: list[str]) -> Latency:
+    """A percentile a tool read from its own histogram (the top of a bucket) or rounded
+    can lie beyond its exact min or max by that rounding (p99.9 15.111 ms, max 15.109 ms):
+    no request took longer than the max, so it is set to the exact extreme. A value beyond
+    by more than the rounding is left for the invariants to refuse."""
+    changes = {}
+    for name, _ in PERCENTILES:
+        value = getattr(latency.percentiles, name)
+        if value is None:
+            continue
+        slack = (latency.resolution_ms or 0.0) + histogram.RELATIVE_STEP * value + 1e-9
+        for bound, beyond in ((latency.max_ms, latency.max_ms is not None and value > latency.max_ms),
+                              (latency.min_ms, latency.min_ms is not None and value < latency.min_ms)):
+            if beyond and bound is not None and abs(value - bound) <= slack:
+                changes[name] = bound
+                mark(f"latency.percentiles.{name}")
+    if not changes:
+        return latency
+    notes.append("percentiles beyond the exact min or max by less than their rounding set to it: "
+                 + ", ".join(f"{name} {getattr(latency.percentiles, name):g} -> {value:g} ms"
+                             for name, value in changes.items()))
+    return dataclasses.replace(latency, percentiles=dataclasses.replace(latency.percentiles, **changes))
+
+
 def _within(name: str, value: float, latency: Latency, step_ms: float | None, notes: list[str]) -> float:
     """A percentile read from per-request times rounded to a step (ab -g rounds 4.756 ms to
     5) can lie beyond the tool's exact figures by that rounding: above its max or a higher
@@ -146,9 +171,21 @@ def cell_status(m: Measurement | None, exit_code: int | None, *, timed_out: bool
     if m is None:
         return Status.FAILED, "no output to parse" + (f": {said}" if said else "")
     counts = m.counts
+    if counts_unknown(m):
+        # A file of request times alone (ab's -g or -e) tells that requests were answered,
+        # not how many ran or failed: unknown is not zero.
+        return Status.OK, f"counts unknown: the {m.tool} output read holds request times but no request counts"
     if counts.requests_ok == 0 or (counts.requests_ok is None and not counts.requests_total):
         return Status.FAILED, "no successful request: " + _why_no_success(m, said, wall_s, reach)
     return Status.OK, None
+
+
+def counts_unknown(m: Measurement) -> bool:
+    """No count at all, but request times: the tool's counts are in a file not given."""
+    counts = m.counts
+    timed = m.histogram is not None or m.latency.max_ms is not None or m.latency.percentiles.p50_ms is not None
+    return (timed and counts.requests_total is None and counts.requests_ok is None
+            and counts.requests_failed is None and not _failure_summary(counts))
 
 
 def counted_nothing(m: Measurement | None) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from toolbench import monitor, probe, serving, store
 from toolbench.adapter import Adapter, Found, RawOutput
@@ -12,6 +13,8 @@ from toolbench.hosts import Completed, Host, Running
 from toolbench.plan import Cell
 from toolbench.scenario import Scenario
 from toolbench.serving import Serving
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,19 @@ class Watched:
 
 def execute(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
             target: Serving) -> tuple[Completed, RawOutput, Watched]:
+    """The tool runs in the host's workspace with its watchers (see staged())."""
+
+    def run(argv: list[str], env: dict[str, str], tool_dir: Path) -> tuple[Completed, Watched]:
+        return _observed(argv, env, tool_dir, cell, workdir, host, scenario, target)
+
+    return staged(adapter, found, cell, workdir, host, run)
+
+
+def staged(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host,
+           run: Callable[[list[str], dict[str, str], Path], tuple[Completed, T]]) -> tuple[Completed, RawOutput, T]:
     """The tool runs in the host's workspace (on another machine, a folder there): its input
     files are staged there and its output files collected after, nothing to do on this
-    machine; stdout and stderr stream back live."""
+    machine; `run` starts it there, its stdout and stderr streaming into `workdir`."""
     tool_dir = host.workspace(workdir)
     outputs: list[str] = []  # nothing to collect should the build fail: the workspace goes all the same
     try:
@@ -39,15 +52,14 @@ def execute(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
             (workdir / name).write_text(content)
         host.stage(workdir, tool_dir, list(invocation.files))
         (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n")
-        completed, watched = _observed(invocation.argv, invocation.env, Path(tool_dir), cell, workdir, host,
-                                       scenario, target)
+        completed, extra = run(invocation.argv, invocation.env, Path(tool_dir))
     finally:
         host.collect(tool_dir, outputs, workdir)
     files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
     raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
                     stderr=(workdir / "stderr.txt").read_text(errors="replace"),
                     exit_code=completed.exit_code, files=files, source=str(workdir))
-    return completed, raw, watched
+    return completed, raw, extra
 
 
 def _observed(argv: list[str], env: dict[str, str] | None, tool_dir: Path, cell: Cell, workdir: Path, host: Host,

@@ -119,10 +119,16 @@ def merge(encoded: Iterable[str]) -> HdrHistogram:
     return total
 
 
-def percentiles_ms(hist: HdrHistogram) -> Percentiles:
+def percentiles_ms(hist: HdrHistogram, low_ms: float | None = None, high_ms: float | None = None) -> Percentiles:
+    """The percentiles of `hist`. Each is read as the top of its bucket, up to RELATIVE_STEP
+    above the value recorded: given the exact extremes, they are kept within them."""
     if hist.get_total_count() == 0:
         return Percentiles()
     values = {name: hist.get_value_at_percentile(p) / 1000.0 for name, p in PERCENTILES}
+    if high_ms is not None:
+        values = {name: min(value, high_ms) for name, value in values.items()}
+    if low_ms is not None:
+        values = {name: max(value, low_ms) for name, value in values.items()}
     return Percentiles(**values)
 
 

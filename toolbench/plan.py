@@ -30,6 +30,7 @@ class Cell:
     variant: str | None = None  # the scenario's name for a configured tool, e.g. `locust-2p`
     target: str = ""  # the name of its target in `Scenario.targets`
     target_in_id: bool = False  # the scenario has several targets: the id starts with the target's name
+    warmup_s: float = 0.0  # the unmeasured run before the cell (toolbench.warmup); 0: none
 
     @property
     def label(self) -> str:
@@ -61,6 +62,7 @@ def expand(scenario: Scenario) -> list[PlannedCell]:
     which runs that tool with its own options on top of the tool's."""
     known = registry.adapters()
     resolved = {name: _resolve(scenario, i, name, known) for i, name in enumerate(scenario.matrix.tool)}
+    warmups = {name: _warmup_s(scenario, name, adapter.name) for name, (adapter, _) in resolved.items()}
     _check_tools_section(scenario, known)
     _check_tool_paths(scenario, known)
     m = scenario.matrix
@@ -72,7 +74,8 @@ def expand(scenario: Scenario) -> list[PlannedCell]:
             cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,
                         repetition=rep, request=scenario.request, stop=scenario.stop,
                         timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options,
-                        variant=name if name != adapter.name else None, target=target, target_in_id=several)
+                        variant=name if name != adapter.name else None, target=target, target_in_id=several,
+                        warmup_s=warmups[name])
             planned.append(PlannedCell(cell, adapter.supports(cell)))
     return planned
 
@@ -88,6 +91,14 @@ def _resolve(scenario: Scenario, index: int, name: str, known: dict[str, Adapter
     adapter = known[tool]
     options = _options(scenario, tool, adapter) if name != tool else {}
     return adapter, options | _options(scenario, name, adapter)
+
+
+def _warmup_s(scenario: Scenario, name: str, tool: str) -> float:
+    """A variant's own `warmup`, else its tool's, else the scenario's."""
+    for given in (scenario.tools.get(name), scenario.tools.get(tool)):
+        if given is not None and given.warmup_s is not None:
+            return given.warmup_s
+    return scenario.warmup_s
 
 
 def _options(scenario: Scenario, name: str, adapter: Adapter) -> dict[str, Any]:
@@ -134,7 +145,7 @@ def _check_tools_section(scenario: Scenario, known: dict[str, Adapter]) -> None:
 
 def _check_tool_paths(scenario: Scenario, known: dict[str, Adapter]) -> None:
     """A path under `hosts.generator.tools` is for a program some adapter runs."""
-    programs = sorted({adapter.program for adapter in known.values()})
+    programs = sorted({adapter.program for adapter in known.values() if not adapter.read_only})  # k6: never run
     for program in scenario.generator.tools:
         if program not in programs:
             key = f"hosts.generator.tools.{program}"

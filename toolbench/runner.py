@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Protocol
 
 from toolbench import (derive, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe, registry,
-                       serving, ssh, store)
+                       serving, ssh, store, warmup)
 from toolbench.adapter import Adapter, Detection, Found, Missing, RawOutput
 from toolbench.execute import Watched, execute_with_retries
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
 from toolbench.hosts import Completed, Host, LocalHost
 from toolbench.plan import Cell, PlannedCell
+from toolbench.ramp import ramp_note, short_of_ramp
 from toolbench.scenario import Scenario
 from toolbench.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
                               RunResult, Status, Timing)
@@ -56,43 +57,56 @@ class RunSummary:
 def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         observer: Observer | None = None, host: Host | None = None, go_on: bool = False,
         known_hosts: Path | None = None, trust_new_key: bool = False,
-        start_target: TargetStarter | None = None) -> RunSummary:
+        start_target: TargetStarter | None = None, fail_fast: bool = False) -> RunSummary:
     """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
     unmet, unless `go_on`; the findings go into the manifest either way. `host` runs the
     tools and `start_target` starts the targets: by default the scenario's generator, and
-    toolbench.servers on this machine or a command on `hosts.target` over SSH."""
+    toolbench.servers on this machine or on `hosts.target` over SSH (there, the prerequisites
+    are checked and the ulimits raised too). With `fail_fast`, the first cell that fails or
+    times out ends the run (StoppedEarly)."""
     _check_hosts(scenario)
     with contextlib.ExitStack() as stack:
+        far: ssh.SSHHost | None = None
         if start_target is None and not scenario.target_host.is_local:
-            far = stack.enter_context(contextlib.closing(ssh.connect(
+            connected = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.target_host, known_hosts=known_hosts, trust_new_key=trust_new_key)))
-            start_target = serving.remote_starter(far)
+            assert isinstance(connected, ssh.SSHHost)
+            # The target's processes get the scenario's ulimits there, as the tools do on the generator.
+            far = connected.with_limits(scenario.prerequisites.ulimit)
+            start_target = serving.remote_starter(far, scenario.target_host.address, scenario.target_host.tools,
+                                                  scenario.locations)
         if host is None:
             host = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))
-        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target)
+        return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target,
+                       far, fail_fast)
 
 
 def _check_hosts(scenario: Scenario) -> None:
+    """A bundled stack listens on a loopback address when it runs here, or on a target host
+    named by one: out of reach of a generator elsewhere."""
+    target_loopback = scenario.target_host.is_local or _loopback(scenario.target_host.address)
+    generator_far = not scenario.generator.is_local and not _loopback(scenario.generator.address)
     for name, spec in scenario.targets.items():
-        if not scenario.target_host.is_local and spec.kind not in serving.REMOTE_KINDS:
-            raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}: toolbench starts a `command` "
-                                f"on hosts.target, not yet the bundled {spec.kind}; start it there and give its "
-                                "`url`")
-    loopback = scenario.generator.address in ("localhost", "::1") or scenario.generator.address.startswith("127.")
-    for name, spec in scenario.targets.items():
-        if not scenario.generator.is_local and spec.bundled and not loopback:
+        if spec.bundled and target_loopback and generator_far:
             raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}.server: the bundled {spec.kind} "
                                 f"listens on 127.0.0.1, out of reach of a generator at {scenario.generator.address}; "
                                 "give a `url` that machine can reach")
 
 
+def _loopback(address: str) -> bool:
+    return address in ("localhost", "::1") or address.startswith("127.")
+
+
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
-            go_on: bool, start_target: TargetStarter | None) -> RunSummary:
+            go_on: bool, start_target: TargetStarter | None, target_host: Host | None = None,
+            fail_fast: bool = False) -> RunSummary:
     # The tools get the scenario's ulimits: the limits are checked and applied in one place.
+    # A target host of its own is checked the same way: its server is what serves the connections.
     host = host.with_limits(scenario.prerequisites.ulimit)
     cells = plan.expand(scenario)
-    findings = prereq.check(host, scenario.prerequisites, max(scenario.matrix.concurrency))
+    findings = [finding for checked_host in (host, target_host) if checked_host is not None
+                for finding in prereq.check(checked_host, scenario.prerequisites, max(scenario.matrix.concurrency))]
     if prereq.blocking(findings) and not go_on:
         raise prereq.refusal(findings, scenario.source)
     run_dir = store.RunDir.open(resume) if resume else store.RunDir.create(reports_root, scenario.name)
@@ -116,12 +130,13 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
                     [repaired] if repaired else []):
                 warnings.warn(Notice(said), stacklevel=2)
             starter = start_target or serving.local_starter(life)
-            return _run_locked(scenario, cells, run_dir, observer, host, starter, checked, resumed if resume else None)
+            return _run_locked(scenario, cells, run_dir, observer, host, starter, checked, resumed if resume else None,
+                               fail_fast)
 
 
 def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.RunDir, observer: Observer, host: Host,
                 starter: TargetStarter, checked: manifest.Prerequisites,
-                resumed: manifest.Resumed | None) -> RunSummary:
+                resumed: manifest.Resumed | None, fail_fast: bool = False) -> RunSummary:
     """The run proper, with its folder locked. The manifest ends saying how the run ended:
     complete, interrupted, or failed with the error."""
     try:
@@ -137,7 +152,8 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
         run_dir.update_manifest(status=manifest.RunStatus.RUNNING)
-        interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer)
+        interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer,
+                                     _Progress(fail_fast=fail_fast))
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as exc:
@@ -159,14 +175,29 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
 class _Progress:
     index: int = 0  # cells seen, for the observer
     last_ran: bool = False  # the previous cell put load on a target: the next start cools down first
+    fail_fast: bool = False  # a failed cell ends the run
+
+    def finished(self, observer: Observer, run_dir: store.RunDir, result: RunResult) -> None:
+        observer.cell_finished(self.index, result)
+        self.index += 1
+        if self.fail_fast and result.outcome.status in (Status.FAILED, Status.TIMED_OUT):
+            raise StoppedEarly(run_dir.path, result.identity.cell_id, result.outcome.status)
+
+
+class StoppedEarly(ToolbenchError):
+    """`--fail-fast`: a cell failed, and the run ended there; the cells measured are kept."""
+
+    def __init__(self, run_dir: Path, cell_id: str, status: Status) -> None:
+        super().__init__(f"{cell_id} {status.value.replace('_', ' ')}, and --fail-fast ended the run there")
+        self.run_dir = run_dir
 
 
 def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
-                   found: dict[str, Detection], starter: TargetStarter, observer: Observer) -> bool:
+                   found: dict[str, Detection], starter: TargetStarter, observer: Observer,
+                   progress: _Progress) -> bool:
     """Each target in turn, started for its cells and stopped after them. A target that
     fails to start fails its cells with the reason, and the other targets run. True when
     the run was interrupted."""
-    progress = _Progress()
     # A resumed run keeps what its earlier part recorded of targets it does not start again.
     recorded = {t.name or t.label: t for t in run_dir.manifest().targets}
     for batch in serving.batches(scenario, todo, run_dir.path / "targets"):
@@ -200,8 +231,7 @@ def _fail_cells(scenario: Scenario, cells: list[PlannedCell], target: str, why: 
         result = _not_runnable(planned, found[planned.cell.tool], identity) or RunResult(
             identity, Outcome(Status.FAILED, error=why))
         run_dir.append(result)
-        observer.cell_finished(progress.index, result)
-        progress.index += 1
+        progress.finished(observer, run_dir, result)
 
 
 def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
@@ -223,8 +253,7 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
                                Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
         progress.last_ran = runnable
         run_dir.append(result)
-        observer.cell_finished(progress.index, result)
-        progress.index += 1
+        progress.finished(observer, run_dir, result)
         if result.outcome.status is Status.INTERRUPTED:
             return True
     return False
@@ -260,16 +289,24 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     assert isinstance(found, Found), "_not_runnable() stops a Missing tool"
     adapter = registry.get(cell.tool)
     workdir = run_dir.cell_dir(cell.id)
+    ramp_s = adapter.ramp_s(cell) or None
     started_at = store.utc_now()
     try:
+        warm, warm_notes = warmup.before(adapter, found, cell, workdir, host, run_dir.relative)
+        started_at = store.utc_now()  # the measured run starts after the warm-up
         completed, raw, watched, hangs = execute_with_retries(adapter, found, cell, workdir, host, scenario,
                                                               run_dir, target)
-    except HostError as exc:
-        return RunResult(identity, Outcome(Status.FAILED, error=str(exc)),
-                         Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
+    except (HostError, warmup.WarmupFailed) as exc:
+        failed = exc if isinstance(exc, warmup.WarmupFailed) else None
+        return RunResult(identity, Outcome(failed.status if failed else Status.FAILED,
+                                           error=failed.reason if failed else str(exc),
+                                           artifacts=warmup.artifacts(workdir, run_dir.relative)),
+                         Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())),
+                         warmup=warmup.asked(cell, workdir, run_dir.relative) if failed else None, ramp_s=ramp_s)
     ended_at = store.utc_now()
     artifacts = [Artifact(role="stdout", path=run_dir.relative(workdir / "stdout.txt")),
                  Artifact(role="stderr", path=run_dir.relative(workdir / "stderr.txt"))]
+    artifacts += warmup.artifacts(workdir, run_dir.relative) if warm else []
     artifacts += [Artifact(role=role, path=run_dir.relative(path)) for role, path in raw.files.items()]
     if watched.series is not None and watched.series.exists():
         artifacts.append(Artifact(role="monitor", path=run_dir.relative(watched.series)))
@@ -291,10 +328,13 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     server_cost = watched.server.summary(measurement.counts.requests_total if measurement else None)
     if measurement is None:
         return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
-                         notes=hangs, server_cost=server_cost)
+                         notes=warm_notes + hangs, server_cost=server_cost, warmup=warm, ramp_s=ramp_s)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
+    short = ([ramp_note(cell.label, timing.duration_s, ramp_s)]
+             if ramp_s and timing.duration_s is not None and short_of_ramp(timing.duration_s, ramp_s) else [])
     return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
-                     notes=hangs + _short_run_note(cell, completed.wall_s), server_cost=server_cost)
+                     notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short,
+                     server_cost=server_cost, warmup=warm, ramp_s=ramp_s)
 
 
 def _reach_if_nothing_counted(m: Measurement | None, completed: Completed, cell: Cell) -> derive.Reach | None:

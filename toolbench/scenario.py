@@ -7,14 +7,21 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolbench import httpvalues, names, profiles, yamlread
+from toolbench.criteria.spec import Criterion
+from toolbench.criteria.spec import from_node as criteria_from_node
 from toolbench.servers.spec import TargetSpec, parse_target
 from toolbench.errors import ScenarioError, ScenarioErrors
 from toolbench.yamlread import Node, attempt
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
-            "stop", "timeout", "repeat", "cooldown", "probe", "monitor", "tools", "compare", "profiles")
+            "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
+            "criteria")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
+
+
+# The programs the bundled stacks run on a target host, whose paths `hosts.target.tools` may give.
+TARGET_PROGRAMS = ("python", "nginx", "uwsgi")
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,7 @@ class ToolOptions:
     values: dict[str, Any]
     locations: dict[str, str]  # option key -> "file:line", for errors found later
     use: str | None = None  # set for a variant: the tool it configures (`locust-2p: {use: locust, ...}`)
+    warmup_s: float | None = None  # this tool's or variant's own `warmup`, over the scenario's
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,7 @@ class Scenario:
     timeout_s: float | None = None  # hard limit per cell; derived from `stop` when absent
     repeat: int = 1
     cooldown_s: float = 0.0
+    warmup_s: float = 0.0  # an unmeasured run of the cell's tool before each cell; 0: none
     probe: ProbeSpec = field(default_factory=ProbeSpec)
     monitor: MonitorSpec = field(default_factory=MonitorSpec)
     tools: dict[str, ToolOptions] = field(default_factory=dict)
@@ -125,6 +134,7 @@ class Scenario:
     compare: str = "tools"
     profile: str | None = None  # the profile applied, if any
     profiles: tuple[str, ...] = ()  # every profile the file declares
+    criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.criteria)
 
     def cell_timeout_s(self) -> float:
         """A hard limit that a healthy run never reaches."""
@@ -169,6 +179,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
     def key(name: str, read: Callable[[Node], Any], default: Any) -> Any:
         return attempt(lambda: read(top[name]), default) if name in top else default
 
+    matrix = key("matrix", lambda node: _matrix(node, locations, targets), None)
     return Scenario(
         name=key("name", Node.name, ""),
         source=str(path),
@@ -178,11 +189,12 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         prerequisites=key("prerequisites", _prerequisites, Prerequisites()),
         targets=targets or {},
         request=key("request", _request, RequestSpec()),
-        matrix=key("matrix", lambda node: _matrix(node, locations, targets), None),
+        matrix=matrix,
         stop=key("stop", _stop, StopSpec(duration_s=10.0)),
         timeout_s=key("timeout", Node.duration_s, None),
         repeat=key("repeat", Node.positive_int, 1),
         cooldown_s=key("cooldown", Node.duration_s, 0.0),
+        warmup_s=key("warmup", _warmup, 0.0),
         probe=key("probe", _probe, ProbeSpec()),
         monitor=key("monitor", _monitor, MonitorSpec()),
         tools=key("tools", _tools, {}),
@@ -191,6 +203,8 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         compare=key("compare", lambda node: node.choice(COMPARES), "tools"),
         profile=profile,
         profiles=declared,
+        criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())
+        if matrix is not None else (),
     )
 
 
@@ -202,9 +216,7 @@ def _hosts(node: Node, locations: dict[str, str]) -> dict[str, HostSpec]:
                 raise child.error("expected `local` or a mapping with address, port, user, key")
             hosts[role] = HostSpec()
             continue
-        # Only the generator runs load tools; the target host runs the target alone.
-        keys = child.items(("address", "port", "user", "key", "tools") if role == "generator"
-                           else ("address", "port", "user", "key"))
+        keys = child.items(("address", "port", "user", "key", "tools"))
         if "address" not in keys:
             raise child.error("missing required key 'address'")
         hosts[role] = HostSpec(
@@ -212,17 +224,19 @@ def _hosts(node: Node, locations: dict[str, str]) -> dict[str, HostSpec]:
             port=keys["port"].positive_int() if "port" in keys else 22,
             user=keys["user"].string() if "user" in keys else None,
             key=keys["key"].string() if "key" in keys else None,
-            tools=_tool_paths(keys["tools"], locations) if "tools" in keys else {},
+            tools=_tool_paths(keys["tools"], locations, TARGET_PROGRAMS if role == "target" else None)
+            if "tools" in keys else {},
         )
     return hosts
 
 
-def _tool_paths(node: Node, locations: dict[str, str]) -> dict[str, str]:
+def _tool_paths(node: Node, locations: dict[str, str], allowed: tuple[str, ...] | None = None) -> dict[str, str]:
     """`{jmeter: /opt/jmeter/bin/jmeter, python: /usr/bin/python3}`: paths on that host,
-    passed to it as one argument each, never through a shell. Whether a program name is one
-    an adapter runs is checked with the adapters (toolbench.plan)."""
+    passed to it as one argument each, never through a shell. On the generator, whether a
+    program name is one an adapter runs is checked with the adapters (toolbench.plan); on the
+    target host, the programs are those the bundled stacks run (`allowed`)."""
     paths = {}
-    for program, child in node.items().items():
+    for program, child in node.items(allowed).items():
         if why := names.problem(program):
             raise child.error(why)
         path = child.string()
@@ -359,6 +373,21 @@ def _stop(node: Node) -> StopSpec:
     return StopSpec(requests_per_connection=keys["requests_per_connection"].positive_int())
 
 
+# A warm-up longer than this is a typo (`warmup: 2m` meant as 2 s): it would hold every cell.
+MAX_WARMUP_S = 600.0
+
+
+def _warmup(node: Node) -> float:
+    """`warmup: 2s`: the cell's tool runs that long, unmeasured, before the cell; 0 or `none`
+    runs no warm-up (a profile or a variant turning the scenario's off)."""
+    if node.is_null() or node.scalar() == "none":
+        return 0.0
+    value = node.duration_s()
+    if value > MAX_WARMUP_S:
+        raise node.error(f"expected a warm-up of at most {MAX_WARMUP_S:g}s, got {value:g}s")
+    return value
+
+
 PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",
               "enabled")
 MONITOR_KEYS = ("interval", "enabled")
@@ -414,10 +443,12 @@ def _tools(node: Node) -> dict[str, ToolOptions]:
         if options is None:
             continue
         use = options.pop("use").name() if "use" in options else None
+        warmup = attempt(lambda node=options.pop("warmup"): _warmup(node), None) if "warmup" in options else None
         tools[tool] = ToolOptions(
             values={k: v.scalar() for k, v in options.items()},
             locations={k: f"{v.file}:{v.line}" for k, v in options.items()}
             | {"": f"{child.file}:{child.line}"},
             use=use,
+            warmup_s=warmup,
         )
     return tools

@@ -300,6 +300,20 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class Warmup:
+    """The unmeasured run of the same tool, against the same target with the same
+    concurrency, keep-alive and request, just before the cell (the scenario's `warmup`). Its
+    output is kept in `path` and never parsed into the result. It warms the target and the
+    machine, not the tool's own next process: a tool's ramp (its JVM's JIT, Locust's spawn)
+    is in the cell all the same (see RunResult.ramp_s)."""
+
+    duration_s: float  # as asked of the tool
+    wall_s: float | None = None  # as toolbench measured it, around the tool's process
+    ended_at: str | None = None  # ISO 8601, UTC: before the cell's measured run started
+    path: str | None = None  # its raw folder, relative to the run directory
+
+
+@dataclass(frozen=True)
 class Outcome:
     status: Status
     exit_code: int | None = None
@@ -377,6 +391,10 @@ class RunResult:
     probe: ProbeSummary | None = None
     notes: list[str] = field(default_factory=list)  # toolbench's own; the tool's are in measurement.notes
     server_cost: ServerCost | None = None  # the target's cost, when toolbench started and watched it
+    warmup: Warmup | None = None  # None: no warm-up preceded the cell
+    # The tool's known ramp (toolbench.adapter.Adapter.ramp_s) when it has one: a cell
+    # measured over less than toolbench.ramp.RAMP_MULTIPLE times it is flagged.
+    ramp_s: float | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

@@ -10,19 +10,18 @@ import itertools
 import os
 import shlex
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator
+from typing import Callable, ContextManager, Iterator, Mapping
 
-from toolbench.errors import TargetError
-from toolbench.hosts import Host
 from toolbench.lifeline import Lifeline, watching
 from toolbench.manifest import TargetRecord
 from toolbench.plan import PlannedCell
 from toolbench.scenario import Scenario
 from toolbench.schema import ServerCost
-from toolbench.servers import cost, stacks
-from toolbench.servers.process import RunningTarget
+from toolbench.servers import cost, remote, stacks
+from toolbench.servers.process import RunningTarget, Sampler
 from toolbench.servers.ready import wait_until_ready
 from toolbench.servers.spec import TargetSpec
+from toolbench.ssh import SSHHost
 
 # (spec, its folder in the run, the highest concurrency it will serve) -> the running target
 TargetStarter = Callable[[TargetSpec, Path, int], ContextManager[RunningTarget]]
@@ -39,21 +38,26 @@ def local_starter(life: Lifeline | None) -> TargetStarter:
     return start
 
 
-REMOTE_KINDS = ("command", "url")
 _LOGS = ("target.stdout.txt", "target.stderr.txt")
 
 
-def remote_starter(host: Host) -> TargetStarter:
-    """Targets on another machine (`hosts.target`): a command started there in a process group
-    of its own, in a folder of its own, its output kept there and fetched when it stops;
-    checked ready from this machine; stopped by killing its group. Its cost is not sampled
-    there (absent). The bundled stacks are not started on other machines."""
+def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str],
+                   places: Mapping[str, str]) -> TargetStarter:
+    """Targets on another machine (`hosts.target`, at `address`, its programs at `tools`,
+    given at `places` (file:line) in the scenario):
+    a bundled stack (toolbench.servers.remote) or a command, each started there in process
+    groups of its own, in a folder of its own, its output kept there and fetched when it
+    stops; checked ready from this machine; stopped by killing its groups. A bundled stack's
+    cost is sampled there; a command's is not (absent)."""
 
     @contextlib.contextmanager
     def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
-        if spec.kind not in REMOTE_KINDS or spec.url is None:
-            raise TargetError(f"{spec.display}: the bundled {spec.kind} is not started on {host.label}")
+        if spec.bundled:
+            with remote.start(host, spec, workdir, max_concurrency, address, tools, places) as target:
+                yield target
+            return
         workdir.mkdir(parents=True, exist_ok=True)
+        assert spec.url is not None, "a command or a URL target has its url (servers.spec)"
         if spec.command is None:
             wait_until_ready(spec.ready, spec.url, spec.name or "target")
             yield RunningTarget(base_url=spec.url, label=spec.display)
@@ -126,9 +130,12 @@ class CellWatch:
 
     def __init__(self, scenario: Scenario, spec: TargetSpec, target: RunningTarget, series: Path) -> None:
         enabled = scenario.monitor.enabled and bool(target.pids)
-        self._monitor = cost.ServerMonitor(target.pids, target.port, scenario.monitor.interval_s,
-                                           series) if enabled else None
-        self._workers = spec.workers(len(os.sched_getaffinity(0)))
+        self._monitor: Sampler | None = None
+        if enabled and target.sampler is not None:  # it runs on another machine: sampled there
+            self._monitor = target.sampler(scenario.monitor.interval_s, series)
+        elif enabled:
+            self._monitor = cost.ServerMonitor(target.pids, target.port, scenario.monitor.interval_s, series)
+        self._workers = spec.workers(target.cores or len(os.sched_getaffinity(0)))
         self.report: cost.ServerReport | None = None
         self.series = series if enabled else None
 

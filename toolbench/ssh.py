@@ -188,7 +188,7 @@ class SSHHost:
     def _start(self, argv: Sequence[str], cwd: str | PurePath | None, out: IO[bytes], err: IO[bytes],
                env: Mapping[str, str] | None, close_after: bool = False) -> RemoteProcess:
         line = launch_line(argv, cwd, env, self._prlimit_args())
-        channel = self._exec(line)
+        channel = self._exec(line, keep_input=True)  # its watcher's lifeline (ssh_process._WATCHED)
         return RemoteProcess(self.label, argv[0], channel, out, err, self._kill_group, close_after)
 
     def _kill_group(self, pgid: int) -> None:
@@ -200,14 +200,16 @@ class SSHHost:
         except HostError:
             pass  # the link is gone: nothing more can be done from here
 
-    def _exec(self, command_line: str, timeout_s: float = CONNECT_TIMEOUT_S) -> paramiko.Channel:
+    def _exec(self, command_line: str, timeout_s: float = CONNECT_TIMEOUT_S,
+              keep_input: bool = False) -> paramiko.Channel:
         transport = self._client.get_transport()
         if transport is None or not transport.is_active():
             raise HostError(f"{self.label}: the connection is closed")
         try:
             channel = transport.open_session(timeout=timeout_s)
             channel.exec_command(command_line)
-            channel.shutdown_write()  # the tool's stdin is empty, as /dev/null is locally
+            if not keep_input:
+                channel.shutdown_write()  # the script's stdin is empty, as /dev/null is locally
         except (paramiko.SSHException, OSError) as exc:
             raise HostError(f"{self.label}: cannot run a command: {_why(exc, timeout_s)}") from None
         return channel

@@ -16,11 +16,20 @@ import paramiko
 from toolbench.errors import HostError
 from toolbench.hosts import Completed
 
-# Run inside a fresh session (setsid), so the shell's pid is the process group of the
-# tool and of everything it starts. The group id is the first line on stdout; the
+# Run inside a fresh session (setsid, see _WATCHED), so the shell's pid is the process
+# group of the tool and of everything it starts. The group id is the first line on stdout; the
 # tool then replaces the shell under the same pid. A missing program is told apart
 # from a tool that exits 127 by the group id never being printed.
 _LAUNCH = 'command -v "$1" >/dev/null 2>&1 || { echo "$1: not found" >&2; exit 127; }; echo "$$"; exec "$@"'
+# The lifeline over SSH: _LAUNCH ($0) runs in a session of its own with /dev/null as its
+# input, while a watcher reads the channel's input, which toolbench never closes: it ends
+# only when the channel does, toolbench killed with -9 included, and then the watcher kills
+# the group. When the tool ends first, the watcher is stopped (its `cat` ends with the
+# channel, harmlessly). A background job of a shell without job control does not lead a
+# process group, so setsid makes the session without forking: $! is the group's id.
+_WATCHED = ('exec 3<&0 </dev/null; setsid sh -c "$0" sh "$@" & pg=$!; '
+            '{ cat >/dev/null; kill -KILL "-$pg"; } <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; '
+            'wait "$pg"; rc=$?; kill "$w" 2>/dev/null; exit "$rc"')
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _START_TIMEOUT_S = 30.0
 # After the tool exits: how long its last output may take to arrive.
@@ -45,7 +54,7 @@ def launch_line(argv: Sequence[str], cwd: str | PurePath | None, env: Mapping[st
         if bad:
             raise HostError(f"environment variable name {bad[0]!r} cannot be passed to a remote shell")
         words += ["env", *(f"{name}={value}" for name, value in env.items())]
-    words += ["setsid", "-w", "sh", "-c", _LAUNCH, "sh", *argv]
+    words += ["sh", "-c", _WATCHED, _LAUNCH, *argv]
     lines.append(" ".join(shlex.quote(word) if i else word for i, word in enumerate(words)))
     return "\n".join(lines)
 
@@ -167,6 +176,28 @@ class RemoteProcess:
         lines = stderr_head.decode(errors="replace").strip().splitlines()
         why = lines[-1] if lines else f"exit status {channel.recv_exit_status()}"
         return HostError(f"{self._label}: cannot start {self._program}: {why}")
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit status once it has exited (as Popen's), else None; -1 for a lost connection."""
+        channel = self._streams.channel
+        if channel.exit_status_ready():
+            return channel.recv_exit_status()
+        return -1 if channel.closed else None
+
+    def poll(self) -> int | None:
+        """As Popen.poll(): moves its output along and says whether it has exited."""
+        if not self._streams.channel.closed:
+            self._streams.drain()
+        return self.returncode
+
+    def pump_until(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Moves its output into the local files until done() (e.g. a line there says it is
+        ready), it exits, or timeout_s pass; True when done()."""
+        channel = self._streams.channel
+        self._streams.pump_until(lambda: done() or channel.exit_status_ready() or channel.closed,
+                                 time.monotonic() + timeout_s)
+        return done()
 
     def wait(self, timeout_s: float) -> Completed:
         """Waits up to timeout_s from the start, then kills the remote group. Whatever the

@@ -3,24 +3,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 import warnings
 from pathlib import Path
 
 from toolbench import derive, invariants, registry, store
-from toolbench.adapter import Adapter, Found, raw_from_files
+from toolbench.adapter import Adapter, Found, RawOutput, raw_from_files
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
 from toolbench.schema import Identity, Outcome, RunResult
 
-EXIT_INVALID = 1  # a scenario that does not validate
+EXIT_INVALID = 2  # a scenario that does not validate (README, "Exit codes")
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench import runner, scenario
+    from toolbench import plan, runner, scenario
+    from toolbench.cli.check_cmd import finish_run
     from toolbench.cli.progress import ProgressObserver
     from toolbench.cli.signals import StopOnSignals
-    from toolbench.report import render
 
     reports_dir = args.reports_dir
     if args.reports_dir_old is not None:
@@ -29,36 +30,31 @@ def run(args: argparse.Namespace) -> int:
         reports_dir = args.reports_dir_old
     with StopOnSignals() as stop:
         loaded = scenario.load(args.scenario, args.profile)
+        planned = [c.cell.id for c in plan.expand(loaded)]
         show = not (args.no_progress or args.quiet or args.json) and sys.stderr.isatty()
         try:
             with ProgressObserver(enabled=show, quiet=args.quiet or args.json) as observer:
                 summary = runner.run(loaded, reports_dir, resume=args.resume, observer=observer,
                                      go_on=args.go_on, known_hosts=args.known_hosts,
-                                     trust_new_key=args.trust_new_host_key)
+                                     trust_new_key=args.trust_new_host_key, fail_fast=args.fail_fast)
+        except runner.StoppedEarly as exc:
+            print(f"toolbench: {exc}", file=sys.stderr)
+            return finish_run(args, loaded.criteria, exc.run_dir, planned)
         except Interrupted as exc:
             # What was measured before the stop is on disk: render it, then say how the run ended.
             by = stop.received.name if stop.received else None
             try:
-                report = render.render_run(Path(str(exc.run_dir)))
+                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                    finish_run(args, loaded.criteria, Path(str(exc.run_dir)), planned, interrupted=True)
             except ToolbenchError as problem:
                 warnings.warn(Notice(f"the report was not rendered: {problem}"), stacklevel=1)
-            else:
-                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-                    print(report, flush=True)
             raise Interrupted(exc.run_dir, by) from None
-        results = store.RunDir.open(summary.run_dir).results()
-        report = render.render_run(summary.run_dir)
-        if args.json:
-            _print_json({"run_dir": str(summary.run_dir.resolve()), "report": str(report),
-                         "cells": [_cell_summary(r) for r in results]})
-            return 0
-        if not args.quiet:
-            _print_results_table(results)
-        print(report)
-    return 0
+        if not (args.quiet or args.json):
+            _print_results_table(store.RunDir.open(summary.run_dir).results())
+        return finish_run(args, loaded.criteria, summary.run_dir, planned)
 
 
-def _cell_summary(r: RunResult) -> dict[str, object]:
+def cell_summary(r: RunResult) -> dict[str, object]:
     """A cell in `run --json`: what a pipeline checks first; `toolbench export` has the rest."""
     from toolbench.stats import throughput
 
@@ -69,7 +65,7 @@ def _cell_summary(r: RunResult) -> dict[str, object]:
             "p99_ms": m.latency.percentiles.p99_ms}
 
 
-def _print_json(value: object) -> None:
+def print_json(value: object) -> None:
     try:
         print(json.dumps(value, indent=2, allow_nan=False))
     except ValueError as exc:
@@ -77,7 +73,7 @@ def _print_json(value: object) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
-    from toolbench import plan, scenario
+    from toolbench import plan, ramp, scenario
     from toolbench.errors import ScenarioError
 
     try:
@@ -88,27 +84,33 @@ def validate(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         if not args.json:
             raise
-        _print_json({"scenario": str(args.scenario), "ok": False, "errors": list(getattr(exc, "problems", [str(exc)]))})
+        print_json({"scenario": str(args.scenario), "ok": False, "errors": list(getattr(exc, "problems", [str(exc)]))})
         return EXIT_INVALID
     unsupported = [c for c in cells if not c.support.ok]
     if args.json:
-        _print_json({"scenario": str(args.scenario), "profile": loaded.profile, "ok": True, "errors": [],
+        print_json({"scenario": str(args.scenario), "profile": loaded.profile, "ok": True, "errors": [],
                      "cells": [{"cell": c.cell.id, "runs": c.support.ok, "reason": c.support.reason or None}
                                for c in cells]})
         return 0
     if args.quiet:
         return 0
     for planned in cells:
-        state = "run" if planned.support.ok else f"unsupported: {planned.support.reason}"
+        warm = f" after a {planned.cell.warmup_s:g}s warm-up" if planned.cell.warmup_s else ""
+        state = f"run{warm}" if planned.support.ok else f"unsupported: {planned.support.reason}"
         print(f"  {planned.cell.id:<32} {state}")
+    for said in ramp.plan_warnings(cells):
+        warnings.warn(Notice(said), stacklevel=1)
     profile = f" (profile {loaded.profile})" if loaded.profile else ""
     print(f"{args.scenario}{profile}: ok, {len(cells)} cells, {len(unsupported)} unsupported")
     return 0
 
 
 def parse(args: argparse.Namespace) -> int:
-    adapter = registry.get(args.tool)
-    results = [_parse_group(adapter, name, paths) for name, paths in _group(adapter, args.files).items()]
+    from toolbench.runs_found import runs
+
+    tool = registry.get(args.tool) if args.tool else None
+    results = [result for run in runs(args.files, registry.adapters(), tool)
+               for result in results_of(run.adapter, run.name, run.paths)]
     if args.format == "json":
         # NaN and Infinity are not JSON: the invariants keep them out, and if one ever got
         # through, this refuses to print it rather than write a file no reader accepts.
@@ -126,26 +128,24 @@ def parse(args: argparse.Namespace) -> int:
     return 0
 
 
-def _group(adapter: Adapter, paths: list[Path]) -> dict[str, list[Path]]:
-    groups: dict[str, list[Path]] = {}
-    for path in paths:
-        if not path.is_file():
-            raise ToolbenchError(f"{path}: no such file")
-        try:
-            name = adapter.group_name(path)
-        except Exception as exc:  # a plug-in's group_name() may fail in any way
-            raise ParserCrash(adapter.name, exc) from exc
-        groups.setdefault(name, []).append(path)
-    return groups
-
-
-def _parse_group(adapter: Adapter, name: str, paths: list[Path]) -> RunResult:
+def results_of(adapter: Adapter, name: str, paths: list[Path]) -> list[RunResult]:
+    """The result of each run the files hold: one, or one per part (a log of many runs)."""
     try:
         raw = raw_from_files(adapter, name, paths)
+        parts = adapter.parts(raw)
     except OSError as exc:
         raise ToolbenchError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    except Exception as exc:  # a plug-in's classify() may fail in any way
+    except ToolbenchError:
+        raise
+    except Exception as exc:  # a plug-in's classify() or parts() may fail in any way
         raise ParserCrash(adapter.name, exc) from exc
+    if not parts:
+        return [_parse_group(adapter, name, raw)]
+    return [_parse_group(adapter, f"{name}-{part}", dataclasses.replace(raw, part=part, source=f"{name} ({part})"))
+            for part in parts]
+
+
+def _parse_group(adapter: Adapter, name: str, raw: RawOutput) -> RunResult:
     measurement = invariants.parse_checked(adapter, raw)
     status, error = derive.cell_status(measurement, 0, timed_out=False, interrupted=False, timeout_s=0,
                                  stderr=raw.stderr)
@@ -170,7 +170,7 @@ def tools(args: argparse.Namespace) -> int:
     for name, why in registry.broken().items():
         listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": f"adapter broken: {why}"})
     if args.json:
-        _print_json(listed)
+        print_json(listed)
     for tool in listed if not args.json else ():
         if args.quiet:
             if tool["found"]:

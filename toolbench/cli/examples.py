@@ -31,6 +31,10 @@ EXAMPLES = {
     "report": """examples:
   toolbench report reports/quickstart-20261130T011015Z     # writes RUN_DIR/report.html
   toolbench report RUN_A RUN_B -o compare.html             # two runs side by side""",
+    "check": """examples:
+  toolbench check reports/quickstart-20261130T011015Z     # the scenario's own criteria, again
+  toolbench check RUN_DIR --criteria 'p99_ms < 50' --criteria 'error_rate < 1%' --junit criteria.xml
+  toolbench check RUN_DIR --criteria 'engine.rps >= 0.95 * ab.rps' --fail-on criteria""",
     "publish": """examples:
   toolbench publish reports --site site                   # reports and results only, redacted
   toolbench publish reports --site site --with-raw        # the tools' raw output too

@@ -10,17 +10,18 @@ from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
 from toolbench.cli import signals
-from toolbench.errors import Interrupted, Notice, ToolbenchError, UsageError
+from toolbench.errors import Interrupted, Notice, ScenarioError, ToolbenchError, UsageError
 
-# Exit codes (README, "Run a scenario"): 0 done; 1 an error, said in one line; 2 a usage
-# error (argparse); 128 + the signal's number when a run was stopped: 130 Ctrl-C (SIGINT),
-# 143 SIGTERM, 129 SIGHUP.
+# Exit codes (README, "Exit codes"): 0 done; 1 an error, said in one line (and a criterion
+# not met, toolbench.cli.check_cmd); 2 a usage error (argparse) or a scenario error; 3 cells
+# failed; 128 + the signal's number when a run was stopped: 130 Ctrl-C (SIGINT), 143 SIGTERM,
+# 129 SIGHUP.
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from toolbench.cli import commands, examples
+    from toolbench.cli import check_cmd, commands, examples
 
     parser = argparse.ArgumentParser(prog="toolbench", description="Load-tool meta-benchmark and result normalizer.",
                                      epilog=examples.TOP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SSH known_hosts to check a remote generator's key against, besides ~/.ssh/known_hosts")
     p.add_argument("--trust-new-host-key", action="store_true",
                    help="accept a remote generator's key never seen before, and record it")
+    check_cmd.add_run_arguments(p)
     p.set_defaults(func=commands.run)
 
     p = command("validate", "check a scenario and show its plan")
@@ -57,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.validate)
 
     p = command("parse", "normalize existing tool output, running nothing")
-    p.add_argument("--tool", required=True)
+    p.add_argument("--tool", help="the tool that wrote the files (default: told from their content)")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
     p.add_argument("--format", choices=("json", "csv", "table"), default="json")
     p.set_defaults(func=commands.parse)
@@ -104,9 +106,9 @@ def _version() -> str:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    from toolbench.cli import completion, export_cmd, prereq_cmd
+    from toolbench.cli import check_cmd, completion, export_cmd, prereq_cmd
 
-    found = [prereq_cmd.add_parser, export_cmd.add_parser, completion.add_parser]
+    found = [prereq_cmd.add_parser, check_cmd.add_parser, export_cmd.add_parser, completion.add_parser]
     try:
         from toolbench.engine.command import add_parser
     except ImportError:
@@ -141,6 +143,10 @@ def _call(args: argparse.Namespace) -> int:
         return signals.exit_code(exc.by)
     except UsageError as exc:
         _say(f"toolbench: error: {exc}")
+        return EXIT_USAGE
+    except ScenarioError as exc:
+        for problem in getattr(exc, "problems", None) or [str(exc)]:  # a scenario's every error, a line each
+            _say(f"toolbench: error: {problem}")
         return EXIT_USAGE
     except ToolbenchError as exc:
         for problem in getattr(exc, "problems", None) or [str(exc)]:  # a scenario's every error, a line each

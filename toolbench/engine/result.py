@@ -156,7 +156,7 @@ def _latency(hist: HdrHistogram, moments: Moments) -> Latency:
     return Latency(
         min_ms=_ms(moments.min_us), mean_ms=_ms(moments.sum_us / moments.count) if moments.count else None,
         max_ms=_ms(moments.max_us), stdev_ms=_stdev_ms(moments),
-        percentiles=histogram.percentiles_ms(hist), resolution_ms=0.001)
+        percentiles=histogram.percentiles_ms(hist, _ms(moments.min_us), _ms(moments.max_us)), resolution_ms=0.001)
 
 
 def _failure_note(results: list[WorkerResult]) -> str | None:

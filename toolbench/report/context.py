@@ -28,7 +28,7 @@ class RunView:
     manifest: Manifest
     results: list[RunResult]
     raw_kept: bool = True  # the raw files are beside the records (a site published without them has none)
-    path: Path | None = None  # the run folder, where its raw files are; None: not on disk
+    path: Path | None = None  # the run folder: its raw files, records beside the results (criteria.json)
 
     def raw_file(self, relative: str) -> Path | None:
         """A file the run stored (an artifact's path), only inside the run folder; None otherwise."""

@@ -2,6 +2,8 @@
 tool's resolution reads as "<1 ms", not as 0."""
 from __future__ import annotations
 
+from toolbench.ramp import RAMP_MULTIPLE
+
 ABSENT = "—"
 
 
@@ -55,6 +57,10 @@ def when(iso: str | None) -> str:
 
 def yes_no(value: bool | None, yes: str = "on", no: str = "off") -> str:
     return ABSENT if value is None else (yes if value else no)
+
+
+SHORT_OF_RAMP = (f"measured over less than {RAMP_MULTIPLE:g} times the tool's ramp to its steady rate: "
+                 "the rate is understated")
 
 
 def resolution_flag(value: float | None, resolution: float | None) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from toolbench.report import (compare, cost, environment, failed_requests, latency, latency_time, latency_views, perf,
                               ranking, results, targets, truth, verdict)
 from toolbench.report.context import Context, RunView
+from toolbench.report.criteria_section import criteria_section
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
 
 
@@ -46,6 +47,7 @@ def build(runs: list[RunView]) -> ReportData:
     statuses = Counter(r.outcome.status.value.replace("_", " ") for _, r in ctx.results)
     sections = [
         environment.environment_section(ctx),
+        *[s for s in (criteria_section(ctx),) if s is not None],
         ranking.ranking_section(ctx),
         *[s for s in (targets.targets_section(ctx),) if s is not None],
         perf.peaks_section(ctx),

@@ -13,9 +13,11 @@ from toolbench import store
 from toolbench.errors import ToolbenchError
 from toolbench.report import compare, model
 from toolbench.report.context import RunView
+from toolbench.report.fmt import SHORT_OF_RAMP
 
 # Marks shown beside a flagged value, so that no flag is told by colour alone.
-FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!"}
+FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!", "unknown": "?",
+              SHORT_OF_RAMP: "⏱"}
 
 
 def environment() -> jinja2.Environment:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from toolbench import stats
+from toolbench import ramp, stats
 from toolbench.report import fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.cost import cpu_us_per_request
@@ -56,7 +56,8 @@ def results_section(ctx: Context) -> Section:
            if all(run.raw_kept for run in ctx.runs) else "The tools' raw output is not part of this copy.")
     missing = f" No {' or '.join(left_out)} data were recorded, so those columns are left out." if left_out else ""
     intro = f"Every cell as stored. {raw}{missing}"
-    points = tuple(f"{tool}: {note}." for tool, notes in sorted(shared.items()) for note in notes)
+    points = _warmup_points(ctx) + tuple(f"{tool}: {note}." for tool, notes in sorted(shared.items())
+                                         for note in notes)
     return Section("results", "All results", intro=intro, points=points,
                    tables=(Table(tuple(cols), rows, css="results"),))
 
@@ -77,7 +78,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
         num(str(r.identity.repetition), r.identity.repetition), text(r.outcome.status.value.replace("_", " ")),
         num(fmt.number(r.measurement.counts.requests_total), r.measurement.counts.requests_total),
         num(fmt.number(r.measurement.counts.requests_failed), r.measurement.counts.requests_failed),
-        num(fmt.number(rps), rps, derived=rps is not None and stats.throughput_derived(r)),
+        num(fmt.number(rps), rps, derived=rps is not None and stats.throughput_derived(r), flag=_ramp_flag(r)),
         num(fmt.number(tried), tried, derived=r.measurement.rates.rps is None and tried is not None),
         num(fmt.percent(errors), errors),
         _mean(lat), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
@@ -94,6 +95,27 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
     values.append(Value("" if links else fmt.ABSENT, links=links))
     return Row(tuple(values), bad=r.outcome.status not in NOT_BAD, error=r.outcome.error or "",
                note="; ".join(n for n in r.all_notes if n not in shared))
+
+
+def _ramp_flag(r: RunResult) -> str:
+    short = r.ramp_s is not None and ramp.short_of_ramp(r.measurement.timing.duration_s, r.ramp_s)
+    return fmt.SHORT_OF_RAMP if short else ""
+
+
+def _warmup_points(ctx: Context) -> tuple[str, ...]:
+    """What ran before the cells, unmeasured, and which cells were too short for their tool's ramp."""
+    ran = [r for _, r in ctx.results if r.outcome.status not in (Status.UNSUPPORTED, Status.TOOL_MISSING)]
+    warmed = sorted({r.warmup.duration_s for r in ran if r.warmup is not None})
+    said = []
+    if warmed:
+        which = "Each cell" if all(r.warmup is not None for r in ran) else "The cells whose result records one"
+        said.append(f"{which} ran after a warm-up of {' or '.join(f'{s:g} s' for s in warmed)}: its own tool, "
+                    "unmeasured, against the same target with the same concurrency, keep-alive and request "
+                    "(output in the cell's warmup/ folder). It warms the target, not the tool's next process.")
+    if any(_ramp_flag(r) for r in ran):
+        said.append(f"⏱ marks a rate {fmt.SHORT_OF_RAMP} (JMeter's JIT, Locust's spawn; the cell's note says "
+                    f"by how much): run such cells {ramp.RAMP_MULTIPLE:g} ramps or longer.")
+    return tuple(said)
 
 
 def _mean(lat: Latency) -> Value:

@@ -5,11 +5,13 @@ between a sample taken at start() and one at stop(), so they cover exactly the c
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from toolbench.monitor import TCP_MIN_INTERVAL_S, peak, tree_peaks, write_series
 from toolbench.monitor_read import ServerTcpSample, ToolSample, TreeState, read_server_tcp, read_tool, ss_available
@@ -125,6 +127,38 @@ class ServerMonitor:
             return None
         return ToolSample(*(round(sum(getattr(s, f.name) for s in present), 3)
                             for f in dataclasses.fields(ToolSample) if f.name != "socket_inodes"))
+
+
+# The figures of a ServerReport besides its samples, as the sampler on another machine prints them.
+REPORT_FIELDS = ("interval_s", "wall_s", "cpu_user_s", "cpu_system_s", "monitor_cpu_s", "notes")
+
+
+def report_figures(report: ServerReport) -> dict[str, Any]:
+    return {name: getattr(report, name) for name in REPORT_FIELDS}
+
+
+def read_report(figures: dict[str, Any], series: Path | None) -> ServerReport:
+    """A ServerReport from another machine: its figures, and its samples as write_series wrote them."""
+    samples = []
+    if series is not None:
+        for line in series.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            tree, tcp = row.get("tree"), row.get("tcp")
+            samples.append(ServerSample(float(row["t_s"]), ToolSample(**tree) if tree else None,
+                                        ServerTcpSample(**tcp) if tcp else None))
+    notes = figures.get("notes")
+    return ServerReport(samples, **{name: _figure(figures, name) for name in REPORT_FIELDS if name != "notes"},
+                        notes=[str(n) for n in notes] if isinstance(notes, list) else [])
+
+
+def _figure(figures: dict[str, Any], name: str) -> float | None:
+    """A figure from another machine's sampler: a finite, non-negative number, or absent."""
+    value = figures.get(name)
+    if value is None and name in ("cpu_user_s", "cpu_system_s"):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name}: {value!r} is not a non-negative number")
+    return float(value)
 
 
 def summarize(report: ServerReport | None, requests_total: int | None = None) -> ServerCost:

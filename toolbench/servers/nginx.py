@@ -12,11 +12,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Callable, Iterator
 
 from toolbench.errors import TargetError
-from toolbench.servers.process import RunningTarget, free_port, launched
+from toolbench.servers.process import Recipe, RunningTarget, free_port, launched_recipe
 from toolbench.servers.ready import wait_until_ready
 from toolbench.servers.spec import LimitReq, NginxOptions, ReadySpec
 
@@ -76,10 +76,14 @@ def binary() -> str:
 
 def version(nginx: str) -> str | None:
     try:
-        out = subprocess.run([nginx, "-v"], capture_output=True, text=True, timeout=5).stderr
+        return version_in(subprocess.run([nginx, "-v"], capture_output=True, text=True, timeout=5).stderr)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    found = re.search(r"nginx/(\S+)", out)
+
+
+def version_in(answer: str) -> str | None:
+    """From what `nginx -v` says (on stderr), here or on another machine."""
+    found = re.search(r"nginx/(\S+)", answer)
     return f"nginx {found.group(1)}" if found else None
 
 
@@ -87,10 +91,11 @@ def cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def render(port: int, *, workdir: Path, host: str, options: NginxOptions, max_concurrency: int, server: str,
-           http_extra: str = "", per_client: int = 1) -> str:
+def render(port: int, *, workdir: PurePath, host: str, options: NginxOptions, max_concurrency: int, server: str,
+           http_extra: str = "", per_client: int = 1, cores_there: int | None = None) -> str:
     """The whole config. `per_client` is how many connections a worker holds per client:
-    two in front of uWSGI (the client's and the one to uWSGI)."""
+    two in front of uWSGI (the client's and the one to uWSGI). `workdir` and `cores_there`
+    are those of the machine nginx runs on (this one's by default)."""
     try:
         ipaddress.IPv4Address(host)  # a literal address, never a name pasted into `listen`
     except ValueError:
@@ -99,14 +104,18 @@ def render(port: int, *, workdir: Path, host: str, options: NginxOptions, max_co
     worker_connections = options.worker_connections or max(MIN_WORKER_CONNECTIONS, wanted)
     temp_paths = "".join(f"    {kind}_temp_path {quote(str(workdir / 'tmp' / kind))};\n"
                          for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    return CONF.format(workers=options.workers or cores(), pid=quote(str(workdir / "nginx.pid")),
+    return CONF.format(workers=options.workers or cores_there or cores(), pid=quote(str(workdir / "nginx.pid")),
                        error_log=quote(str(workdir / "error.log")),
                        nofile=max(MIN_NOFILE, 2 * worker_connections + 64), worker_connections=worker_connections,
                        keepalive_requests=options.keepalive_requests, temp_paths=temp_paths,
                        host=host, port=port, http_extra=http_extra, server=server)
 
 
-def uwsgi_server(socket_path: Path, limit_req: LimitReq | None) -> tuple[str, str]:
+def static_server(www: PurePath) -> str:
+    return STATIC_SERVER.format(www=quote(str(www)))
+
+
+def uwsgi_server(socket_path: PurePath, limit_req: LimitReq | None) -> tuple[str, str]:
     """The `server` block's body and the `http` block's extra lines for nginx in front of uWSGI."""
     lines = []
     http_extra = ""
@@ -121,22 +130,27 @@ def uwsgi_server(socket_path: Path, limit_req: LimitReq | None) -> tuple[str, st
     return "".join(f"        {line}\n" for line in lines), http_extra
 
 
+def recipe(nginx: str, folder: PurePath, conf: str) -> Recipe:
+    """nginx with `conf` in `folder`; SIGQUIT stops it: it finishes the requests in flight, then exits."""
+    return Recipe("nginx", (nginx, "-p", str(folder), "-c", str(folder / "nginx.conf"), "-e", str(folder / "error.log")),
+                  files={"nginx.conf": conf}, folders=("tmp",), stop_signal=signal.SIGQUIT)
+
+
 @contextlib.contextmanager
 def run(workdir: Path, label: str, ready: ReadySpec, conf_for_port: Callable[[int], str],
         host: str = "127.0.0.1") -> Iterator[tuple[RunningTarget, subprocess.Popen[bytes]]]:
     """Writes the config for a free port, starts nginx and waits until it is ready."""
     workdir = workdir.resolve()
     nginx = binary()
-    (workdir / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port(host)
-    conf = workdir / "nginx.conf"
-    conf.write_text(conf_for_port(port))
-    argv = [nginx, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log")]
-    # SIGQUIT: nginx finishes the requests in flight, then exits.
-    with launched(argv, workdir, "nginx", stop_signal=signal.SIGQUIT) as proc:
+    with launched_recipe(recipe(nginx, workdir, conf_for_port(port)), workdir) as proc:
         url = f"http://{host}:{port}"
         wait_until_ready(ready, url, label, [(proc, workdir / "error.log")])
         yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version(nginx), pids=(proc.pid,)), proc
+
+
+# The files nginx-static serves.
+STATIC_FILES = {"index.html": HELLO, "1k.bin": b"x" * 1024, "100k.bin": b"x" * 102400}
 
 
 @contextlib.contextmanager
@@ -147,9 +161,8 @@ def static_files() -> Iterator[Path]:
     www = Path(tempfile.mkdtemp(prefix="toolbench-www-"))
     try:
         www.chmod(0o755)
-        (www / "index.html").write_bytes(HELLO)
-        (www / "1k.bin").write_bytes(b"x" * 1024)
-        (www / "100k.bin").write_bytes(b"x" * 102400)
+        for name, content in STATIC_FILES.items():
+            (www / name).write_bytes(content)
         for path in www.iterdir():
             path.chmod(0o644)
         yield www
@@ -167,6 +180,6 @@ def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1", *, op
     options = options or NginxOptions(workers=workers, worker_connections=LEGACY_WORKER_CONNECTIONS)
     with static_files() as www:
         conf = functools.partial(render, workdir=workdir.resolve(), host=host, options=options,
-                                 max_concurrency=max_concurrency, server=STATIC_SERVER.format(www=quote(str(www))))
+                                 max_concurrency=max_concurrency, server=static_server(www))
         with run(workdir, label, ready, conf, host) as (target, _):
             yield target

@@ -10,12 +10,15 @@ import socket
 import subprocess
 import time
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from toolbench import lifeline
 from toolbench.errors import TargetError
+
+if TYPE_CHECKING:
+    from toolbench.servers.cost import ServerReport
 
 KILL_WAIT_S = 5.0
 
@@ -27,6 +30,11 @@ class RunningTarget:
     pid: int | None = None  # the server's main process (the front one), when toolbench started it
     version: str | None = None  # e.g. "gunicorn 23.0.0"; "nginx 1.22.1 + uWSGI 2.0.31" for a pair
     pids: tuple[int, ...] = ()  # every process group toolbench started for it: sample them all
+    # Where it runs on another machine: how to sample it there (given the interval and the
+    # series' file here), and that machine's cores. None: it runs here, sampled by a
+    # ServerMonitor over `pids`.
+    sampler: Callable[[float, Path], "Sampler"] | None = None
+    cores: int | None = None
 
     @property
     def port(self) -> int | None:
@@ -34,6 +42,48 @@ class RunningTarget:
             return urllib.parse.urlsplit(self.base_url).port
         except ValueError:
             return None
+
+
+class Sampler(Protocol):
+    """What samples a server while a cell runs (toolbench.servers.cost.ServerMonitor here)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> "ServerReport": ...
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One server process as a stack runs it, on this machine or another: the folders and
+    files it needs in its folder (paths relative to it), and its command line, whose paths
+    are already those of the machine it runs on."""
+
+    name: str  # its output goes to <name>.stdout.txt and <name>.stderr.txt
+    argv: tuple[str, ...]
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    folders: tuple[str, ...] = ()
+    stop_signal: int = signal.SIGTERM
+
+    def write(self, folder: Path) -> None:
+        """Its folders and files, in `folder` on this machine."""
+        for name in self.folders:
+            (folder / name).mkdir(parents=True, exist_ok=True)
+        for name, content in self.files.items():
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+
+
+@contextlib.contextmanager
+def launched_recipe(recipe: Recipe, workdir: Path, grace_s: float = 3.0) -> Iterator[subprocess.Popen[bytes]]:
+    """A recipe run on this machine, in `workdir`."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    recipe.write(workdir)
+    with launched(list(recipe.argv), workdir, recipe.name, recipe.stop_signal, grace_s) as proc:
+        yield proc
 
 
 def free_port(host: str = "127.0.0.1") -> int:

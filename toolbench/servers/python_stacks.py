@@ -15,11 +15,11 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Iterator
+from pathlib import Path, PurePath
+from typing import Callable, Iterator
 
 from toolbench.errors import TargetError
-from toolbench.servers.process import RunningTarget, free_port, launched, log_tail
+from toolbench.servers.process import Recipe, RunningTarget, free_port, launched_recipe, log_tail
 from toolbench.servers.ready import wait_until_ready
 from toolbench.servers.spec import GunicornOptions, ReadySpec, SocketOptions, UwsgiOptions
 
@@ -35,36 +35,39 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def _versions(*names: str) -> str:
-    found = [(name, package_version(name)) for name in names]
+def versions(*names: str, lookup: Callable[[str], str | None] = package_version) -> str:
+    """`gunicorn 23.0.0 (gevent 24.2.1)`: the first package and those of the others found.
+    `lookup` finds a package's version (here: this interpreter's; elsewhere: that machine's)."""
+    found = [(name, lookup(name)) for name in names]
     first, rest = found[0], found[1:]
     extra = ", ".join(f"{n} {v}" for n, v in rest if v)
     return f"{first[0]} {first[1]}" + (f" ({extra})" if extra else "")
 
 
-@contextlib.contextmanager
-def _served(argv: list[str], workdir: Path, stack: str, label: str, ready: ReadySpec, port: int,
-            version: str | None, stop_signal: int = signal.SIGTERM) -> Iterator[RunningTarget]:
-    """Runs a one-group stack; its output goes to `<stack>.stdout.txt` and `.stderr.txt`."""
-    with launched(argv, workdir, stack, stop_signal=stop_signal) as proc:
-        url = f"http://{HOST}:{port}"
-        wait_until_ready(ready, url, label, [(proc, workdir / f"{stack}.stderr.txt")])
-        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version, pids=(proc.pid,))
+# The packages a stack's version names, by kind; a socket server adds its Python's version.
+PACKAGES = {"flask-dev": ("Flask", "Werkzeug"), "gunicorn": ("gunicorn",), "socket-gevent": ("gevent",)}
 
 
-@contextlib.contextmanager
-def flask_dev(workdir: Path, label: str, ready: ReadySpec) -> Iterator[RunningTarget]:
-    port = free_port(HOST)
-    config = workdir / "flask-dev.json"
-    config.write_text(json.dumps({"host": HOST, "port": port}))
-    argv = [sys.executable, "-m", "toolbench.servers.apps.flask_dev", str(config)]
-    with _served(argv, workdir, "flask-dev", label, ready, port, _versions("Flask", "Werkzeug")) as target:
-        yield target
+def stack_version(kind: str, options: GunicornOptions | None, python_version: str,
+                  lookup: Callable[[str], str | None] = package_version) -> str | None:
+    """The version the manifest records for a one-process Python stack (uWSGI asks its binary)."""
+    if kind == "gunicorn":
+        extra = ("gevent",) if (options or GunicornOptions()).worker_class == "gevent" else ()
+        return versions("gunicorn", *extra, lookup=lookup)
+    if kind in ("socket-threads", "socket-gevent"):
+        python = f"Python {python_version}"
+        return f"{versions('gevent', lookup=lookup)} on {python}" if kind == "socket-gevent" else python
+    return versions(*PACKAGES[kind], lookup=lookup) if kind in PACKAGES else None
 
 
-def gunicorn_conf(port: int, options: GunicornOptions) -> str:
+def flask_dev_recipe(folder: PurePath, python: str, host: str, port: int) -> Recipe:
+    return Recipe("flask-dev", (python, "-m", "toolbench.servers.apps.flask_dev", str(folder / "flask-dev.json")),
+                  files={"flask-dev.json": json.dumps({"host": host, "port": port})})
+
+
+def gunicorn_conf(port: int, options: GunicornOptions, host: str = HOST) -> str:
     settings = {
-        "wsgi_app": APP, "bind": [f"{HOST}:{port}"], "workers": options.workers,
+        "wsgi_app": APP, "bind": [f"{host}:{port}"], "workers": options.workers,
         "worker_class": options.worker_class, "threads": options.threads,
         "worker_connections": options.worker_connections,
         "graceful_timeout": 3,  # on SIGTERM, the longest a worker may finish its requests
@@ -74,14 +77,42 @@ def gunicorn_conf(port: int, options: GunicornOptions) -> str:
     return "".join(f"{key} = {value!r}\n" for key, value in settings.items())
 
 
+def gunicorn_recipe(folder: PurePath, python: str, host: str, port: int, options: GunicornOptions) -> Recipe:
+    return Recipe("gunicorn", (python, "-m", "gunicorn", "-c", str(folder / "gunicorn.conf.py")),
+                  files={"gunicorn.conf.py": gunicorn_conf(port, options, host)})
+
+
+def socket_recipe(folder: PurePath, python: str, host: str, port: int, mode: str, options: SocketOptions) -> Recipe:
+    name = f"socket-{mode}"
+    config = json.dumps({"mode": mode, "host": host, "port": port, "sleep_s": options.sleep_s,
+                         "backlog": options.backlog})
+    return Recipe(name, (python, "-m", "toolbench.servers.apps.socket_server", str(folder / f"{name}.json")),
+                  files={f"{name}.json": config})
+
+
+@contextlib.contextmanager
+def _served(recipe: Recipe, workdir: Path, label: str, ready: ReadySpec, port: int,
+            version: str | None) -> Iterator[RunningTarget]:
+    """Runs a one-group stack; its output goes to `<name>.stdout.txt` and `.stderr.txt`."""
+    with launched_recipe(recipe, workdir) as proc:
+        url = f"http://{HOST}:{port}"
+        wait_until_ready(ready, url, label, [(proc, workdir / f"{recipe.name}.stderr.txt")])
+        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version, pids=(proc.pid,))
+
+
+@contextlib.contextmanager
+def flask_dev(workdir: Path, label: str, ready: ReadySpec) -> Iterator[RunningTarget]:
+    port = free_port(HOST)
+    recipe = flask_dev_recipe(workdir, sys.executable, HOST, port)
+    with _served(recipe, workdir, label, ready, port, stack_version("flask-dev", None, "")) as target:
+        yield target
+
+
 @contextlib.contextmanager
 def gunicorn(workdir: Path, label: str, ready: ReadySpec, options: GunicornOptions) -> Iterator[RunningTarget]:
     port = free_port(HOST)
-    config = workdir / "gunicorn.conf.py"
-    config.write_text(gunicorn_conf(port, options))
-    argv = [sys.executable, "-m", "gunicorn", "-c", str(config)]
-    extra = ("gevent",) if options.worker_class == "gevent" else ()
-    with _served(argv, workdir, "gunicorn", label, ready, port, _versions("gunicorn", *extra)) as target:
+    recipe = gunicorn_recipe(workdir, sys.executable, HOST, port, options)
+    with _served(recipe, workdir, label, ready, port, stack_version("gunicorn", options, "")) as target:
         yield target
 
 
@@ -120,25 +151,28 @@ def uwsgi_version() -> str | None:
         out = subprocess.run([str(uwsgi_binary()), "--version"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return f"uWSGI {out.strip()}" if out.strip() else None
+    return uwsgi_version_in(out)
 
 
-def uwsgi_argv(workdir: Path, listen_on: str, options: UwsgiOptions, unix_socket: bool) -> list[str]:
-    workdir.mkdir(parents=True, exist_ok=True)
-    config = workdir / "uwsgi.ini"
-    config.write_text(uwsgi_ini(listen_on, options, unix_socket))
-    return [str(uwsgi_binary()), "--ini", str(config)]
+def uwsgi_version_in(answer: str) -> str | None:
+    """From what `uwsgi --version` says, here or on another machine."""
+    return f"uWSGI {answer.strip()}" if answer.strip() else None
 
 
 # SIGINT: uWSGI's master and workers stop at once (SIGTERM would make it reload).
 UWSGI_STOP = signal.SIGINT
 
 
+def uwsgi_recipe(folder: PurePath, uwsgi: str, listen_on: str, options: UwsgiOptions, unix_socket: bool) -> Recipe:
+    return Recipe("uwsgi", (uwsgi, "--ini", str(folder / "uwsgi.ini")),
+                  files={"uwsgi.ini": uwsgi_ini(listen_on, options, unix_socket)}, stop_signal=UWSGI_STOP)
+
+
 @contextlib.contextmanager
 def uwsgi(workdir: Path, label: str, ready: ReadySpec, options: UwsgiOptions) -> Iterator[RunningTarget]:
     port = free_port(HOST)
-    argv = uwsgi_argv(workdir, f"{HOST}:{port}", options, unix_socket=False)
-    with _served(argv, workdir, "uwsgi", label, ready, port, uwsgi_version(), UWSGI_STOP) as target:
+    recipe = uwsgi_recipe(workdir, str(uwsgi_binary()), f"{HOST}:{port}", options, unix_socket=False)
+    with _served(recipe, workdir, label, ready, port, uwsgi_version()) as target:
         yield target
 
 
@@ -146,8 +180,8 @@ def uwsgi(workdir: Path, label: str, ready: ReadySpec, options: UwsgiOptions) ->
 def uwsgi_on_unix_socket(workdir: Path, path: Path, options: UwsgiOptions,
                          timeout_s: float) -> Iterator[subprocess.Popen[bytes]]:
     """uWSGI behind nginx: started first, ready once its socket accepts a connection."""
-    with launched(uwsgi_argv(workdir, str(path), options, unix_socket=True), workdir, "uwsgi",
-                  stop_signal=UWSGI_STOP) as proc:
+    with launched_recipe(uwsgi_recipe(workdir, str(uwsgi_binary()), str(path), options, unix_socket=True),
+                         workdir) as proc:
         deadline = time.monotonic() + timeout_s
         while not _unix_accepts(path):
             if proc.poll() is not None:
@@ -172,11 +206,7 @@ def _unix_accepts(path: Path) -> bool:
 def socket_server(workdir: Path, label: str, ready: ReadySpec, mode: str,
                   options: SocketOptions) -> Iterator[RunningTarget]:
     port = free_port(HOST)
-    config = workdir / f"socket-{mode}.json"
-    config.write_text(json.dumps({"mode": mode, "host": HOST, "port": port, "sleep_s": options.sleep_s,
-                                  "backlog": options.backlog}))
-    argv = [sys.executable, "-m", "toolbench.servers.apps.socket_server", str(config)]
-    python = f"Python {platform.python_version()}"
-    version = f"{_versions('gevent')} on {python}" if mode == "gevent" else python
-    with _served(argv, workdir, f"socket-{mode}", label, ready, port, version) as target:
+    recipe = socket_recipe(workdir, sys.executable, HOST, port, mode, options)
+    version = stack_version(f"socket-{mode}", None, platform.python_version())
+    with _served(recipe, workdir, label, ready, port, version) as target:
         yield target
