@@ -15,6 +15,7 @@ from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement,
                               Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
+from toolbench.timings import SecondTally
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
@@ -88,6 +89,17 @@ class AbAdapter(Adapter):
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
+
+    def timings(self, raw: RawOutput) -> SecondTally | None:
+        read = _read_g(raw)  # -g: every request's epoch second and total time in whole ms
+        if read is None:
+            return None
+        tally = SecondTally()
+        try:
+            tally.add(*read)
+        except ValueError as exc:
+            raise ParseError("ab", f"the -g file: {exc}", str(raw.files["tsv"])) from None
+        return tally
 
 
 def _request_args(cell: "Cell", files: dict[str, str]) -> list[str]:
@@ -328,9 +340,19 @@ def _with_exact(latency: Latency, exact: dict[str, float] | None, fidelity: dict
 
 
 def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample], dict[str, float] | None]:
+    read = _read_g(raw)
+    if read is None:
+        return None, [], None
+    tally = histogram.PerRequest("ab", str(raw.files["tsv"]))  # -g times are whole ms
+    tally.add(*read)
+    return tally.histogram(), tally.series(), tally.stats_ms()
+
+
+def _read_g(raw: RawOutput) -> tuple[np.ndarray, np.ndarray] | None:
+    """The -g file's requests: each one's epoch second and total time (whole ms)."""
     path = raw.files.get("tsv")
     if path is None:
-        return None, [], None
+        return None
     at = Numbers("ab", str(path))
     seconds: list[int] = []
     times: list[int] = []
@@ -345,10 +367,8 @@ def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample], dic
             seconds.append(at.integer(parts[1], f"line {number}: seconds"))
             times.append(at.integer(parts[4], f"line {number}: ttime"))
     if not seconds:
-        return None, [], None
-    tally = histogram.PerRequest("ab", str(path))  # -g times are whole ms
-    tally.add(np.asarray(seconds, np.int64), np.asarray(times, np.int64))
-    return tally.histogram(), tally.series(), tally.stats_ms()
+        return None
+    return np.asarray(seconds, np.int64), np.asarray(times, np.int64)
 
 
 def _error_line(stderr: str) -> str | None:

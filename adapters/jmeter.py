@@ -29,11 +29,12 @@ import jinja2
 
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                missing_program, option)
-from toolbench.adapters.jmeter_agg import Jtl
+from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl
 from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.errors import AdapterError, HostError, ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
+from toolbench.timings import SecondTally
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
@@ -157,6 +158,14 @@ class JMeterAdapter(Adapter):
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 
+    def timings(self, raw: RawOutput) -> SecondTally | None:
+        path = raw.files.get("jtl")
+        if path is None:
+            return None
+        timed = _Timed()
+        read_jtl(path, timed)
+        return timed.tally
+
 
 def parse_version(text: str) -> str | None:
     match = _BANNER_VERSION.search(text) or _LINE_VERSION.search(text)
@@ -241,6 +250,18 @@ def locate(host: "Host") -> str | None:
 
 
 # ---- reading a run ----
+
+class _Timed(Aggregate):
+    """The sums of a JTL and each sample's start second and elapsed time (whole ms)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tally = SecondTally()
+
+    def add(self, b: Batch) -> None:
+        super().add(b)  # checks the batch first
+        self.tally.add(b.ts_ms // 1000, b.elapsed_ms)
+
 
 def parse(raw: RawOutput) -> Measurement:
     _refuse_failed_start(raw)

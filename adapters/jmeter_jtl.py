@@ -112,10 +112,12 @@ class Part:
     unended_line: int | None = None  # a whole last record without its line break, read
 
 
-def read_range(path: Path, layout: Layout, start: int, end: int | None, line_base: int) -> Part:
+def read_range(path: Path, layout: Layout, start: int, end: int | None, line_base: int,
+               into: Aggregate | None = None) -> Part:
     """Records from byte `start` (a record's start) to `end` (one's end; None: the end of the
-    file). `line_base` is the number of lines before `start`, for messages."""
-    agg, url, quotes, cut_off, unended = Aggregate(), None, 0, None, None
+    file), added to `into` or a new Aggregate. `line_base` is the number of lines before
+    `start`, for messages."""
+    agg, url, quotes, cut_off, unended = Aggregate() if into is None else into, None, 0, None, None
     first_line = line_base
     with open(path, "rb") as fh:
         fh.seek(start)

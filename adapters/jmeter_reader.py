@@ -19,7 +19,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from toolbench.adapters.jmeter_agg import Jtl, JtlError
+from toolbench.adapters.jmeter_agg import Aggregate, Jtl, JtlError
 from toolbench.adapters.jmeter_jtl import Layout, Part, layout_of, read_range
 from toolbench.adapters.jmeter_xml import read_xml
 from toolbench.errors import ParseError
@@ -28,10 +28,11 @@ MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it
 MAX_WORKERS = 4
 
 
-def read_jtl(path: Path) -> Jtl:
-    """The sums of the JTL at `path` (CSV with or without a header, or XML)."""
+def read_jtl(path: Path, into: Aggregate | None = None) -> Jtl:
+    """The sums of the JTL at `path` (CSV with or without a header, or XML); added to `into`,
+    in one pass, when given (an Aggregate that keeps more than the sums)."""
     try:
-        return _read(path)
+        return _read(path, into)
     except JtlError as exc:
         raise ParseError("jmeter", str(exc), str(path)) from None
     except ParseError as exc:  # from the one number reader or the aggregator: named with this file
@@ -42,7 +43,7 @@ def read_jtl(path: Path) -> Jtl:
         raise ParseError("jmeter", f"unreadable JTL: {type(exc).__name__}: {exc}", str(path)) from None
 
 
-def _read(path: Path) -> Jtl:
+def _read(path: Path, into: Aggregate | None) -> Jtl:
     with open(path, "rb") as fh:
         head = fh.read(4096)
     if head.startswith(b"\xef\xbb\xbf"):
@@ -50,13 +51,14 @@ def _read(path: Path) -> Jtl:
     if not head.strip():
         raise JtlError("the JTL is empty: JMeter wrote no sample")
     if head.lstrip().startswith(b"<"):
-        return read_xml(path)
+        return read_xml(path, into)
     layout = layout_of(head)
-    part = _read_split(path, layout) if workers() > 1 and path.stat().st_size >= MIN_BYTES else None
+    split = into is None and workers() > 1 and path.stat().st_size >= MIN_BYTES
+    part = _read_split(path, layout) if split else None
     if part is None:
         with open(path, "rb") as fh:
             first = fh.readline() if layout.header else b""
-        part = read_range(path, layout, len(first), None, 1 if layout.header else 0)
+        part = read_range(path, layout, len(first), None, 1 if layout.header else 0, into)
     if part.aggregate.rows == 0:
         raise JtlError("the JTL has a header but no sample: JMeter ran no request")
     notes = []

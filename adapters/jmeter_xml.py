@@ -55,13 +55,13 @@ def _valid_ref(match: "re.Match[bytes]") -> bytes:
 _ENDS_EARLY = (3, 5, 6)
 
 
-def read_xml(path: Path) -> Jtl:
+def read_xml(path: Path, into: Aggregate | None = None) -> Jtl:
     with open(path, "rb") as raw:
-        return _read(_ValidRefs(raw))
+        return _read(_ValidRefs(raw), into)
 
 
-def _read(source: _ValidRefs) -> Jtl:
-    agg, notes, url = Aggregate(), [], None
+def _read(source: _ValidRefs, into: Aggregate | None) -> Jtl:
+    agg, notes, url = Aggregate() if into is None else into, [], None
     rows: dict[str, list] = {name: [] for name in ("ts_ms", "elapsed_ms", "ok", "code", "received", "sent",
                                                    "latency_ms", "connect_ms", "threads")}
     nonhttp: dict[str, int] = {}

@@ -91,7 +91,8 @@ def check_snapshot(name: str, data: dict) -> None:
 
 def test_sections_come_in_the_issue_order(runs: dict[str, Path]) -> None:
     ids = [s.id for s in build(runs["full"]).sections]
-    assert ids == ["environment", "ranking", "peaks", "throughput", "latency", "truth", "cost", "errors", "series", "results"]
+    assert ids == ["environment", "ranking", "peaks", "throughput", "latency", "latency-distribution", "truth", "cost",
+                   "errors", "series", "latency-time", "results"]
     both = [s.id for s in build(runs["full"], runs["single"], base=runs["full"].parent).sections]
     assert both == ["compare"] + ids
 

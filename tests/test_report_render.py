@@ -73,9 +73,10 @@ def test_one_self_contained_file_with_relative_links_to_raw_artifacts(root: Path
     # Namespace names are not fetched; the target's URL is text in a table.
     text = re.sub(r'xmlns(:\w+)?="[^"]*"', "", html).replace("http://127.0.0.1:8080", "")
     assert not re.search(r"url\((?!#)|@import|https?://", text), "a reference to the network"
-    # throughput, percentiles, tool vs probe, cost; no time series: the recorded ab runs last under a
-    # second, so none has a whole second of per-second data.
-    assert html.count("<svg") == 4
+    # throughput, percentiles, HDR percentiles, latency histogram, tool vs probe, cost, latency over
+    # time (ab -g); no time series: the recorded ab runs last under a second, so none has a whole
+    # second of per-second data.
+    assert html.count("<svg") == 7
     assert "@media print" in html
     # Every link is relative and lands on a file of the run folder.
     links = [h for h in page.hrefs if not h.startswith("#")]

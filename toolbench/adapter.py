@@ -20,6 +20,7 @@ from toolbench.schema import Measurement
 if TYPE_CHECKING:
     from toolbench.hosts import Captured, Host
     from toolbench.plan import Cell
+    from toolbench.timings import SecondTally
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,13 @@ class Adapter(abc.ABC):
         cell (a JVM's JIT, users spawned over time): a cell measured over a few times this
         or less understates the tool's rate (toolbench.ramp). 0: none worth saying."""
         return 0.0
+
+    def timings(self, raw: RawOutput) -> "SecondTally | None":
+        """Per-request times by the second each request started in, for percentiles over
+        time. None when the tool gives no per-request timings with their second, or this
+        output lacks the file that holds them. Reads only what it is given; raises only
+        toolbench.errors.ParseError."""
+        return None
 
     def classify(self, path: Path, text: str) -> str:
         """The role of an existing output file (`stdout`, `csv`, ...), for `toolbench parse`;

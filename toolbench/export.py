@@ -27,7 +27,7 @@ MARKDOWN_COLUMNS = ("run", "identity.cell_id", "identity.tool", "identity.concur
                     "outcome.status", "counts.requests_total", "counts.requests_failed", "rates.rps_ok",
                     "latency.mean_ms", "latency.percentiles.p50_ms", "latency.percentiles.p99_ms", "latency.max_ms")
 ABSENT = "—"
-HGRM_TICKS_PER_HALF_DISTANCE = 5  # HdrHistogram's own default, as wrk2 prints it
+HGRM_TICKS_PER_HALF_DISTANCE = histogram.TICKS_PER_HALF_DISTANCE
 HGRM_UNIT_US = 1000.0  # values are written in milliseconds; the histograms hold microseconds
 
 
@@ -149,9 +149,8 @@ def percentile_distribution(hist: HdrHistogram, unit: float = HGRM_UNIT_US,
     row = f"{{:12.{digits}f}} {{:2.12f}} {{:10d}} {{:14.2f}}\n"
     last = f"{{:12.{digits}f}} {{:2.12f}} {{:10d}}\n"
     out = ["{:>12} {:>14} {:>10} {:>14}\n\n".format("Value", "Percentile", "TotalCount", "1/(1-Percentile)")]
-    for step in hist.get_percentile_iterator(ticks):
-        level = step.percentile_level_iterated_to
-        value, below = step.value_iterated_to / unit, step.total_count_to_this_value
+    for step in histogram.percentile_levels(hist, ticks):
+        level, value, below = step.percentile, step.value_us / unit, step.count
         if level != 100:
             out.append(row.format(value, level / 100, below, 1 / (1 - level / 100)))
         else:

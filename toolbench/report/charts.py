@@ -32,6 +32,9 @@ class Line:
     style: Style = field(default_factory=Style)
     lows: list[float] | None = None  # the range over repetitions, drawn as error bars
     highs: list[float] | None = None
+    # One text per point, shown on hover as the point's SVG <title> (no script needed);
+    # a point whose y is NaN is not drawn and has no tip.
+    tips: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,11 @@ def panels_chart(chart_id: str, panels: list[Panel], axes: Axes, alt: str, colum
     width = panel_size[0] if single else min(11.0, 4.6 * columns)
     height = panel_size[1] if single else 2.9 * rows + 0.6
     fig, grid = plt.subplots(rows, columns, figsize=(width, height), dpi=100, squeeze=False)
+    tips: list[list[str]] = []
     try:
         handles: dict[str, Any] = {}
         for ax, panel in zip(grid.flat, panels):
-            _draw(ax, panel, axes, handles)
+            _draw(ax, panel, axes, handles, tips)
         for ax in list(grid.flat)[len(panels):]:
             ax.set_visible(False)
         # The same order in every chart: by tool, then keep-alive on before off.
@@ -108,10 +112,10 @@ def panels_chart(chart_id: str, panels: list[Panel], axes: Axes, alt: str, colum
         fig.savefig(buf, format="svg", metadata={"Date": None})
     finally:
         plt.close(fig)
-    return _inline(buf.getvalue(), chart_id, alt)
+    return _inline(_with_tips(buf.getvalue(), tips), chart_id, alt)
 
 
-def _draw(ax: Any, panel: Panel, axes: Axes, handles: dict[str, Any]) -> None:
+def _draw(ax: Any, panel: Panel, axes: Axes, handles: dict[str, Any], tips: list[list[str]]) -> None:
     for line in panel.lines:
         colour = PALETTE[line.style.index % len(PALETTE)]
         kwargs = dict(linestyle=line.style.linestyle, marker=MARKERS[line.style.index % len(MARKERS)],
@@ -123,6 +127,9 @@ def _draw(ax: Any, panel: Panel, axes: Axes, handles: dict[str, Any]) -> None:
             handle = drawn.lines[0]
         else:
             (handle,) = ax.plot(line.xs, line.ys, **kwargs)
+        if line.tips is not None:
+            handle.set_gid(f"{_TIPS}{len(tips)}")
+            tips.append([tip for tip, y in zip(line.tips, line.ys) if math.isfinite(y)])
         order = (line.style.index, LINESTYLES.index(line.style.linestyle) if line.style.linestyle in LINESTYLES else 9,
                  line.style.hollow)
         handles.setdefault(line.label, (order, handle))
@@ -130,6 +137,10 @@ def _draw(ax: Any, panel: Panel, axes: Axes, handles: dict[str, Any]) -> None:
 
     if axes.log_x:
         ax.set_xscale("log")
+        if not axes.x_ticks and not axes.x_exact:  # plain numbers, as on a log y axis
+            ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     if axes.log_y:
         # Plain numbers (0.2, 1, 5), not powers of ten: these are milliseconds a reader compares.
         ax.set_yscale("log")
@@ -176,6 +187,41 @@ def _pyplot() -> Any:
 
 
 _ID = re.compile(r'\bid="([^"]+)"')
+_TIPS = "toolbench-tips-"
+_USE = re.compile(r"<use\b[^>]*/>")
+
+
+def _with_tips(svg: str, tips: list[list[str]]) -> str:
+    """Wraps each marker of a line with tips in a group whose <title> is its tip. The
+    markers of a line are drawn in the order of its points, NaN left out; a line whose
+    count of markers differs (a point clipped away) keeps no tips rather than wrong ones."""
+    for n, texts in enumerate(tips):
+        start = svg.find(f'<g id="{_TIPS}{n}">')
+        if start < 0:
+            continue
+        end = _group_end(svg, start)
+        group = svg[start:end]
+        markers = _USE.findall(group)
+        if len(markers) != len(texts):
+            continue
+        parts = iter(texts)
+        group = _USE.sub(lambda m: f"<g><title>{html.escape(next(parts))}</title>{m.group(0)}</g>", group)
+        svg = svg[:start] + group + svg[end:]
+    return svg
+
+
+def _group_end(svg: str, start: int) -> int:
+    """The offset just past the </g> that closes the group opened at `start`."""
+    depth, at = 0, start
+    for match in re.finditer(r"<g\b[^>]*?(/?)>|</g>", svg[start:]):
+        if match.group(0) == "</g>":
+            depth -= 1
+        elif not match.group(1):
+            depth += 1
+        at = start + match.end()
+        if depth == 0:
+            return at
+    return at
 
 
 def _inline(svg: str, chart_id: str, alt: str) -> str:

@@ -9,6 +9,8 @@ from urllib.parse import quote
 
 import yaml
 
+from toolbench import store
+from toolbench.errors import StoreError
 from toolbench.manifest import Manifest
 from toolbench.report import charts, groups
 from toolbench.schema import RunResult
@@ -26,7 +28,17 @@ class RunView:
     manifest: Manifest
     results: list[RunResult]
     raw_kept: bool = True  # the raw files are beside the records (a site published without them has none)
-    path: Path | None = None  # the run folder, for records beside the results (criteria.json)
+    path: Path | None = None  # the run folder: its raw files, records beside the results (criteria.json)
+
+    def raw_file(self, relative: str) -> Path | None:
+        """A file the run stored (an artifact's path), only inside the run folder; None otherwise."""
+        if self.path is None:
+            return None
+        try:
+            found = store.contained(self.path, relative)
+        except StoreError:
+            return None
+        return found if found.is_file() else None
 
     def link(self, path: str) -> str:
         """A link to a file of the run, relative to the report: the folder publishes as it is."""

@@ -78,16 +78,21 @@ def _nines(q: float) -> float:
     return -math.log10(1.0 - q / 100.0)
 
 
+def panel_concurrencies(concurrencies: list[int]) -> list[int]:
+    """The concurrencies that get a panel: all, or MAX_PANELS of them, the ends kept and the rest spread evenly."""
+    chosen = sorted(concurrencies)
+    if len(chosen) > MAX_PANELS:
+        step = (len(chosen) - 1) / (MAX_PANELS - 1)
+        chosen = sorted({chosen[round(i * step)] for i in range(MAX_PANELS)})
+    return chosen
+
+
 def _figure(ctx: Context, shown: list[groups.Point]) -> Figure | None:
     by_c: dict[int, list[groups.Point]] = {}
     for p in shown:
         by_c.setdefault(p.concurrency or 0, []).append(p)
-    chosen = sorted(by_c)
-    if len(chosen) > MAX_PANELS:  # keep the ends and spread the rest evenly
-        step = (len(chosen) - 1) / (MAX_PANELS - 1)
-        chosen = sorted({chosen[round(i * step)] for i in range(MAX_PANELS)})
     panels, ys = [], []
-    for c in chosen:
+    for c in panel_concurrencies(list(by_c)):
         lines = []
         for p in by_c[c]:
             pairs = [(_nines(q), v) for _, field, q in SHOWN
