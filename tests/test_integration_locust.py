@@ -38,8 +38,13 @@ def assert_consistent(r: RunResult) -> None:
     total = r.measurement.counts.requests_total
     assert total and total > 50 and r.measurement.counts.requests_failed == 0
     assert r.identity.tool_version == "2.47.0"
-    # Locust's own req/s (from the test's start) and toolbench's (from the first response):
-    assert r.measurement.rates.rps_derived == pytest.approx(r.measurement.rates.rps, rel=0.2)
+    # Locust's own req/s counts from the test's start, spawning included; toolbench's from the
+    # first response to the last. So toolbench's is not below Locust's, and above it by at most
+    # the part of the run before the first response (wall time over measured span). A fixed
+    # tolerance here failed on a loaded host, where spawning two workers takes most of a 2 s cell.
+    rates, timing = r.measurement.rates, r.measurement.timing
+    assert rates.rps <= rates.rps_derived * 1.05
+    assert rates.rps_derived <= rates.rps * timing.wall_s / timing.duration_s * 1.05
     assert histogram.decode(r.measurement.histogram).get_total_count() == total
     assert sum(s.requests for s in r.measurement.series) == total
     assert r.measurement.transfer.received_bytes == 13 * total  # nginx-static's "Hello, World!"
