@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation,
                                missing_program, option)
 from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl
 from toolbench.adapters.jmeter_reader import read_jtl
+from toolbench.adapters.jmeter_runs import MIN_GAP_S, run_windows
 from toolbench.errors import AdapterError, HostError, ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
@@ -155,6 +157,14 @@ class JMeterAdapter(Adapter):
             return True  # jmeter.log
         return self.classify(path, text) in ("plan", "jtl") or _SUMMARY.search(text) is not None
 
+    def parts(self, raw: RawOutput) -> list[str]:
+        """A CSV JTL appended to by run after run: one result per run (jmeter_runs)."""
+        path = raw.files.get("jtl")
+        if path is None or _is_xml(path):
+            return []
+        windows = run_windows(path)
+        return [f"run{n}" for n in range(1, len(windows) + 1)] if len(windows) > 1 else []
+
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 
@@ -269,12 +279,43 @@ def parse(raw: RawOutput) -> Measurement:
     if summary is None and raw.files.get("log") is not None:
         summary = _summary(_read_log(raw.files["log"], raw.source), raw.source)
     path = raw.files.get("jtl")
+    if path is not None and raw.part:
+        return _from_run(path, raw.part)
     if path is not None:
-        return _from_jtl(read_jtl(path), summary)
+        return _from_jtl(_read_one_run(path), summary)
     if summary is not None:
         return _from_summary(summary)
     raise ParseError("jmeter", "no JTL and no summariser line (`summary =`) on stdout or in jmeter.log"
                      + _last_words(raw), raw.source)
+
+
+def _read_one_run(path: Path) -> Jtl:
+    try:
+        return read_jtl(path)
+    except ParseError:
+        runs = 1 if _is_xml(path) else len(run_windows(path))
+        if runs > 1:
+            raise ParseError("jmeter", f"the JTL holds {runs} test runs, appended days apart: `toolbench parse` "
+                             f"reads each as a result of its own", str(path)) from None
+        raise
+
+
+def _from_run(path: Path, part: str) -> Measurement:
+    """One run of a JTL that holds several; the console output is no run's in particular."""
+    windows = run_windows(path)
+    n = int(part.removeprefix("run"))
+    agg = Aggregate()
+    agg.window = windows[n - 1]
+    measurement = _from_jtl(read_jtl(path, agg), None)
+    first = datetime.fromtimestamp(agg.ts_min / 1000, timezone.utc).isoformat(timespec="seconds")
+    measurement.notes.append(f"run {n} of the {len(windows)} in the JTL, started {first}: the JTL's samples "
+                             f"fall into runs apart by silences of more than {MIN_GAP_S} s")
+    return measurement
+
+
+def _is_xml(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<")
 
 
 def _refuse_failed_start(raw: RawOutput) -> None:

@@ -94,12 +94,15 @@ class Aggregate:
         self.labels: set[str] = set()
         self.unresolved = 0  # rows labelled like a sub-result (`x-1`) with no `x` row before them
         self.threads_max: int | None = None
+        # The samples read, by start (epoch ms, lo included, hi not): one run of a JTL that
+        # holds several (jmeter_runs); None: all of them. The readers drop the others.
+        self.window: tuple[int, int] | None = None
 
     def add(self, b: Batch) -> None:
         n = len(b.ts_ms)
         if n == 0:
             return
-        _check_columns(b)
+        check_columns(b)
         self.rows += n
         failed = ~b.ok
         self.ok += n - int(np.count_nonzero(failed))
@@ -195,7 +198,7 @@ class Aggregate:
         return self.connect[0] / self.connect[1] if self.has_connect and self.connect[1] else None
 
 
-def _check_columns(b: Batch) -> None:
+def check_columns(b: Batch) -> None:
     """Every figure and every column's sum within MAX_VALUE, so that no int64 sum here can
     wrap round (numpy's integer sums do so silently)."""
     for name in ("ts_ms", "elapsed_ms", "received", "sent", "latency_ms", "connect_ms", "threads"):

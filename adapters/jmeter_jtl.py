@@ -285,6 +285,10 @@ def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int,
     ok, bad = block.success(*span)
     check("success", bad, span)
     keep = _fast_top_level(block, bounds("label"), bounds("responseMessage"), agg)
+    ts_ms = number("timeStamp")
+    if agg.window is not None:
+        inside = (ts_ms >= agg.window[0]) & (ts_ms < agg.window[1])
+        keep = inside if keep is None else keep & inside
     code, nonhttp = None, {}
     span = bounds("responseCode")
     if span is not None:
@@ -293,7 +297,7 @@ def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int,
         failed = np.flatnonzero(bad & ~ok & (True if keep is None else keep))
         nonhttp = block.texts(span[0][failed], span[1][failed])
     columns = {field_: number(name) for name, field_ in OPTIONAL.items()}
-    batch = Batch(ts_ms=number("timeStamp"), elapsed_ms=number("elapsed"), ok=ok, code=code,
+    batch = Batch(ts_ms=ts_ms, elapsed_ms=number("elapsed"), ok=ok, code=code,
                   nonhttp=nonhttp, **columns)
     if keep is not None:
         batch = batch.select(keep)
@@ -322,6 +326,9 @@ def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int,
             raise JtlError(f"{len(row)} fields where the header has {len(layout.names)}", line)
         if index["label"] is not None and index["responseMessage"] is not None and not _top_level(
                 [row[index["label"]]], [row[index["responseMessage"]]], agg)[0]:
+            line = line_base + reader.line_num + 1
+            continue
+        if agg.window is not None and not agg.window[0] <= _int(row[index["timeStamp"]], "timeStamp", line) < agg.window[1]:
             line = line_base + reader.line_num + 1
             continue
         ok = _bool(row[index["success"]], line)

@@ -210,3 +210,29 @@ def test_locusts_console_summary_alone_gives_the_runs_counts(case):
     if whole.counts.requests_failed:
         assert alone.counts.failures == whole.counts.failures
     assert alone.latency.max_ms is not None and alone.latency.resolution_ms == 1.0
+
+
+def test_a_jtl_appended_by_runs_40_days_apart_is_one_result_per_run():
+    results, _ = parsed(JM / "5.6.3-multirun.jtl")
+    assert [r.identity.cell_id for r in results] == ["5.6.3-multirun-run1", "5.6.3-multirun-run2"]
+    for r in results:  # each run: 4 threads x 50 loops, all answered 200
+        m = r.measurement
+        assert m.counts.requests_total == m.counts.requests_ok == 200 and m.counts.status_codes == {200: 200}
+        assert m.timing.duration_s < 60 and len(m.series) < 60
+    started = [r.measurement.notes[-1] for r in results]
+    assert "started 2026-10-21" in started[0] and "started 2026-11-30" in started[1]
+
+
+def test_a_jtl_of_several_runs_read_as_one_says_what_it_holds():
+    from toolbench.adapter import RawOutput
+    from toolbench.errors import ParseError
+
+    with pytest.raises(ParseError, match="holds 2 test runs"):
+        registry.get("jmeter").parse(RawOutput(files={"jtl": JM / "5.6.3-multirun.jtl"}))
+
+
+def test_one_run_of_a_jtl_is_not_cut_up():
+    from toolbench.adapters.jmeter_runs import run_windows
+
+    for case in ("5.6.3-csv.jtl", "5.6.3-404.jtl", "5.6.3-subresults-csv.jtl"):
+        assert len(run_windows(JM / case)) == 1, case
