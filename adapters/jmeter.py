@@ -16,6 +16,7 @@ What JMeter is, and what follows for its results:
   in a file JMeter sends as it is."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -279,6 +280,8 @@ def parse(raw: RawOutput) -> Measurement:
     if summary is None and raw.files.get("log") is not None:
         summary = _summary(_read_log(raw.files["log"], raw.source), raw.source)
     path = raw.files.get("jtl")
+    if path is not None and raw.part == "all":
+        return _from_runs(path)
     if path is not None and raw.part:
         return _from_run(path, raw.part)
     if path is not None:
@@ -311,6 +314,24 @@ def _from_run(path: Path, part: str) -> Measurement:
     measurement.notes.append(f"run {n} of the {len(windows)} in the JTL, started {first}: the JTL's samples "
                              f"fall into runs apart by silences of more than {MIN_GAP_S} s")
     return measurement
+
+
+def _from_runs(path: Path) -> Measurement:
+    """The runs of a JTL that holds several, merged (parse --merge-runs): their samples summed,
+    their durations added; no per-second series, as the runs lie days apart."""
+    runs = []
+    for window in run_windows(path):
+        runs.append(Aggregate())
+        runs[-1].window = window
+        read_jtl(path, runs[-1])
+    durations = [agg.duration_s() or 0.0 for agg in runs]
+    merged = runs[0]
+    for agg in runs[1:]:
+        merged.merge(agg, series=False)
+    measurement = _from_jtl(Jtl(merged, "csv"), None)
+    notes = [*measurement.notes, f"{len(runs)} runs of the JTL merged: the duration is the sum of theirs "
+             f"({', '.join(f'{d:g} s' for d in durations)}); no per-second series across runs days apart"]
+    return dataclasses.replace(measurement, timing=Timing(duration_s=sum(durations)), series=[], notes=notes)
 
 
 def _is_xml(path: Path) -> bool:

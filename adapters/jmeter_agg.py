@@ -139,8 +139,9 @@ class Aggregate:
             self.classes[name] += count
         return answered
 
-    def merge(self, other: "Aggregate") -> None:
-        """Adds the sums of another part of the same file."""
+    def merge(self, other: "Aggregate", series: bool = True) -> None:
+        """Adds the sums of another part of the same file (another run of it: series=False,
+        which keeps no per-second series)."""
         self.rows += other.rows
         self.ok += other.ok
         self.sub_rows += other.sub_rows
@@ -149,7 +150,7 @@ class Aggregate:
             self.classes[name] += count
         self.has_codes &= other.has_codes
         self.status += other.status
-        self.times.merge(other.times)
+        self.times.merge(other.times, series)
         if other.ts_min is None:
             return
         self.ts_min = other.ts_min if self.ts_min is None else min(self.ts_min, other.ts_min)

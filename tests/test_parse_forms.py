@@ -254,3 +254,19 @@ def test_locust_1x_failure_classes_agree_with_the_counts():
     files = [loc / f"1.4.4-mixed{end}" for end in ("_stats.csv", "_failures.csv", ".stderr.txt")]
     m = parsed(*files, tool="locust")[0][0].measurement
     assert m.counts.failures.http_4xx == m.counts.requests_failed
+
+
+def test_the_runs_of_a_jtl_are_merged_when_asked():
+    each = [r.measurement for r in parsed(JM / "5.6.3-multirun.jtl")[0]]
+    found = runs([JM / "5.6.3-multirun.jtl"], registry.adapters(), None)
+    [merged] = [r.measurement for run in found for r in results_of(run.adapter, run.name, run.paths, True)]
+    assert merged.counts.requests_total == merged.counts.requests_ok == 400
+    assert merged.timing.duration_s == pytest.approx(sum(m.timing.duration_s for m in each))
+    assert merged.latency.mean_ms == pytest.approx(sum(m.latency.mean_ms * 200 for m in each) / 400)
+    assert merged.latency.max_ms == max(m.latency.max_ms for m in each) and merged.series == []
+
+
+def test_the_runs_of_a_siege_log_are_not_merged():
+    found = runs([FIXTURES / "siege" / "4.0.7-log-3runs.csv"], registry.adapters(), None)
+    with pytest.raises(ToolbenchError, match="cannot be merged"):
+        [results_of(run.adapter, run.name, run.paths, True) for run in found]
