@@ -284,6 +284,10 @@ def parse(raw: RawOutput) -> Measurement:
         return _from_runs(path)
     if path is not None and raw.part:
         return _from_run(path, raw.part)
+    if path is not None and "jmeter_subsamples" in raw.read_options:
+        agg = Aggregate()
+        agg.subsamples = True
+        return _from_jtl(read_jtl(path, agg), None)
     if path is not None:
         return _from_jtl(_read_one_run(path), summary)
     if summary is not None:
@@ -398,7 +402,10 @@ def _from_summary(s: dict[str, float]) -> Measurement:
 def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
     agg = jtl.aggregate
     notes = [f"figures from the JTL ({jtl.kind}, {agg.rows} samples); times are whole milliseconds", *jtl.notes]
-    if agg.sub_rows or agg.transaction_rows:
+    if agg.subsamples:
+        notes.append(f"sub-samples counted instead of their parents ({agg.sub_rows} sub-samples; "
+                     f"{agg.transaction_rows} transaction controller samples not counted)")
+    elif agg.sub_rows or agg.transaction_rows:
         notes.append(f"top-level samples only: {agg.sub_rows} sub-results (redirects followed, embedded "
                      f"resources) and {agg.transaction_rows} transaction controller samples are not counted "
                      f"as requests of their own")

@@ -97,6 +97,11 @@ class Aggregate:
         # The samples read, by start (epoch ms, lo included, hi not): one run of a JTL that
         # holds several (jmeter_runs); None: all of them. The readers drop the others.
         self.window: tuple[int, int] | None = None
+        # Count sub-samples (a redirect's hops, embedded resources) instead of the samples
+        # they belong to (parse --jmeter-subsamples); `held`: each thread's last row, until
+        # its next row shows whether it has sub-results (jmeter_jtl._samples).
+        self.subsamples = False
+        self.held: dict[str, tuple[list[str], int, bool]] = {}
 
     def add(self, b: Batch) -> None:
         n = len(b.ts_ms)

@@ -270,3 +270,18 @@ def test_the_runs_of_a_siege_log_are_not_merged():
     found = runs([FIXTURES / "siege" / "4.0.7-log-3runs.csv"], registry.adapters(), None)
     with pytest.raises(ToolbenchError, match="cannot be merged"):
         [results_of(run.adapter, run.name, run.paths, True) for run in found]
+
+
+@pytest.mark.parametrize("form", ["csv", "xml"])
+def test_sub_samples_are_counted_instead_of_their_parents_when_asked(form):
+    path = JM / f"5.6.3-subresults-{form}.jtl"
+    [top] = [r.measurement for r in parsed(path)[0]]
+    found = runs([path], registry.adapters(), None)
+    [subs] = [r.measurement for run in found
+              for r in results_of(run.adapter, run.name, run.paths, read_options=frozenset({"jmeter_subsamples"}))]
+    # Per thread and loop: /redir's 2 hops, /page.html's 3 sub-samples, the transaction's 2 GET /
+    # (its own row not counted): 7 x 100, where the top-level count is 4 x 100.
+    assert top.counts.requests_total == 400 and subs.counts.requests_total == 700
+    assert subs.counts.status_codes.get(302) == 100 and 302 not in top.counts.status_codes
+    assert subs.latency.max_ms <= top.latency.max_ms  # a parent's time spans its sub-samples'
+    assert any("sub-samples counted instead" in note for note in subs.notes)

@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("json", "csv", "table"), default="json")
     p.add_argument("--merge-runs", action="store_true",
                    help="a file holding several runs (a JTL appended to) gives one merged result, not one per run")
+    p.add_argument("--jmeter-subsamples", action="store_true",
+                   help="count a JMeter sample's sub-samples (redirect hops, embedded resources) instead of it")
     p.set_defaults(func=commands.parse)
 
     p = command("tools", "list the load tools found on this machine")
