@@ -33,7 +33,7 @@ from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation,
                                missing_program, option)
 from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl
 from toolbench.adapters.jmeter_reader import read_jtl
-from toolbench.adapters.jmeter_runs import MIN_GAP_S, run_windows
+from toolbench.adapters.jmeter_runs import MIN_GAP_S, count_runs, is_xml, read_merged, read_run, run_windows
 from toolbench.errors import AdapterError, HostError, ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
@@ -161,7 +161,7 @@ class JMeterAdapter(Adapter):
     def parts(self, raw: RawOutput) -> list[str]:
         """A CSV JTL appended to by run after run: one result per run (jmeter_runs)."""
         path = raw.files.get("jtl")
-        if path is None or _is_xml(path):
+        if path is None or is_xml(path):
             return []
         windows = run_windows(path)
         return [f"run{n}" for n in range(1, len(windows) + 1)] if len(windows) > 1 else []
@@ -300,8 +300,7 @@ def _read_one_run(path: Path) -> Jtl:
     try:
         return read_jtl(path)
     except ParseError:
-        runs = 1 if _is_xml(path) else len(run_windows(path))
-        if runs > 1:
+        if (runs := count_runs(path)) > 1:
             raise ParseError("jmeter", f"the JTL holds {runs} test runs, appended days apart: `toolbench parse` "
                              f"reads each as a result of its own", str(path)) from None
         raise
@@ -309,13 +308,11 @@ def _read_one_run(path: Path) -> Jtl:
 
 def _from_run(path: Path, part: str) -> Measurement:
     """One run of a JTL that holds several; the console output is no run's in particular."""
-    windows = run_windows(path)
     n = int(part.removeprefix("run"))
-    agg = Aggregate()
-    agg.window = windows[n - 1]
-    measurement = _from_jtl(read_jtl(path, agg), None)
-    first = datetime.fromtimestamp(agg.ts_min / 1000, timezone.utc).isoformat(timespec="seconds")
-    measurement.notes.append(f"run {n} of the {len(windows)} in the JTL, started {first}: the JTL's samples "
+    agg, runs = read_run(path, n)
+    measurement = _from_jtl(Jtl(agg, "csv"), None)
+    first = datetime.fromtimestamp((agg.ts_min or 0) / 1000, timezone.utc).isoformat(timespec="seconds")
+    measurement.notes.append(f"run {n} of the {runs} in the JTL, started {first}: the JTL's samples "
                              f"fall into runs apart by silences of more than {MIN_GAP_S} s")
     return measurement
 
@@ -323,24 +320,11 @@ def _from_run(path: Path, part: str) -> Measurement:
 def _from_runs(path: Path) -> Measurement:
     """The runs of a JTL that holds several, merged (parse --merge-runs): their samples summed,
     their durations added; no per-second series, as the runs lie days apart."""
-    runs = []
-    for window in run_windows(path):
-        runs.append(Aggregate())
-        runs[-1].window = window
-        read_jtl(path, runs[-1])
-    durations = [agg.duration_s() or 0.0 for agg in runs]
-    merged = runs[0]
-    for agg in runs[1:]:
-        merged.merge(agg, series=False)
+    merged, durations = read_merged(path)
     measurement = _from_jtl(Jtl(merged, "csv"), None)
-    notes = [*measurement.notes, f"{len(runs)} runs of the JTL merged: the duration is the sum of theirs "
+    notes = [*measurement.notes, f"{len(durations)} runs of the JTL merged: the duration is the sum of theirs "
              f"({', '.join(f'{d:g} s' for d in durations)}); no per-second series across runs days apart"]
     return dataclasses.replace(measurement, timing=Timing(duration_s=sum(durations)), series=[], notes=notes)
-
-
-def _is_xml(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<")
 
 
 def _refuse_failed_start(raw: RawOutput) -> None:

@@ -65,3 +65,36 @@ def _windows(path: str, _mtime_ns: int, _size: int) -> tuple[tuple[int, int], ..
     cuts = [int(seconds.starts[i]) * 1000 for i in new_run]
     bounds = [0, *cuts, 2**63 - 1]
     return tuple(zip(bounds[:-1], bounds[1:]))
+
+
+def is_xml(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<")
+
+
+def count_runs(path: Path) -> int:
+    """How many runs the JTL holds (an XML JTL: one; JMeter cannot append to one)."""
+    return 1 if is_xml(path) else len(run_windows(path))
+
+
+def read_run(path: Path, n: int) -> tuple[Aggregate, int]:
+    """The sums of run `n` (1: the first) of a CSV JTL, and how many runs it holds."""
+    from toolbench.adapters.jmeter_reader import read_jtl
+
+    windows = run_windows(path)
+    if not 1 <= n <= len(windows):
+        raise ParseError("jmeter", f"the JTL holds {len(windows)} runs, not a run {n}", str(path))
+    agg = Aggregate()
+    agg.window = windows[n - 1]
+    read_jtl(path, agg)
+    return agg, len(windows)
+
+
+def read_merged(path: Path) -> tuple[Aggregate, list[float]]:
+    """The sums of every run of a CSV JTL together (without a per-second series), and each
+    run's duration."""
+    runs = [read_run(path, n)[0] for n in range(1, len(run_windows(path)) + 1)]
+    durations = [agg.duration_s() or 0.0 for agg in runs]
+    for agg in runs[1:]:
+        runs[0].merge(agg, series=False)
+    return runs[0], durations
