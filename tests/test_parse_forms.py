@@ -285,3 +285,22 @@ def test_sub_samples_are_counted_instead_of_their_parents_when_asked(form):
     assert subs.counts.status_codes.get(302) == 100 and 302 not in top.counts.status_codes
     assert subs.latency.max_ms <= top.latency.max_ms  # a parent's time spans its sub-samples'
     assert any("sub-samples counted instead" in note for note in subs.notes)
+
+
+def test_locust_0x_requests_and_distribution_csvs_are_read():
+    loc = FIXTURES / "locust"
+    m = parsed(loc / "0.x-docs_requests.csv", loc / "0.x-docs_distribution.csv")[0][0].measurement
+    # Its `/does_not_exist` row: 0 requests, 56 failures: `# requests` counted successes alone.
+    assert (m.counts.requests_total, m.counts.requests_ok, m.counts.requests_failed) == (165, 109, 56)
+    assert m.latency.mean_ms == 3 and m.latency.max_ms == 6
+    assert m.latency.percentiles.p50_ms == 3 and m.latency.percentiles.p99_ms == 5  # the distribution's Total row
+    assert m.timing.duration_s == pytest.approx(109 / 1.89)
+
+
+def test_locust_0x_counts_that_cannot_be_told_are_refused(tmp_path):
+    # The recorded example without its all-failed row: whether `# requests` holds the 56
+    # failures is no longer shown by any row.
+    lines = (FIXTURES / "locust" / "0.x-docs_requests.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "x_requests.csv").write_text("".join(line for line in lines if "does_not_exist" not in line))
+    with pytest.raises(ToolbenchError, match="this file does not show which"):
+        parsed(tmp_path / "x_requests.csv", tool="locust")
