@@ -90,10 +90,13 @@ def version(text: str) -> str | None:
 
 def classify(text: str) -> str:
     """The role of a Locust output file, from its content."""
-    first = text.lstrip()[:200]
-    if first.startswith("Type,Name,Request Count") or first.startswith(_STATS_0X):
+    head = text.lstrip()[:200]
+    if head.startswith(_STATS_0X):
         return "stats_csv"
-    if first.startswith(_DISTRIBUTION_0X):
+    first = head.replace('"', "")  # a header written with every field quoted (older Locusts) reads the same
+    if first.startswith("Type,Name,Request Count"):
+        return "stats_csv"
+    if head.startswith(_DISTRIBUTION_0X):
         return "distribution_csv"
     if first.startswith("Timestamp,User Count"):
         return "history_csv"
@@ -275,7 +278,7 @@ def _rows(path: Path, header_start: str, what: str) -> list[dict[str, str]]:
     if not text.strip():
         raise ParseError("locust", f"the {what} CSV is empty (Locust writes it once a second and flushes "
                                    "it every few: a run killed early leaves it empty)", str(path))
-    if not text.startswith(header_start):
+    if not text.split("\n", 1)[0].replace('"', "").startswith(header_start.replace('"', "")):
         raise ParseError("locust", f"the {what} CSV does not start with {header_start!r}", str(path))
     # Locust writes a whole error message in one field (a server's error page, say): a field
     # may be as long as the file, beyond the csv module's default limit of 128 KiB. The

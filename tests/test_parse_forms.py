@@ -304,3 +304,17 @@ def test_locust_0x_counts_that_cannot_be_told_are_refused(tmp_path):
     (tmp_path / "x_requests.csv").write_text("".join(line for line in lines if "does_not_exist" not in line))
     with pytest.raises(ToolbenchError, match="this file does not show which"):
         parsed(tmp_path / "x_requests.csv", tool="locust")
+
+
+def test_a_locust_csv_header_with_every_field_quoted_reads_the_same(tmp_path):
+    # A mutation of recorded 2.47.0 CSVs: their header lines quoted field by field, as older
+    # Locusts wrote them; the rows stay as recorded.
+    loc = FIXTURES / "locust"
+    for end in ("_stats.csv", "_stats_history.csv", "_failures.csv"):
+        header, rest = (loc / f"2.47.0-404{end}").read_text().split("\n", 1)
+        quoted = ",".join(f'"{name}"' for name in header.split(","))
+        (tmp_path / f"q{end}").write_text(quoted + "\n" + rest)
+    quoted = parsed(*sorted(tmp_path.iterdir()), tool="locust")[0][0].measurement
+    plain = parsed(*(loc / f"2.47.0-404{end}" for end in ("_stats.csv", "_stats_history.csv", "_failures.csv")),
+                   tool="locust")[0][0].measurement
+    assert quoted.counts == plain.counts and quoted.series == plain.series and len(plain.series) > 0
