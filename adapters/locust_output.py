@@ -338,8 +338,8 @@ def _read_0x(path: Path, distribution: Path | None) -> StatsRow:
     totals = [r for r in rows if r.get("Method") == "None" and r.get("Name") in ("Total", "Aggregated")]
     if not totals:
         raise ParseError("locust", "the 0.x requests CSV has no Total row", str(path))
-    pairs = [(num.integer(r.get("# requests") or "", "# requests"), num.integer(r.get("# failures") or "", "# failures"))
-             for r in rows]
+    pairs = [(num.integer(r.get("# requests") or "", "# requests"),
+              num.integer(r.get("# failures") or "", "# failures")) for r in rows]
     requests, failed = pairs[rows.index(totals[-1])]
     counted = requests
     notes = ["figures from Locust 0.x's requests CSV (whole ms); its times are those of the requests it counted"]
