@@ -16,9 +16,11 @@ What JMeter is, and what follows for its results:
   in a file JMeter sends as it is."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation,
                                missing_program, option)
 from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl
 from toolbench.adapters.jmeter_reader import read_jtl
+from toolbench.adapters.jmeter_runs import MIN_GAP_S, count_runs, is_xml, read_merged, read_run, run_windows
 from toolbench.errors import AdapterError, HostError, ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
@@ -155,6 +158,14 @@ class JMeterAdapter(Adapter):
             return True  # jmeter.log
         return self.classify(path, text) in ("plan", "jtl") or _SUMMARY.search(text) is not None
 
+    def parts(self, raw: RawOutput) -> list[str]:
+        """A CSV JTL appended to by run after run: one result per run (jmeter_runs)."""
+        path = raw.files.get("jtl")
+        if path is None or is_xml(path):
+            return []
+        windows = run_windows(path)
+        return [f"run{n}" for n in range(1, len(windows) + 1)] if len(windows) > 1 else []
+
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 
@@ -269,12 +280,51 @@ def parse(raw: RawOutput) -> Measurement:
     if summary is None and raw.files.get("log") is not None:
         summary = _summary(_read_log(raw.files["log"], raw.source), raw.source)
     path = raw.files.get("jtl")
+    if path is not None and raw.part == "all":
+        return _from_runs(path)
+    if path is not None and raw.part:
+        return _from_run(path, raw.part)
+    if path is not None and "jmeter_subsamples" in raw.read_options:
+        agg = Aggregate()
+        agg.subsamples = True
+        return _from_jtl(read_jtl(path, agg), None)
     if path is not None:
-        return _from_jtl(read_jtl(path), summary)
+        return _from_jtl(_read_one_run(path), summary)
     if summary is not None:
         return _from_summary(summary)
     raise ParseError("jmeter", "no JTL and no summariser line (`summary =`) on stdout or in jmeter.log"
                      + _last_words(raw), raw.source)
+
+
+def _read_one_run(path: Path) -> Jtl:
+    try:
+        return read_jtl(path)
+    except ParseError:
+        if (runs := count_runs(path)) > 1:
+            raise ParseError("jmeter", f"the JTL holds {runs} test runs, appended days apart: `toolbench parse` "
+                             f"reads each as a result of its own", str(path)) from None
+        raise
+
+
+def _from_run(path: Path, part: str) -> Measurement:
+    """One run of a JTL that holds several; the console output is no run's in particular."""
+    n = int(part.removeprefix("run"))
+    agg, runs = read_run(path, n)
+    measurement = _from_jtl(Jtl(agg, "csv"), None)
+    first = datetime.fromtimestamp((agg.ts_min or 0) / 1000, timezone.utc).isoformat(timespec="seconds")
+    measurement.notes.append(f"run {n} of the {runs} in the JTL, started {first}: the JTL's samples "
+                             f"fall into runs apart by silences of more than {MIN_GAP_S} s")
+    return measurement
+
+
+def _from_runs(path: Path) -> Measurement:
+    """The runs of a JTL that holds several, merged (parse --merge-runs): their samples summed,
+    their durations added; no per-second series, as the runs lie days apart."""
+    merged, durations = read_merged(path)
+    measurement = _from_jtl(Jtl(merged, "csv"), None)
+    notes = [*measurement.notes, f"{len(durations)} runs of the JTL merged: the duration is the sum of theirs "
+             f"({', '.join(f'{d:g} s' for d in durations)}); no per-second series across runs days apart"]
+    return dataclasses.replace(measurement, timing=Timing(duration_s=sum(durations)), series=[], notes=notes)
 
 
 def _refuse_failed_start(raw: RawOutput) -> None:
@@ -336,7 +386,10 @@ def _from_summary(s: dict[str, float]) -> Measurement:
 def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
     agg = jtl.aggregate
     notes = [f"figures from the JTL ({jtl.kind}, {agg.rows} samples); times are whole milliseconds", *jtl.notes]
-    if agg.sub_rows or agg.transaction_rows:
+    if agg.subsamples:
+        notes.append(f"sub-samples counted instead of their parents ({agg.sub_rows} sub-samples; "
+                     f"{agg.transaction_rows} transaction controller samples not counted)")
+    elif agg.sub_rows or agg.transaction_rows:
         notes.append(f"top-level samples only: {agg.sub_rows} sub-results (redirects followed, embedded "
                      f"resources) and {agg.transaction_rows} transaction controller samples are not counted "
                      f"as requests of their own")

@@ -94,12 +94,20 @@ class Aggregate:
         self.labels: set[str] = set()
         self.unresolved = 0  # rows labelled like a sub-result (`x-1`) with no `x` row before them
         self.threads_max: int | None = None
+        # The samples read, by start (epoch ms, lo included, hi not): one run of a JTL that
+        # holds several (jmeter_runs); None: all of them. The readers drop the others.
+        self.window: tuple[int, int] | None = None
+        # Count sub-samples (a redirect's hops, embedded resources) instead of the samples
+        # they belong to (parse --jmeter-subsamples); `held`: each thread's last row, until
+        # its next row shows whether it has sub-results (jmeter_jtl._samples).
+        self.subsamples = False
+        self.held: dict[str, tuple[list[str], int, bool]] = {}
 
     def add(self, b: Batch) -> None:
         n = len(b.ts_ms)
         if n == 0:
             return
-        _check_columns(b)
+        check_columns(b)
         self.rows += n
         failed = ~b.ok
         self.ok += n - int(np.count_nonzero(failed))
@@ -136,8 +144,9 @@ class Aggregate:
             self.classes[name] += count
         return answered
 
-    def merge(self, other: "Aggregate") -> None:
-        """Adds the sums of another part of the same file."""
+    def merge(self, other: "Aggregate", series: bool = True) -> None:
+        """Adds the sums of another part of the same file (another run of it: series=False,
+        which keeps no per-second series)."""
         self.rows += other.rows
         self.ok += other.ok
         self.sub_rows += other.sub_rows
@@ -146,7 +155,7 @@ class Aggregate:
             self.classes[name] += count
         self.has_codes &= other.has_codes
         self.status += other.status
-        self.times.merge(other.times)
+        self.times.merge(other.times, series)
         if other.ts_min is None:
             return
         self.ts_min = other.ts_min if self.ts_min is None else min(self.ts_min, other.ts_min)
@@ -195,7 +204,7 @@ class Aggregate:
         return self.connect[0] / self.connect[1] if self.has_connect and self.connect[1] else None
 
 
-def _check_columns(b: Batch) -> None:
+def check_columns(b: Batch) -> None:
     """Every figure and every column's sum within MAX_VALUE, so that no int64 sum here can
     wrap round (numpy's integer sums do so silently)."""
     for name in ("ts_ms", "elapsed_ms", "received", "sent", "latency_ms", "connect_ms", "threads"):

@@ -145,6 +145,8 @@ def read_range(path: Path, layout: Layout, start: int, end: int | None, line_bas
                 url = url or first_url
                 line_base += count
             rest = data[cut:]
+    if agg.held:
+        add(agg, held_batch(layout, agg), None)
     return Part(agg, url, line_base - first_line, quotes, cut_off, unended)
 
 
@@ -180,6 +182,9 @@ def _record_ends(buf: np.ndarray) -> np.ndarray:
 def _block_batches(data: bytes, cut: int, layout: Layout, line_base: int, agg: Aggregate):
     """(batch, first URL, lines) for one block of whole records: runs of records without a
     quote go the fast way, each quoted record through the csv module."""
+    if agg.subsamples:  # a row at a time, each held back until its thread's next row
+        yield _slow(data, 0, cut, layout, line_base, agg)
+        return
     if data.find(b'"', 0, cut) == -1:
         yield _fast(data, 0, cut, layout, line_base, agg)
         return
@@ -285,6 +290,10 @@ def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int,
     ok, bad = block.success(*span)
     check("success", bad, span)
     keep = _fast_top_level(block, bounds("label"), bounds("responseMessage"), agg)
+    ts_ms = number("timeStamp")
+    if agg.window is not None:
+        inside = (ts_ms >= agg.window[0]) & (ts_ms < agg.window[1])
+        keep = inside if keep is None else keep & inside
     code, nonhttp = None, {}
     span = bounds("responseCode")
     if span is not None:
@@ -293,7 +302,7 @@ def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int,
         failed = np.flatnonzero(bad & ~ok & (True if keep is None else keep))
         nonhttp = block.texts(span[0][failed], span[1][failed])
     columns = {field_: number(name) for name, field_ in OPTIONAL.items()}
-    batch = Batch(ts_ms=number("timeStamp"), elapsed_ms=number("elapsed"), ok=ok, code=code,
+    batch = Batch(ts_ms=ts_ms, elapsed_ms=number("elapsed"), ok=ok, code=code,
                   nonhttp=nonhttp, **columns)
     if keep is not None:
         batch = batch.select(keep)
@@ -307,39 +316,88 @@ def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int,
     """Records [a, b) through the csv module: quoted fields, delimiters and line breaks in them."""
     text = data[a:b].decode("utf-8", "replace")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=chr(layout.delimiter))
-    index = {name: layout.col(name) for name in (*REQUIRED, "responseCode", "URL", "label", "responseMessage",
-                                                 *OPTIONAL)}
-    columns: dict[str, list] = {"ts_ms": [], "elapsed_ms": [], "ok": []}
-    for name, field_ in OPTIONAL.items():
-        if index[name] is not None:
-            columns[field_] = []
-    codes: list[int] | None = [] if index["responseCode"] is not None else None
-    nonhttp: dict[str, int] = {}
-    url = None
+    rows = _Rows(layout)
     line = line_base + 1
     for row in reader:
         if len(row) != len(layout.names):
             raise JtlError(f"{len(row)} fields where the header has {len(layout.names)}", line)
-        if index["label"] is not None and index["responseMessage"] is not None and not _top_level(
-                [row[index["label"]]], [row[index["responseMessage"]]], agg)[0]:
-            line = line_base + reader.line_num + 1
-            continue
+        for kept, at in _samples(row, line, rows.index, agg):
+            rows.append(kept, at, agg.window)
+        line = line_base + reader.line_num + 1
+    return rows.batch(), rows.url, reader.line_num
+
+
+def _samples(row: list[str], line: int, index: dict[str, int | None], agg: Aggregate) -> list[tuple[list[str], int]]:
+    """The rows to count now, with their lines: the row itself when it is a request of its own;
+    with agg.subsamples, the sub-results and the rows without any, each row held back until
+    the next row of its thread shows whether sub-results follow it (JMeter writes a sample's
+    sub-results right after it, from the same thread)."""
+    if index["label"] is None or index["responseMessage"] is None:
+        return [(row, line)]
+    if not agg.subsamples:
+        return [(row, line)] if _top_level([row[index["label"]]], [row[index["responseMessage"]]], agg)[0] else []
+    if index["threadName"] is None:
+        raise JtlError("sub-samples are told from their parents by thread: the JTL has no threadName column", line)
+    label, thread = row[index["label"]], row[index["threadName"]]
+    if row[index["responseMessage"]].startswith(TRANSACTION):
+        agg.transaction_rows += 1
+        return []
+    held = agg.held.get(thread)
+    sub = _SUB_LABEL.fullmatch(label)
+    if sub and held is not None and sub.group(1) == held[0][index["label"]]:
+        agg.sub_rows += 1
+        agg.held[thread] = (held[0], held[1], True)  # a parent: its sub-results are counted instead
+        return [(row, line)]
+    agg.held[thread] = (row, line, False)
+    return [] if held is None or held[2] else [(held[0], held[1])]
+
+
+def held_batch(layout: Layout, agg: Aggregate) -> Batch:
+    """The rows still held back at the end of the file (sub-samples mode): none has sub-results."""
+    rows = _Rows(layout)
+    for row, line, parent in agg.held.values():
+        if not parent:
+            rows.append(row, line, agg.window)
+    agg.held.clear()
+    return rows.batch()
+
+
+class _Rows:
+    """Columns built one row at a time (the slow path)."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.index = {name: layout.col(name) for name in (*REQUIRED, "responseCode", "URL", "label",
+                                                          "responseMessage", "threadName", *OPTIONAL)}
+        self.columns: dict[str, list] = {"ts_ms": [], "elapsed_ms": [], "ok": []}
+        for name, field_ in OPTIONAL.items():
+            if self.index[name] is not None:
+                self.columns[field_] = []
+        self.codes: list[int] | None = [] if self.index["responseCode"] is not None else None
+        self.nonhttp: dict[str, int] = {}
+        self.url: str | None = None
+
+    def append(self, row: list[str], line: int, window: tuple[int, int] | None) -> None:
+        index, columns = self.index, self.columns
+        if window is not None and not window[0] <= _int(row[index["timeStamp"]], "timeStamp", line) < window[1]:
+            return
         ok = _bool(row[index["success"]], line)
         columns["ok"].append(ok)
         for name, field_ in (("timeStamp", "ts_ms"), ("elapsed", "elapsed_ms"), *OPTIONAL.items()):
             if field_ in columns:
                 columns[field_].append(_int(row[index[name]], name, line))
-        if codes is not None:
+        if self.codes is not None:
             text = row[index["responseCode"]]
-            codes.append(int(text) if is_count(text) else -1)
-            if codes[-1] < 0 and not ok:
-                nonhttp[text] = nonhttp.get(text, 0) + 1
-        if url is None and index["URL"] is not None:
-            url = row[index["URL"]]
-        line = line_base + reader.line_num + 1
-    if codes is not None:
-        columns["code"] = codes
-    return Batch.of_lists(columns, nonhttp), url, reader.line_num
+            self.codes.append(int(text) if is_count(text) else -1)
+            if self.codes[-1] < 0 and not ok:
+                self.nonhttp[text] = self.nonhttp.get(text, 0) + 1
+        if self.url is None and index["URL"] is not None:
+            self.url = row[index["URL"]]
+
+    def batch(self) -> Batch:
+        columns = dict(self.columns)
+        if self.codes is not None:
+            columns["code"] = self.codes
+        return Batch.of_lists(columns, self.nonhttp)
 
 
 def _int(text: str, name: str, line: int) -> int:

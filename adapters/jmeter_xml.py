@@ -79,8 +79,11 @@ def _read(source: _ValidRefs, into: Aggregate | None) -> Jtl:
                 agg.transaction_rows += 1
                 root.clear()
                 continue
-            agg.sub_rows += sum(1 for child in elem.iter() if child is not elem and _is_sample(child))
-            _xml_sample(elem, rows, nonhttp)
+            subs = [child for child in elem.iter() if child is not elem and _is_sample(child)]
+            agg.sub_rows += len(subs)
+            leaves = [s for s in subs if not any(c is not s and _is_sample(c) for c in s.iter())]
+            for sample in leaves if agg.subsamples and leaves else [elem]:
+                _xml_sample(sample, rows, nonhttp)
             if url is None:
                 url = elem.findtext("java.net.URL")
             root.clear()

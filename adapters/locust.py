@@ -41,7 +41,8 @@ OUTPUTS = {
     "failures_csv": f"{CSV_PREFIX}_failures.csv",
     "exceptions_csv": f"{CSV_PREFIX}_exceptions.csv",
 }
-GROUP_SUFFIXES = ("_stats_history.csv", "_stats.csv", "_failures.csv", "_exceptions.csv", ".stderr.txt",
+GROUP_SUFFIXES = ("_stats_history.csv", "_stats.csv", "_failures.csv", "_exceptions.csv", "_requests.csv",
+                  "_distribution.csv", ".stderr.txt",
                   ".txt", ".json")
 # A run stopped by a request budget still gets a run time, so that a budget the
 # target never serves cannot outlive the cell's hard limit without any output.
@@ -237,8 +238,8 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
 
 
 def _from_csv(path: Path, raw: RawOutput) -> Measurement:
-    row = out.read_stats_csv(path)
-    notes = ["figures from Locust's stats CSV: Locust rewrites it once a second, so in a single-process "
+    row = out.read_stats_csv(path, raw.files.get("distribution_csv"))
+    notes = [*row.notes, "figures from Locust's stats CSV: Locust rewrites it once a second, so in a single-process "
              "run it can miss the last second of traffic (the JSON output has no such lag)"]
     summary = out.read_summary(raw.stderr, raw.source)
     failures, codes = _failures(row.failures, raw, summary, notes)

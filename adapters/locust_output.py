@@ -80,6 +80,7 @@ class StatsRow:
     avg_content_size: float
     rps: float | None
     percentiles: Percentiles
+    notes: tuple[str, ...] = ()
 
 
 def version(text: str) -> str | None:
@@ -89,9 +90,14 @@ def version(text: str) -> str | None:
 
 def classify(text: str) -> str:
     """The role of a Locust output file, from its content."""
-    first = text.lstrip()[:200]
+    head = text.lstrip()[:200]
+    if head.startswith(_STATS_0X):
+        return "stats_csv"
+    first = head.replace('"', "")  # a header written with every field quoted (older Locusts) reads the same
     if first.startswith("Type,Name,Request Count"):
         return "stats_csv"
+    if head.startswith(_DISTRIBUTION_0X):
+        return "distribution_csv"
     if first.startswith("Timestamp,User Count"):
         return "history_csv"
     if first.startswith("Method,Name,Error,Occurrences"):
@@ -272,7 +278,7 @@ def _rows(path: Path, header_start: str, what: str) -> list[dict[str, str]]:
     if not text.strip():
         raise ParseError("locust", f"the {what} CSV is empty (Locust writes it once a second and flushes "
                                    "it every few: a run killed early leaves it empty)", str(path))
-    if not text.startswith(header_start):
+    if not text.split("\n", 1)[0].replace('"', "").startswith(header_start.replace('"', "")):
         raise ParseError("locust", f"the {what} CSV does not start with {header_start!r}", str(path))
     # Locust writes a whole error message in one field (a server's error page, say): a field
     # may be as long as the file, beyond the csv module's default limit of 128 KiB. The
@@ -287,7 +293,12 @@ def _rows(path: Path, header_start: str, what: str) -> list[dict[str, str]]:
         csv.field_size_limit(limit)
 
 
-def read_stats_csv(path: Path) -> StatsRow:
+def read_stats_csv(path: Path, distribution: Path | None = None) -> StatsRow:
+    """The Aggregated row of a stats CSV (Locust 1.x and 2.x), or the Total row of 0.x's
+    requests CSV, with the percentiles of its distribution CSV when given."""
+    with open(path, errors="replace") as fh:
+        if fh.read(len(_STATS_0X)) == _STATS_0X:
+            return _read_0x(path, distribution)
     rows = [r for r in _rows(path, "Type,Name,Request Count", "stats") if r.get("Name") == "Aggregated"]
     if not rows:
         raise ParseError("locust", "the stats CSV has no Aggregated row", str(path))
@@ -311,6 +322,58 @@ def read_stats_csv(path: Path) -> StatsRow:
         max_ms=timed["Max Response Time"],
         avg_content_size=num.decimal(cell("Average Content Size"), "Average Content Size"),
         rps=timed["Requests/s"], percentiles=Percentiles(**pcts))
+
+
+# Locust 0.x (--csv X wrote X_requests.csv and X_distribution.csv), every field quoted.
+_STATS_0X = '"Method","Name","# requests"'
+_DISTRIBUTION_0X = '"Name","# requests","50%"'
+
+
+def _read_0x(path: Path, distribution: Path | None) -> StatsRow:
+    """Locust 0.x's `# requests` counted the successful requests alone in some versions and
+    every request in later ones; the file does not say which. A row with more failures than
+    requests shows the first; no failure at all makes them the same; else it is refused."""
+    rows = _rows(path, _STATS_0X, "0.x requests")
+    num = Numbers("locust", str(path))
+    totals = [r for r in rows if r.get("Method") == "None" and r.get("Name") in ("Total", "Aggregated")]
+    if not totals:
+        raise ParseError("locust", "the 0.x requests CSV has no Total row", str(path))
+    pairs = [(num.integer(r.get("# requests") or "", "# requests"),
+              num.integer(r.get("# failures") or "", "# failures")) for r in rows]
+    requests, failed = pairs[rows.index(totals[-1])]
+    counted = requests
+    notes = ["figures from Locust 0.x's requests CSV (whole ms); its times are those of the requests it counted"]
+    if any(f > r for r, f in pairs):
+        requests += failed
+        notes.append("`# requests` leaves the failures out (a row has more failures than requests): "
+                     "requests = # requests + # failures; Requests/s and the content size, which are per "
+                     "request counted, are scaled to all requests")
+    elif failed:
+        raise ParseError("locust", "Locust 0.x's `# requests` left failures out in some versions and not in "
+                         "others, and this file does not show which: its counts are unknown", str(path))
+    row = totals[-1]
+    share = counted / requests if requests else 1.0  # of the requests, those Locust counted
+    timed = {k: num.decimal(row.get(k) or "", k) if requests else None
+             for k in ("Average response time", "Min response time", "Max response time", "Requests/s")}
+    pcts = _distribution_0x(distribution) if distribution else {}
+    if not pcts and requests:
+        pcts = {"p50_ms": num.decimal(row.get("Median response time") or "", "Median response time")}
+    return StatsRow(requests=requests, failures=failed, mean_ms=timed["Average response time"],
+                    min_ms=timed["Min response time"], max_ms=timed["Max response time"],
+                    avg_content_size=num.decimal(row.get("Average Content Size") or "", "Average Content Size") * share,
+                    rps=None if timed["Requests/s"] is None or not share else timed["Requests/s"] / share,
+                    percentiles=Percentiles(**pcts), notes=tuple(notes))
+
+
+def _distribution_0x(path: Path) -> dict[str, float]:
+    """The Total row's percentiles from 0.x's distribution CSV."""
+    rows = [r for r in _rows(path, _DISTRIBUTION_0X, "0.x distribution")
+            if r.get("Name") in ("None Total", "Total", "Aggregated")]
+    if not rows:
+        return {}
+    num = Numbers("locust", str(path))
+    return {name: num.decimal(rows[-1][label], label) for label, name in _PCT_NAMES.items()
+            if rows[-1].get(label) not in (None, "", "N/A")}
 
 
 def read_failures_csv(path: Path) -> dict[str, int]:

@@ -299,6 +299,9 @@ def _log_summary(path: Path, part: str | None = None) -> dict[str, float] | None
     rows = _log_rows(path)
     if not rows:
         return None
+    if part == "all":
+        raise ParseError("siege", "the runs of a siege log cannot be merged: each line is one run's summary, "
+                         "without the per-request times that would add up", str(path))
     index = int(part[len("run"):]) - 1 if part and part.startswith("run") and part[3:].isdigit() else -1
     if not -1 <= index < len(rows):
         raise ParseError("siege", f"the log has {len(rows)} runs, not {part}", str(path))

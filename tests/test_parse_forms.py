@@ -210,3 +210,111 @@ def test_locusts_console_summary_alone_gives_the_runs_counts(case):
     if whole.counts.requests_failed:
         assert alone.counts.failures == whole.counts.failures
     assert alone.latency.max_ms is not None and alone.latency.resolution_ms == 1.0
+
+
+def test_a_jtl_appended_by_runs_40_days_apart_is_one_result_per_run():
+    results, _ = parsed(JM / "5.6.3-multirun.jtl")
+    assert [r.identity.cell_id for r in results] == ["5.6.3-multirun-run1", "5.6.3-multirun-run2"]
+    for r in results:  # each run: 4 threads x 50 loops, all answered 200
+        m = r.measurement
+        assert m.counts.requests_total == m.counts.requests_ok == 200 and m.counts.status_codes == {200: 200}
+        assert m.timing.duration_s < 60 and len(m.series) < 60
+    started = [r.measurement.notes[-1] for r in results]
+    assert "started 2026-10-21" in started[0] and "started 2026-11-30" in started[1]
+
+
+def test_a_jtl_of_several_runs_read_as_one_says_what_it_holds():
+    from toolbench.adapter import RawOutput
+    from toolbench.errors import ParseError
+
+    with pytest.raises(ParseError, match="holds 2 test runs"):
+        registry.get("jmeter").parse(RawOutput(files={"jtl": JM / "5.6.3-multirun.jtl"}))
+
+
+def test_one_run_of_a_jtl_is_not_cut_up():
+    from toolbench.adapters.jmeter_runs import run_windows
+
+    for case in ("5.6.3-csv.jtl", "5.6.3-404.jtl", "5.6.3-subresults-csv.jtl"):
+        assert len(run_windows(JM / case)) == 1, case
+
+
+def test_locust_1x_csvs_are_read():
+    loc = FIXTURES / "locust"
+    files = [loc / f"1.4.4-mixed{end}" for end in ("_stats.csv", "_failures.csv", "_stats_history.csv",
+                                                    "_exceptions.csv", ".txt", ".stderr.txt")]
+    m = parsed(*files, tool="locust")[0][0].measurement
+    assert (m.counts.requests_total, m.counts.requests_failed) == (1373, 345)  # the stats CSV's Aggregated row
+    assert m.latency.percentiles.p50_ms == 5 and m.latency.percentiles.p99_ms == 15
+
+
+@pytest.mark.xfail(strict=True, reason="the failure classes come from the final error report on stderr (409), "
+                   "the counts from the stats CSV written a second earlier (345): a known mismatch, not fixed yet")
+def test_locust_1x_failure_classes_agree_with_the_counts():
+    loc = FIXTURES / "locust"
+    files = [loc / f"1.4.4-mixed{end}" for end in ("_stats.csv", "_failures.csv", ".stderr.txt")]
+    m = parsed(*files, tool="locust")[0][0].measurement
+    assert m.counts.failures.http_4xx == m.counts.requests_failed
+
+
+def test_the_runs_of_a_jtl_are_merged_when_asked():
+    each = [r.measurement for r in parsed(JM / "5.6.3-multirun.jtl")[0]]
+    found = runs([JM / "5.6.3-multirun.jtl"], registry.adapters(), None)
+    [merged] = [r.measurement for run in found for r in results_of(run.adapter, run.name, run.paths, True)]
+    assert merged.counts.requests_total == merged.counts.requests_ok == 400
+    assert merged.timing.duration_s == pytest.approx(sum(m.timing.duration_s for m in each))
+    assert merged.latency.mean_ms == pytest.approx(sum(m.latency.mean_ms * 200 for m in each) / 400)
+    assert merged.latency.max_ms == max(m.latency.max_ms for m in each) and merged.series == []
+
+
+def test_the_runs_of_a_siege_log_are_not_merged():
+    found = runs([FIXTURES / "siege" / "4.0.7-log-3runs.csv"], registry.adapters(), None)
+    with pytest.raises(ToolbenchError, match="cannot be merged"):
+        [results_of(run.adapter, run.name, run.paths, True) for run in found]
+
+
+@pytest.mark.parametrize("form", ["csv", "xml"])
+def test_sub_samples_are_counted_instead_of_their_parents_when_asked(form):
+    path = JM / f"5.6.3-subresults-{form}.jtl"
+    [top] = [r.measurement for r in parsed(path)[0]]
+    found = runs([path], registry.adapters(), None)
+    [subs] = [r.measurement for run in found
+              for r in results_of(run.adapter, run.name, run.paths, read_options=frozenset({"jmeter_subsamples"}))]
+    # Per thread and loop: /redir's 2 hops, /page.html's 3 sub-samples, the transaction's 2 GET /
+    # (its own row not counted): 7 x 100, where the top-level count is 4 x 100.
+    assert top.counts.requests_total == 400 and subs.counts.requests_total == 700
+    assert subs.counts.status_codes.get(302) == 100 and 302 not in top.counts.status_codes
+    assert subs.latency.max_ms <= top.latency.max_ms  # a parent's time spans its sub-samples'
+    assert any("sub-samples counted instead" in note for note in subs.notes)
+
+
+def test_locust_0x_requests_and_distribution_csvs_are_read():
+    loc = FIXTURES / "locust"
+    m = parsed(loc / "0.x-docs_requests.csv", loc / "0.x-docs_distribution.csv")[0][0].measurement
+    # Its `/does_not_exist` row: 0 requests, 56 failures: `# requests` counted successes alone.
+    assert (m.counts.requests_total, m.counts.requests_ok, m.counts.requests_failed) == (165, 109, 56)
+    assert m.latency.mean_ms == 3 and m.latency.max_ms == 6
+    assert m.latency.percentiles.p50_ms == 3 and m.latency.percentiles.p99_ms == 5  # the distribution's Total row
+    assert m.timing.duration_s == pytest.approx(109 / 1.89)
+
+
+def test_locust_0x_counts_that_cannot_be_told_are_refused(tmp_path):
+    # The recorded example without its all-failed row: whether `# requests` holds the 56
+    # failures is no longer shown by any row.
+    lines = (FIXTURES / "locust" / "0.x-docs_requests.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "x_requests.csv").write_text("".join(line for line in lines if "does_not_exist" not in line))
+    with pytest.raises(ToolbenchError, match="this file does not show which"):
+        parsed(tmp_path / "x_requests.csv", tool="locust")
+
+
+def test_a_locust_csv_header_with_every_field_quoted_reads_the_same(tmp_path):
+    # A mutation of recorded 2.47.0 CSVs: their header lines quoted field by field, as older
+    # Locusts wrote them; the rows stay as recorded.
+    loc = FIXTURES / "locust"
+    for end in ("_stats.csv", "_stats_history.csv", "_failures.csv"):
+        header, rest = (loc / f"2.47.0-404{end}").read_text().split("\n", 1)
+        quoted = ",".join(f'"{name}"' for name in header.split(","))
+        (tmp_path / f"q{end}").write_text(quoted + "\n" + rest)
+    quoted = parsed(*sorted(tmp_path.iterdir()), tool="locust")[0][0].measurement
+    plain = parsed(*(loc / f"2.47.0-404{end}" for end in ("_stats.csv", "_stats_history.csv", "_failures.csv")),
+                   tool="locust")[0][0].measurement
+    assert quoted.counts == plain.counts and quoted.series == plain.series and len(plain.series) > 0

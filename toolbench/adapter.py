@@ -52,6 +52,9 @@ class RawOutput:
     files: dict[str, Path] = field(default_factory=dict)  # role -> path
     source: str | None = None  # a label for error messages, e.g. the file parsed
     part: str | None = None  # one of several runs the files hold (Adapter.parts), or all of them
+    # How `toolbench parse` was asked to read the files; "jmeter_subsamples": count a JMeter
+    # sample's sub-samples instead of it.
+    read_options: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -209,12 +209,15 @@ class PerRequest:
             top = self._checked(np.asarray([-1 if v is None else v for v in time_max], np.int64).clip(0), "time")
             np.maximum.at(self.sec[4], idx, top)
 
-    def merge(self, other: "PerRequest") -> None:
-        """Adds the sums of another part of the same run."""
+    def merge(self, other: "PerRequest", series: bool = True) -> None:
+        """Adds the sums of another part of the same run; with series=False, of another run
+        (days apart, say): the tally only, and no per-second series is kept."""
         self._tally(other.tally)
         self.parts.extend(other.parts)
         self.has_errors |= other.has_errors
-        if other.sec.shape[1]:
+        if not series:
+            self.sec, self.sec_base = np.zeros((5, 0), np.int64), 0
+        elif other.sec.shape[1]:
             lo, hi = other.sec_base, other.sec_base + other.sec.shape[1] - 1
             at = self._index(lo, hi, None)
             window = slice(at, at + other.sec.shape[1])

@@ -113,7 +113,8 @@ def parse(args: argparse.Namespace) -> int:
 
     tool = registry.get(args.tool) if args.tool else None
     results = [result for run in runs(args.files, registry.adapters(), tool)
-               for result in results_of(run.adapter, run.name, run.paths)]
+               for result in results_of(run.adapter, run.name, run.paths, args.merge_runs,
+                                        frozenset({"jmeter_subsamples"} if args.jmeter_subsamples else ()))]
     if args.format == "json":
         # NaN and Infinity are not JSON: the invariants keep them out, and if one ever got
         # through, this refuses to print it rather than write a file no reader accepts.
@@ -131,10 +132,12 @@ def parse(args: argparse.Namespace) -> int:
     return 0
 
 
-def results_of(adapter: Adapter, name: str, paths: list[Path]) -> list[RunResult]:
-    """The result of each run the files hold: one, or one per part (a log of many runs)."""
+def results_of(adapter: Adapter, name: str, paths: list[Path], merge_runs: bool = False,
+               read_options: frozenset[str] = frozenset()) -> list[RunResult]:
+    """The result of each run the files hold: one, or one per part (a log of many runs), or
+    those parts merged into one (`part` "all")."""
     try:
-        raw = raw_from_files(adapter, name, paths)
+        raw = dataclasses.replace(raw_from_files(adapter, name, paths), read_options=read_options)
         parts = adapter.parts(raw)
     except OSError as exc:
         raise ToolbenchError(f"{name}: cannot read: {exc.strerror or exc}") from None
@@ -144,6 +147,8 @@ def results_of(adapter: Adapter, name: str, paths: list[Path]) -> list[RunResult
         raise ParserCrash(adapter.name, exc) from exc
     if not parts:
         return [_parse_group(adapter, name, raw)]
+    if merge_runs:
+        return [_parse_group(adapter, name, dataclasses.replace(raw, part="all"))]
     return [_parse_group(adapter, f"{name}-{part}", dataclasses.replace(raw, part=part, source=f"{name} ({part})"))
             for part in parts]
 

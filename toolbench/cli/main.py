@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tool", help="the tool that wrote the files (default: told from their content)")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
     p.add_argument("--format", choices=("json", "csv", "table"), default="json")
+    p.add_argument("--merge-runs", action="store_true",
+                   help="a file holding several runs (a JTL appended to) gives one merged result, not one per run")
+    p.add_argument("--jmeter-subsamples", action="store_true",
+                   help="count a JMeter sample's sub-samples (redirect hops, embedded resources) instead of it")
     p.set_defaults(func=commands.parse)
 
     p = command("tools", "list the load tools found on this machine")
