@@ -111,7 +111,8 @@ def test_a_bad_criterion_is_a_usage_error_naming_file_line_and_column(tmp_path):
         assert done.stderr == (f"toolbench: error: {path}:8: criteria[1].expect: column 1: unknown figure 'rsp' in "
                                f"'rsp > 5' (did you mean rps? known: {done.stderr.split('known: ')[1]}")
     assert cli("check", str(STORED), "--criteria", "p99_ms <").returncode == 2
-    assert cli("check", str(STORED), "--junit", str(tmp_path)).returncode == 1  # a folder for the file
+    folder = cli("check", str(STORED), "--junit", str(tmp_path))  # a folder for the file
+    assert folder.returncode == 2 and folder.stderr == f"toolbench: error: {tmp_path}: is a folder; --junit takes a file\n"
 
 
 def test_check_judges_a_stored_run_with_criteria_from_the_command_line(tmp_path):
@@ -124,5 +125,10 @@ def test_check_judges_a_stored_run_with_criteria_from_the_command_line(tmp_path)
     XSD.validate(str(out))
     assert not (STORED / "criteria.json").exists()  # check changes nothing in the run folder
     assert cli("check", str(STORED), "--criteria", "p99_ms < 50").returncode == 0
+    quiet = cli("check", str(STORED), "--criteria", "p99_ms < 0.001", "--quiet")
+    assert quiet.returncode == 1 and quiet.stdout == ""
+    shown = json.loads(cli("check", str(STORED), "--criteria", "p99_ms < 50", "--json").stdout)
+    assert shown["exit_code"] == 0 and len(shown["cells"]) == 4
+    assert {e["verdict"] for e in shown["criteria"]} == {"passed"}
     older = cli("check", str(FIXTURES / "stored" / "v1-0.1.0"), "--criteria", "rps > 1")
     assert older.returncode == 0, older.stdout + older.stderr

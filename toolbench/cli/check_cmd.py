@@ -16,6 +16,7 @@ import yaml
 
 from toolbench import criteria, junit, store
 from toolbench.cli import examples
+from toolbench.cli.outputs import json_quiet, output_file
 from toolbench.criteria import Evaluation, Verdict, evaluate, spec
 from toolbench.manifest import RunStatus
 from toolbench.schema import RunResult, Status
@@ -59,6 +60,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
                    help="a criterion over every cell, e.g. 'p99_ms < 50' or 'engine.rps >= 0.95 * ab.rps' "
                         "(repeatable)")
     add_gate_arguments(p)
+    json_quiet(p, "the verdicts as JSON on stdout (every cell's status and every criterion)",
+               "print nothing; the exit code says it")
     p.set_defaults(func=check)
 
 
@@ -106,10 +109,16 @@ def check(args: argparse.Namespace) -> int:
     evaluations = evaluate.evaluate(given, results)
     cells = tally(results, None, manifest.status)
     code = exit_code(cells, evaluations, args.fail_on)
-    for line in summary_lines(cells, evaluations, code):
-        print(line)
     if args.junit:
-        junit.write(args.junit, manifest.scenario.name, junit.Cells(cells.results, cells.missing), evaluations)
+        junit.write(output_file(args.junit, "--junit"), manifest.scenario.name, junit.Cells(cells.results, cells.missing), evaluations)
+    if args.json:
+        from toolbench.cli.commands import cell_summary, print_json
+
+        print_json({"run_dir": str(run.path.resolve()), "exit_code": code, "cells": [cell_summary(r) for r in results],
+                    "missing": cells.missing, "criteria": [e.to_dict() for e in evaluations]})
+    elif not args.quiet:
+        for line in summary_lines(cells, evaluations, code):
+            print(line)
     return code
 
 
@@ -146,7 +155,7 @@ def finish_run(args: argparse.Namespace, scenario_criteria: tuple[spec.Criterion
     cells = tally(results, planned, RunStatus.INTERRUPTED if interrupted else None)
     code = exit_code(cells, evaluations, args.fail_on)
     if args.junit:
-        junit.write(args.junit, data.title, junit.Cells(cells.results, cells.missing), evaluations)
+        junit.write(output_file(args.junit, "--junit"), data.title, junit.Cells(cells.results, cells.missing), evaluations)
     if args.json:
         from toolbench.cli.commands import cell_summary, print_json
 

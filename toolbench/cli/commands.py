@@ -11,6 +11,7 @@ from pathlib import Path
 
 from toolbench import derive, invariants, registry, store
 from toolbench.adapter import Adapter, Found, RawOutput, raw_from_files
+from toolbench.cli.outputs import output_file
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
 from toolbench.schema import Identity, Outcome, RunResult
 
@@ -28,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
         warnings.warn(Notice("`run -o DIR` is now `run --reports-dir DIR` (-o names an output file "
                              "everywhere else); taken as --reports-dir this time"), stacklevel=1)
         reports_dir = args.reports_dir_old
+    if args.junit:  # said before measuring, not after
+        output_file(args.junit, "--junit")
     with StopOnSignals() as stop:
         loaded = scenario.load(args.scenario, args.profile)
         planned = [c.cell.id for c in plan.expand(loaded)]
@@ -182,7 +185,6 @@ def tools(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from toolbench.cli.outputs import output_file
     from toolbench.report import render
 
     if len(args.runs) > 1 and args.output is None:

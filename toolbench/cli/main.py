@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
 from toolbench.cli import signals
+from toolbench.cli.outputs import json_quiet
 from toolbench.errors import Interrupted, Notice, ScenarioError, ToolbenchError, UsageError
 
 # Exit codes (README, "Exit codes"): 0 done; 1 an error, said in one line (and a criterion
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where run folders land (default: reports/)")
     # Before -o meant "an output file" everywhere, it meant this folder here: still taken, with a note.
     p.add_argument("-o", "--reports", dest="reports_dir_old", type=Path, help=argparse.SUPPRESS)
-    _json_quiet(p, "a JSON summary of the run on stdout (the run folder, the report, every cell)",
+    json_quiet(p, "a JSON summary of the run on stdout (the run folder, the report, every cell)",
                 "no progress and no table: only the report's path, and errors")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping the cells it has")
     p.add_argument("--profile", metavar="NAME", help="apply one of the scenario's `profiles:` (e.g. quick)")
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("validate", "check a scenario and show its plan")
     p.add_argument("scenario", type=Path)
     p.add_argument("--profile", metavar="NAME", help="apply one of the scenario's `profiles:`")
-    _json_quiet(p, "the plan, or every error, as JSON on stdout", "say nothing when the scenario is valid")
+    json_quiet(p, "the plan, or every error, as JSON on stdout", "say nothing when the scenario is valid")
     p.set_defaults(func=commands.validate)
 
     p = command("parse", "normalize existing tool output, running nothing")
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.parse)
 
     p = command("tools", "list the load tools found on this machine")
-    _json_quiet(p, "the tools as JSON on stdout", "only the names of the tools found, one a line")
+    json_quiet(p, "the tools as JSON on stdout", "only the names of the tools found, one a line")
     p.set_defaults(func=commands.tools)
 
     p = command("report", "render the report of stored runs")
@@ -87,12 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
     for extra in _extra_commands():
         extra(sub)
     return parser
-
-
-def _json_quiet(p: argparse.ArgumentParser, json_help: str, quiet_help: str) -> None:
-    shown = p.add_mutually_exclusive_group()
-    shown.add_argument("--json", action="store_true", help=json_help)
-    shown.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
 
 
 def _version() -> str:

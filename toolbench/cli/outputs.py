@@ -1,6 +1,8 @@
-"""What the CLI's options name on disk: `-o` is always a file, a folder option always a folder."""
+"""What the CLI's options name: `-o` is always a file, a folder option always a folder, and
+`--json`/`--quiet` mean the same on every command that has them."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from toolbench.errors import UsageError
@@ -17,3 +19,9 @@ def output_folder(path: Path, option: str) -> Path:
     if path.exists() and not path.is_dir():
         raise UsageError(f"{path}: is a file; {option} takes a folder")
     return path
+
+
+def json_quiet(p: argparse.ArgumentParser, json_help: str, quiet_help: str) -> None:
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help=json_help)
+    shown.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
