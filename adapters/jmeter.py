@@ -57,8 +57,8 @@ _SUMMARY = re.compile(r"^(?:\S.*?Summariser: )?(summary|[A-Za-z][\w ]{0,80}?) ([
                       r"(?:(\d+):(\d\d):(\d\d)|\s*(\d+(?:\.\d+)?)s) =\s+([\d.]+)/s Avg:\s+(\d+) Min:\s+(\d+) "
                       r"Max:\s+(\d+) Err:\s+(\d+) \(([\d.]+)%\)", re.MULTILINE)
 JIT_RAMP_S = 2.0  # see JMeterAdapter.ramp_s
-# Only the quick (C1) compiler: with C2 the samplers ran interpreted for most of a 10 s cell on
-# 2 busy cores (study 001: 183/s at a mean 44.5 ms, as with -Xint here: 149-193/s at 43-53 ms);
+# Only the quick (C1) compiler: with C2 as well the samplers ran at about interpreted speed for
+# most of a 10 s cell on 2 busy cores (study 001: 183/s at a mean 44.5 ms, as with -Xint here: 149-193/s at 43-53 ms);
 # C1 reached the steady rate by the 3rd second and ran 1.2x to 11x more requests in 10 s cells,
 # interleaved with the default, 5 of 5 times (docs/studies/001.md, JMeter).
 JIT = "-XX:TieredStopAtLevel=1"
