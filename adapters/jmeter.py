@@ -60,6 +60,11 @@ _SUMMARY = re.compile(r"^(?:\S.*?Summariser: )?(summary|[A-Za-z][\w ]{0,80}?) ([
                       r"(?:(\d+):(\d\d):(\d\d)|\s*(\d+(?:\.\d+)?)s) =\s+([\d.]+)/s Avg:\s+(\d+) Min:\s+(\d+) "
                       r"Max:\s+(\d+) Err:\s+(\d+) \(([\d.]+)%\)", re.MULTILINE)
 JIT_RAMP_S = 2.0  # see JMeterAdapter.ramp_s
+# Only the quick (C1) compiler: with C2 as well the samplers ran at about interpreted speed for
+# most of a 10 s cell on 2 busy cores (study 001: 183/s at a mean 44.5 ms, as with -Xint here: 149-193/s at 43-53 ms);
+# C1 reached the steady rate by the 3rd second and ran 1.2x to 11x more requests in 10 s cells,
+# interleaved with the default, 5 of 5 times (docs/studies/001.md, JMeter).
+JIT = "-XX:TieredStopAtLevel=1"
 _HEAP = re.compile(r"^\d+[kmgKMG]$")
 _XML_ENTITIES = {'"': "&quot;", "'": "&apos;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
 # XML 1.0 has no way to write the other C0 controls, not even as character references.
@@ -99,7 +104,9 @@ class JMeterAdapter(Adapter):
         interpreted until the JIT has compiled them: measured here (c20, keep-alive, 8 s
         against nginx-static, 2 cores under load), the first second ran at 9% and 60% of the
         steady rate and the steady rate came after 1 to 4 s; issue 12's 2.9x lower rate in a 3 s
-        cell than in a 5 s one means about 2.5 s lost. The JVM's start itself is outside the
+        cell than in a 5 s one means about 2.5 s lost. That was with the C2 compiler too; with
+        it, c10 on the machine loaded by other work, the steady rate came after 5 to 8 s or not
+        within 10 s, with C1 alone (JIT) by the 3rd second. The JVM's start itself is outside the
         measured duration (it runs from the first sample)."""
         return JIT_RAMP_S
 
@@ -126,7 +133,7 @@ class JMeterAdapter(Adapter):
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
         heap = option(cell, "heap", "1g")
-        jvm_heap = f"-Xms{heap} -Xmx{heap} -XX:MaxMetaspaceSize=256m"
+        jvm_heap = f"-Xms{heap} -Xmx{heap} -XX:MaxMetaspaceSize=256m {JIT}"
         argv = [found.path, "-n", "-t", PLAN, "-l", JTL, "-j", LOG,
                 "-Jjmeter.save.saveservice.output_format=csv",
                 "-Jjmeter.save.saveservice.print_field_names=true",

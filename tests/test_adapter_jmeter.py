@@ -346,6 +346,7 @@ def test_command_line_outputs_and_heap():
     assert "-Jjmeter.save.saveservice.timestamp_format=ms" in inv.argv
     assert inv.outputs == {"jtl": "results.jtl", "log": "jmeter.log"} and "plan.jmx" in inv.files
     assert inv.env["JMETER_HEAP"].startswith("-Xms512m -Xmx512m") and inv.env["HEAP"] == inv.env["JMETER_HEAP"]
+    assert inv.env["JMETER_HEAP"].split()[-1] == "-XX:TieredStopAtLevel=1"  # C1 only: see jmeter.JIT
 
 
 @pytest.mark.parametrize("changes, reason", [
