@@ -16,6 +16,7 @@ import yaml
 
 from toolbench import criteria, junit, store
 from toolbench.cli import examples
+from toolbench.cli.commands import cell_summary, print_json
 from toolbench.cli.outputs import json_quiet, output_file
 from toolbench.criteria import Evaluation, Verdict, evaluate, spec
 from toolbench.manifest import RunStatus
@@ -112,10 +113,7 @@ def check(args: argparse.Namespace) -> int:
     if args.junit:
         junit.write(output_file(args.junit, "--junit"), manifest.scenario.name, junit.Cells(cells.results, cells.missing), evaluations)
     if args.json:
-        from toolbench.cli.commands import cell_summary, print_json
-
-        print_json({"run_dir": str(run.path.resolve()), "exit_code": code, "cells": [cell_summary(r) for r in results],
-                    "missing": cells.missing, "criteria": [e.to_dict() for e in evaluations]})
+        _print_verdicts(run.path, code, results, evaluations, missing=cells.missing)
     elif not args.quiet:
         for line in summary_lines(cells, evaluations, code):
             print(line)
@@ -157,11 +155,7 @@ def finish_run(args: argparse.Namespace, scenario_criteria: tuple[spec.Criterion
     if args.junit:
         junit.write(output_file(args.junit, "--junit"), data.title, junit.Cells(cells.results, cells.missing), evaluations)
     if args.json:
-        from toolbench.cli.commands import cell_summary, print_json
-
-        print_json({"run_dir": str(run.path.resolve()), "report": str(report), "exit_code": code,
-                    "cells": [cell_summary(r) for r in results],
-                    "criteria": [e.to_dict() for e in evaluations]})
+        _print_verdicts(run.path, code, results, evaluations, report=str(report))
         return code
     if args.quiet:
         print(report, flush=True)
@@ -172,6 +166,13 @@ def finish_run(args: argparse.Namespace, scenario_criteria: tuple[spec.Criterion
     print("\n".join(([f"verdict: {headline}"] if headline else []) + lines))
     print(report, flush=True)
     return code
+
+
+def _print_verdicts(run_dir: Path, code: int, results: list[RunResult], evaluations: list[Evaluation],
+                    **extra: object) -> None:
+    """`run --json` and `check --json`: one record of the cells, the criteria and the exit code."""
+    print_json({"run_dir": str(run_dir.resolve()), **extra, "exit_code": code,
+                "cells": [cell_summary(r) for r in results], "criteria": [e.to_dict() for e in evaluations]})
 
 
 def summary_lines(cells: CellTally, evaluations: list[Evaluation], code: int | None) -> list[str]:
