@@ -293,17 +293,20 @@ def _failures(failed: int, raw: RawOutput, summary: out.Summary | None,
     The report on stderr is printed after the CSVs are written, so it may count failures the
     stats CSV has not (Locust 1.4.4: 409 against 345): then the failures CSV, written with the
     stats, is taken; classes that still exceed the failed count are left out, never mixed."""
-    candidates = [summary.errors] if summary and summary.errors else []
-    if (path := raw.files.get("failures_csv")) is not None:
-        candidates.append(out.read_failures_csv(path))
-    errors = next((e for e in candidates if sum(e.values()) <= failed), None)
+    errors = summary.errors if summary and summary.errors else None
+    path = raw.files.get("failures_csv")
+    if path is not None and (errors is None or sum(errors.values()) > failed):
+        with_the_stats = out.read_failures_csv(path)
+        if errors is None or sum(with_the_stats.values()) <= failed:
+            errors = with_the_stats
     if errors is None:
-        if candidates:
-            notes.append(f"the error list counts {sum(candidates[0].values())} failures, more than the "
-                         f"{failed} failed requests of the stats it was printed beside: failure classes left out")
+        return Failures(), {}
+    counted = sum(errors.values())
+    if counted > failed:
+        notes.append(f"the error list counts {counted} failures, more than the {failed} failed "
+                     "requests of the stats it was printed beside: failure classes left out")
         return Failures(), {}
     failures, codes = out.classify_errors(errors)
-    counted = sum(errors.values())
     if counted != failed:
         notes.append(f"the error list accounts for {counted} of {failed} failed requests")
     if codes:
