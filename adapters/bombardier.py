@@ -14,12 +14,11 @@ What bombardier is, and what follows for its results:
 from __future__ import annotations
 
 import math
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench import failures
+from toolbench import failures, toolsdir
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                missing_program, option)
 from toolbench.errors import HostError, ParseError
@@ -46,22 +45,9 @@ FAILURE_TABLE: failures.Table = (
 
 
 def candidates() -> list[str]:
-    """Where bombardier is looked for: the newest <repo>/.tools/go/bombardier-*/ (scripts/install.sh),
+    """Where bombardier is looked for: the newest <tools>/go/bombardier-*/ (scripts/install.sh),
     then `bombardier` on PATH."""
-    found: list[str] = []
-    tools = Path(os.environ["TOOLBENCH_TOOLS"]) if os.environ.get("TOOLBENCH_TOOLS") else _repo_tools()
-    if tools is not None and (tools / "go").is_dir():
-        folders = sorted((tools / "go").glob("bombardier-*"), reverse=True,
-                         key=lambda f: [int(p) if p.isdigit() else 0 for p in f.name.split("-", 1)[1].split(".")])
-        found += [str(f / "bombardier") for f in folders]
-    return found + ["bombardier"]
-
-
-def _repo_tools() -> Path | None:
-    for folder in Path(__file__).resolve().parents:
-        if (folder / "pyproject.toml").is_file() and (folder / "scripts" / "install.sh").is_file():
-            return folder / ".tools"
-    return None
+    return toolsdir.newest("go", "bombardier", "bombardier") + ["bombardier"]
 
 
 class BombardierAdapter(Adapter):

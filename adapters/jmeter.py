@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import jinja2
 
+from toolbench import toolsdir
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                missing_program, option)
 from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl
@@ -231,29 +232,13 @@ def jmx_value(value: Any) -> str:
 
 # ---- where JMeter is ----
 
-def _repo_tools() -> Path | None:
-    """TOOLBENCH_TOOLS, else the .tools folder of the source tree this package runs from
-    (the folder with pyproject.toml and scripts/install_jmeter.sh), as the install script has it."""
-    if os.environ.get("TOOLBENCH_TOOLS"):
-        return Path(os.environ["TOOLBENCH_TOOLS"])
-    for folder in Path(__file__).resolve().parents:
-        if (folder / "pyproject.toml").is_file() and (folder / "scripts" / "install_jmeter.sh").is_file():
-            return folder / ".tools"
-    return None
-
-
 def candidates() -> list[str]:
     """Where JMeter is looked for, in order: $TOOLBENCH_JMETER_HOME, the newest complete
     <tools>/jmeter-*/ (scripts/install_jmeter.sh), then `jmeter` on PATH."""
     found = []
     if os.environ.get("TOOLBENCH_JMETER_HOME"):
         found.append(str(Path(os.environ["TOOLBENCH_JMETER_HOME"], "bin", "jmeter")))
-    tools = _repo_tools()
-    if tools is not None and tools.is_dir():
-        homes = [h for h in tools.glob("jmeter-*") if (h / "bin" / "ApacheJMeter.jar").is_file()]
-        homes.sort(key=lambda h: [int(p) if p.isdigit() else 0 for p in h.name[len("jmeter-"):].split(".")],
-                   reverse=True)
-        found += [str(h / "bin" / "jmeter") for h in homes]
+    found += toolsdir.newest("", "jmeter", "bin/jmeter", complete="bin/ApacheJMeter.jar")
     found.append("jmeter")
     return found
 

@@ -1,0 +1,36 @@
+"""Where toolbench's own installs of the tools live: `.tools/` of the checkout (or
+$TOOLBENCH_TOOLS), laid out by the install scripts as `<kind>/<name>-<version>/`
+(for example go/bombardier-1.2.6/bombardier, jmeter-5.6.3/bin/jmeter)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def tools_dir() -> Path | None:
+    """$TOOLBENCH_TOOLS, else the .tools folder of the source tree this package runs from
+    (the folder with pyproject.toml and scripts/install.sh); None for an installed package."""
+    if os.environ.get("TOOLBENCH_TOOLS"):
+        return Path(os.environ["TOOLBENCH_TOOLS"])
+    for folder in Path(__file__).resolve().parents:
+        if (folder / "pyproject.toml").is_file() and (folder / "scripts" / "install.sh").is_file():
+            return folder / ".tools"
+    return None
+
+
+def _version_key(folder: Path, prefix: str) -> list[int]:
+    return [int(p) if p.isdigit() else 0 for p in folder.name[len(prefix):].split(".")]
+
+
+def newest(under: str, name: str, inside: str, complete: str | None = None) -> list[str]:
+    """The paths `<tools>/<under>/<name>-<version>/<inside>`, newest version first, of the
+    folders holding `complete` (default: `inside` itself), the file an install writes last;
+    `under` may be "" for a folder directly in the tools directory."""
+    tools = tools_dir()
+    base = tools / under if tools is not None and under else tools
+    if base is None or not base.is_dir():
+        return []
+    prefix = f"{name}-"
+    folders = [f for f in base.glob(f"{prefix}*") if (f / (complete or inside)).exists()]
+    folders.sort(key=lambda f: _version_key(f, prefix), reverse=True)
+    return [str(f / inside) for f in folders]
