@@ -24,20 +24,40 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Step:
+    """A command run after the tool has exited, on the same host and in the same folder,
+    before its output is parsed: a converter of a binary results file to text the parser
+    reads (`vegeta encode`). argv only, no shell; its stdout is kept as the file `stdout`
+    of the cell's folder and handed to parse() as the output of `role`; it is killed after
+    `timeout_s`."""
+
+    role: str
+    argv: list[str]
+    stdout: str
+    timeout_s: float = 120.0
+
+    @property
+    def stderr(self) -> str:
+        return f"{self.role}.stderr.txt"
+
+
+@dataclass(frozen=True)
 class Invocation:
     """What to run for one cell: argv, the input files to write first (name ->
-    contents, inside the cell's folder) and the output files the tool will write
-    (role -> name inside the cell's folder)."""
+    contents, inside the cell's folder), the output files the tool will write
+    (role -> name inside the cell's folder) and the steps run after it, in order."""
 
     argv: list[str]
     files: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    steps: tuple[Step, ...] = ()
 
     def __post_init__(self) -> None:
         # Each file is written or fetched as <cell folder>/<name>: a plain name can
         # neither leave that folder nor land in a subfolder.
-        for name in [*self.files, *self.outputs.values()]:
+        step_files = [name for step in self.steps for name in (step.role, step.stdout, step.stderr)]
+        for name in [*self.files, *self.outputs.values(), *step_files]:
             if why := names.problem(name):
                 raise AdapterError(f"{self.argv[0] if self.argv else 'adapter'}: input or output file {why}")
 
@@ -50,6 +70,9 @@ class RawOutput:
     stderr: str = ""
     exit_code: int | None = None
     files: dict[str, Path] = field(default_factory=dict)  # role -> path
+    # The steps after the tool (Invocation.steps) that failed: role -> why, in one line.
+    # What such a step wrote is in `files` all the same.
+    step_errors: dict[str, str] = field(default_factory=dict)
     source: str | None = None  # a label for error messages, e.g. the file parsed
     part: str | None = None  # one of several runs the files hold (Adapter.parts), or all of them
     # How `toolbench parse` was asked to read the files; "jmeter_subsamples": count a JMeter
