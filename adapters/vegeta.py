@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from toolbench import failures, histogram, numbers, toolsdir
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Step, Support,
-                               missing_program, option)
-from toolbench.errors import HostError, ParseError
+from toolbench import failures, histogram, numbers
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Step, Support,
+                               found_go_tool, option)
+from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
                               Timing, Transfer)
@@ -55,7 +55,6 @@ CSV_FILE = "results.csv"
 REPORT_FILE = "report.json"
 RESOLUTION_MS = 1e-6  # nanoseconds
 _VERSION = re.compile(r"^Version: *v?(\S*)", re.MULTILINE)
-_FOLDER_VERSION = re.compile(r"vegeta-(\d+\.\d+[\w.]*)$")
 _ROW = re.compile(r"\d{1,19},\d{1,5},\d{1,20},\d{1,20},\d{1,20},")
 _TIMESTAMP = re.compile(r"[0-9]{1,19}")
 _GO_URL_ERROR = re.compile(r'^[A-Z]+ "(?:[^"\\]|\\.)*": ')  # `Get "http://...": ` before Go's own words
@@ -70,32 +69,13 @@ FAILURE_TABLE: failures.Table = (
 )
 
 
-def candidates() -> list[str]:
-    """Where vegeta is looked for: the newest <tools>/go/vegeta-*/ (scripts/install.sh), then the PATH."""
-    return toolsdir.newest("go", "vegeta", "vegeta") + ["vegeta"]
-
-
 class VegetaAdapter(Adapter):
     name = "vegeta"
     # max_workers: a bound on the workers of a rate cell (default none); timeout_s: per request.
     option_types = {"timeout_s": int, "max_workers": int}
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
-        where = host.which(path) if path else next(filter(None, map(host.which, candidates())), None)
-        if where is None:
-            return missing_program(host, path or "vegeta")
-        try:
-            captured = host.capture([where, "-version"])
-        except HostError as exc:
-            return Missing(str(exc))
-        said = _VERSION.search(captured.stdout + captured.stderr)
-        if said is None:
-            return Missing(f"{host.label}: {where} -version names no vegeta version")
-        version = said.group(1)
-        if not version[:1].isdigit():  # `go install` leaves it empty; install.sh names the folder
-            folder = _FOLDER_VERSION.search(str(Path(where).parent))
-            version = folder.group(1) if folder else "unknown"
-        return Found(where, version)
+        return found_go_tool(host, path, "vegeta", ["-version"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.stop.duration_s is None:

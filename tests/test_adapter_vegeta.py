@@ -137,12 +137,17 @@ def test_files_are_told_apart_and_claimed():
 
 
 def test_detect_names_the_version_from_the_install_folder():
-    from toolbench.adapters.vegeta import candidates
+    from toolbench import toolsdir
     from toolbench.hosts import LocalHost
-    installed = candidates()[:-1]  # the last is `vegeta` on the PATH
+    installed = toolsdir.newest("go", "vegeta", "vegeta")
     if not installed:
         pytest.skip("vegeta is not built (scripts/install.sh builds it with go)")
-    assert ADAPTER.detect(LocalHost()) == Found(installed[0], Path(installed[0]).parent.name.removeprefix("vegeta-"))
+    version = Path(installed[0]).parent.name.removeprefix("vegeta-")
+    assert ADAPTER.detect(LocalHost()) == Found(installed[0], version)
+    from test_cli import cli
+    listed = [t for t in json.loads(cli("tools", "--json").stdout) if t["tool"] == "vegeta"]
+    assert listed == [{"tool": "vegeta", "found": True, "version": version, "path": installed[0], "reason": None}]
+    assert "names no vegeta version" in ADAPTER.detect(LocalHost(), "/bin/echo").reason
     assert (HERE / "12.13.0-version.txt").read_text().startswith("Version: \n")  # what it says of itself
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
-from toolbench import names
+from toolbench import names, toolsdir
 from toolbench.errors import AdapterError, HostError
 from toolbench.schema import Measurement
 
@@ -238,6 +238,29 @@ def found_by_version(host: "Host", program: str, args: list[str], pattern: re.Pa
         return Missing(f"{host.label}: {shlex.join([path, *args])} names no version (exit "
                        f"{captured.exit_code}): {said[0][:200]}")
     return Found(path, match.group(1))
+
+
+def found_go_tool(host: "Host", path: str | None, name: str, args: list[str], pattern: re.Pattern[str]) -> Detection:
+    """A tool scripts/install.sh builds with `go install` into <tools>/go/<name>-<version>/
+    (toolsdir.newest), else `name` on the PATH, or the scenario's `path` alone. Its version is
+    what it prints when asked (`pattern`'s first group); `go install` leaves that unset
+    ("unspecified", empty), and then the folder's name says it."""
+    found = map(host.which, [path] if path else toolsdir.newest("go", name, name) + [name])
+    where = next(filter(None, found), None)
+    if where is None:
+        return missing_program(host, path or name)
+    try:
+        captured = host.capture([where, *args])
+    except HostError as exc:
+        return Missing(str(exc))
+    said = pattern.search(captured.stdout + captured.stderr)
+    if said is None:
+        return Missing(f"{host.label}: {shlex.join([where, *args])} names no {name} version")
+    version = said.group(1).lstrip("v")
+    folder = re.search(rf"{re.escape(name)}-(\d+\.\d+[\w.]*)$", str(Path(where).parent))
+    if not version[:1].isdigit() and folder:
+        version = folder.group(1)
+    return Found(where, version or "unknown")
 
 
 def missing_program(host: "Host", program: str) -> Missing:
