@@ -245,22 +245,18 @@ def found_go_tool(host: "Host", path: str | None, name: str, args: list[str], pa
     (toolsdir.newest), else `name` on the PATH, or the scenario's `path` alone. Its version is
     what it prints when asked (`pattern`'s first group); `go install` leaves that unset
     ("unspecified", empty), and then the folder's name says it."""
-    found = map(host.which, [path] if path else toolsdir.newest("go", name, name) + [name])
-    where = next(filter(None, found), None)
+    candidates = [path] if path else toolsdir.newest("go", name, name) + [name]
+    where = next(filter(None, map(host.which, candidates)), None)
     if where is None:
         return missing_program(host, path or name)
-    try:
-        captured = host.capture([where, *args])
-    except HostError as exc:
-        return Missing(str(exc))
-    said = pattern.search(captured.stdout + captured.stderr)
-    if said is None:
-        return Missing(f"{host.label}: {shlex.join([where, *args])} names no {name} version")
-    version = said.group(1).lstrip("v")
+    found = found_by_version(host, where, args, pattern)
+    if isinstance(found, Missing):
+        return found
+    version = found.version.lstrip("v")
     folder = re.search(rf"{re.escape(name)}-(\d+\.\d+[\w.]*)$", str(Path(where).parent))
     if not version[:1].isdigit() and folder:
         version = folder.group(1)
-    return Found(where, version or "unknown")
+    return Found(found.path, version or "unknown")
 
 
 def missing_program(host: "Host", program: str) -> Missing:
