@@ -80,6 +80,8 @@ class VegetaAdapter(Adapter):
     def supports(self, cell: "Cell") -> Support:
         if cell.stop.duration_s is None:
             return Support(False, "vegeta stops on a duration only (-duration): it has no request count")
+        if option(cell, "max_workers", 1) < 1:
+            return Support(False, "tools.vegeta.max_workers must be at least 1: without a worker vegeta sends nothing")
         if cell.rate_rps is not None and _rate(cell.rate_rps) is None:
             return Support(False, f"vegeta's -rate is whole requests per whole time unit: {cell.rate_rps:g}/s is not")
         return SUPPORTED
@@ -88,7 +90,7 @@ class VegetaAdapter(Adapter):
         assert cell.url is not None and cell.stop.duration_s is not None, "supports() and the runner see to both"
         duration = cell.stop.duration_s
         argv = [found.path, "attack", "-format", "json", "-targets", TARGETS_FILE, "-output", RESULTS_FILE,
-                "-duration", f"{duration:g}s", "-timeout", f"{option(cell, 'timeout_s', 30)}s",
+                "-duration", f"{max(1, round(duration * 1000))}ms", "-timeout", f"{option(cell, 'timeout_s', 30)}s",
                 "-workers", str(cell.concurrency)]
         if cell.rate_rps is None:
             argv += ["-rate", "0", "-max-workers", str(cell.concurrency)]

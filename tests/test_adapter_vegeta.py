@@ -164,7 +164,7 @@ def test_a_rate_cell_is_an_open_model_with_the_workers_unbounded_unless_asked():
     args = inv.argv
     assert args[:2] == ["/bin/vegeta", "attack"] and args[args.index("-rate") + 1] == "40/1s"
     assert args[args.index("-workers") + 1] == "4" and "-max-workers" not in args
-    assert args[args.index("-duration") + 1] == "1.5s" and args[args.index("-output") + 1] == "results.bin"
+    assert args[args.index("-duration") + 1] == "1500ms" and args[args.index("-output") + 1] == "results.bin"
     bounded = built(rate_rps=2.5, options={"max_workers": 8}).argv
     assert bounded[bounded.index("-rate") + 1] == "5/2s" and bounded[bounded.index("-max-workers") + 1] == "8"
     assert [(s.role, s.argv[1:], s.stdout) for s in inv.steps] == [
@@ -191,3 +191,4 @@ def test_the_target_reaches_vegeta_as_json_whatever_it_holds():
 def test_unsupported_cells_say_why():
     assert "duration only" in ADAPTER.supports(cell(stop=StopSpec(requests=100))).reason
     assert "whole requests" in ADAPTER.supports(cell(rate_rps=1 / 3000)).reason
+    assert "at least 1" in ADAPTER.supports(cell(rate_rps=10.0, options={"max_workers": 0})).reason

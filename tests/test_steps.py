@@ -82,3 +82,5 @@ def test_a_step_file_is_a_plain_name_in_the_cell_folder():
             Invocation(argv=["x"], steps=(Step("text", ["cat"], bad),))
     with pytest.raises(AdapterError, match="not a valid name"):
         Invocation(argv=["x"], steps=(Step("../role", ["cat"], "out.txt"),))
+    with pytest.raises(AdapterError, match="may not write stdout.txt"):
+        Invocation(argv=["x"], steps=(Step("text", ["cat"], "stdout.txt"),))

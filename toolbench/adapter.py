@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from toolbench.timings import SecondTally
 
 
+# What the runner itself writes in a cell's folder, beside the tool's files.
+RUNNER_FILES = ("stdout.txt", "stderr.txt", "command.txt")
+
+
 @dataclass(frozen=True)
 class Step:
     """A command run after the tool has exited, on the same host and in the same folder,
@@ -60,6 +64,10 @@ class Invocation:
         for name in [*self.files, *self.outputs.values(), *step_files]:
             if why := names.problem(name):
                 raise AdapterError(f"{self.argv[0] if self.argv else 'adapter'}: input or output file {why}")
+        taken = set(RUNNER_FILES) & {step.stdout for step in self.steps}
+        if taken:
+            raise AdapterError(f"{self.argv[0] if self.argv else 'adapter'}: a step may not write {sorted(taken)[0]}, "
+                               "the runner's own file")
 
 
 @dataclass(frozen=True)
