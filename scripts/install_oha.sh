@@ -14,6 +14,7 @@
 #   TOOLBENCH_TOOLS         tools directory (default: <repo>/.tools)
 #   OHA_VERSION             oha version (default: 1.16.0)
 #   TOOLBENCH_CARGO_TARGET  cargo's build directory (default: ~/.cache/toolbench/cargo-target)
+#   TOOLBENCH_CARGO_TIMEOUT_S  bound on the build, in seconds (default: 2700)
 #   TOOLBENCH_FORCE=1       rebuild even if the stamp is present
 set -euo pipefail
 
@@ -22,8 +23,10 @@ REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 TOOLS_DIR="${TOOLBENCH_TOOLS:-${REPO_ROOT}/.tools}"
 VERSION="${OHA_VERSION:-1.16.0}"
 TARGET_DIR="${TOOLBENCH_CARGO_TARGET:-${HOME}/.cache/toolbench/cargo-target}"
-# A build that hangs (a stalled download, a starved machine) must not hold CI forever.
-BUILD_TIMEOUT_S=1200
+# A build that hangs (a stalled download) must not hold CI forever; one cut short resumes from the
+# build cache on the next call, but what was compiling then starts again: on 2 cores shared with other
+# builds the first one took over 20 minutes here, so the bound is generous.
+BUILD_TIMEOUT_S="${TOOLBENCH_CARGO_TIMEOUT_S:-2700}"
 
 log() { printf 'install_oha: %s\n' "$*" >&2; }
 die() { printf 'install_oha: ERROR: %s\n' "$*" >&2; exit 1; }
