@@ -32,6 +32,7 @@ log() { printf 'install_oha: %s\n' "$*" >&2; }
 die() { printf 'install_oha: ERROR: %s\n' "$*" >&2; exit 1; }
 
 [[ "${VERSION}" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "OHA_VERSION must be X.Y.Z, got '${VERSION}'"
+[[ "${BUILD_TIMEOUT_S}" =~ ^[1-9][0-9]*$ ]] || die "TOOLBENCH_CARGO_TIMEOUT_S must be whole seconds, got '${BUILD_TIMEOUT_S}'"
 mkdir -p "${TOOLS_DIR}/cargo"
 TOOLS_DIR="$(cd "${TOOLS_DIR}" && pwd)"
 DEST="${TOOLS_DIR}/cargo/oha-${VERSION}"
