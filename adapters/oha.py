@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolbench import failures, toolsdir
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
-                               missing_program, option)
-from toolbench.errors import HostError, ParseError
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version,
+                               option)
+from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
                               Timing, Transfer)
@@ -69,17 +69,8 @@ class OhaAdapter(Adapter):
     option_types = {"h2": bool, "timeout_s": int, "latency_correction": bool}
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
-        where = host.which(path) if path else next(filter(None, map(host.which, candidates())), None)
-        if where is None:
-            return missing_program(host, path or "oha")
-        try:
-            captured = host.capture([where, "--version"])
-        except HostError as exc:
-            return Missing(str(exc))
-        said = _VERSION.search(captured.stdout + captured.stderr)
-        if said is None:
-            return Missing(f"{host.label}: {where} --version names no oha version")
-        return Found(where, said.group(1))
+        where = path or next(filter(None, map(host.which, candidates())), "oha")
+        return found_by_version(host, where, ["--version"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if not cell.keepalive and option(cell, "h2", False):
