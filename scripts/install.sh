@@ -67,4 +67,10 @@ done
 if [ -x "$repo/scripts/install_jmeter.sh" ]; then
     "$repo/scripts/install_jmeter.sh" >/dev/null
 fi
+# oha, built by `cargo install` (minutes the first time; its build cache outlives the clone).
+if command -v cargo >/dev/null; then
+    "$repo/scripts/install_oha.sh" >/dev/null
+else
+    say "cargo is not installed: oha is not built (its adapter reports it missing)"
+fi
 say "ready"
