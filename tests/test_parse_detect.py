@@ -32,6 +32,8 @@ RUNS = {  # one run's files per tool, as a user would point at them
     "httperf": ["httperf/0.9.0-ok.txt", "httperf/0.9.0-ok.stderr.txt"],
     "bombardier": ["bombardier/1.2.6-ok.txt", "bombardier/1.2.6-ok.stderr.txt"],
     "oha": ["oha/1.16.0-ok.json", "oha/1.16.0-ok.stderr.txt"],
+    # (its rows, vegeta/12.13.0-ok.csv, read as a headerless JTL too: with them, --tool is asked for)
+    "vegeta": ["vegeta/12.13.0-ok.json", "vegeta/12.13.0-ok.gob", "vegeta/12.13.0-ok.txt", "vegeta/12.13.0-ok.stderr.txt"],
 }
 
 
