@@ -46,8 +46,9 @@ def _login_limits() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (LOGIN_NOFILE_SOFT, hard))
 
 
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    """The `sshd` fixture's body (tests/conftest.py): one server per test module."""
+def serve(tmp_path_factory: pytest.TempPathFactory, extra_config: str = "") -> Iterator[Sshd]:
+    """The `sshd` fixture's body (tests/conftest.py): one server per test module.
+    `extra_config`: more sshd_config lines (e.g. `SetEnv PATH=...` for a sparse login)."""
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
         pytest.skip("openssh-server is not installed (scripts/install.sh installs it)")
     folder = tmp_path_factory.mktemp("sshd")
@@ -59,7 +60,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder}/host_key\n"
         f"AuthorizedKeysFile {folder}/authorized_keys\nPidFile {folder}/sshd.pid\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\nLogLevel ERROR\n")
+        "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\nLogLevel ERROR\n" + extra_config)
     try:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation folder
     except PermissionError:
