@@ -46,6 +46,7 @@ def twice(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, l
     return root, said[0], said[1]
 
 
+@pytest.mark.slow  # pip installs Locust and the engine's packages into a new venv: minutes
 def test_first_setup_installs_locust_toolbench_and_jmeter_and_records_how_to_undo(
         twice: tuple[Path, list[str], list[str]], sshd: Sshd) -> None:
     root, first, _ = twice
@@ -64,6 +65,7 @@ def test_first_setup_installs_locust_toolbench_and_jmeter_and_records_how_to_und
     assert f"{label}: recorded in {label}:{root}/setup-record.json and {local[0]}" in first
 
 
+@pytest.mark.slow  # pip installs Locust and the engine's packages into a new venv: minutes
 def test_what_setup_installed_runs_there(twice: tuple[Path, list[str], list[str]]) -> None:
     root, first, _ = twice
     paths = [line for line in first if "give the scenario this host's tools" in line]
@@ -75,6 +77,7 @@ def test_what_setup_installed_runs_there(twice: tuple[Path, list[str], list[str]
     assert (jmeter / "bin" / "ApacheJMeter.jar").is_file()
 
 
+@pytest.mark.slow  # pip installs Locust and the engine's packages into a new venv: minutes
 def test_a_second_setup_changes_nothing_and_says_so(twice: tuple[Path, list[str], list[str]], sshd: Sshd) -> None:
     root, _, second = twice
     label = f"{sshd.user}@127.0.0.1:{sshd.port}"

@@ -1,0 +1,38 @@
+"""nginx-static with its access log on, for tests that count what the target itself served
+(the bundled config turns the log off: writing it costs the server)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from toolbench.servers import nginx
+from toolbench.servers.spec import NginxOptions, ReadySpec
+
+
+@dataclass(frozen=True)
+class LoggedNginx:
+    base_url: str
+    access_log: Path
+
+    def lines(self) -> list[str]:
+        return self.access_log.read_text().splitlines() if self.access_log.exists() else []
+
+
+def _with_log(port: int, log: Path, **render: object) -> str:
+    conf = nginx.render(port, **render)  # type: ignore[arg-type]
+    assert "access_log off;" in conf
+    return conf.replace("access_log off;", f"access_log {nginx.quote(str(log))};")
+
+
+@contextlib.contextmanager
+def logged_nginx(workdir: Path) -> Iterator[LoggedNginx]:
+    log = workdir.resolve() / "access.log"
+    with nginx.static_files() as www:
+        conf = functools.partial(_with_log, log=log, workdir=workdir.resolve(), host="127.0.0.1",
+                                 options=NginxOptions(workers=1), max_concurrency=64,
+                                 server=nginx.static_server(www))
+        with nginx.run(workdir, "nginx-logged", ReadySpec(), conf) as (target, _):
+            yield LoggedNginx(target.base_url, log)

@@ -1,0 +1,79 @@
+"""The tools' own distributed modes, on one box: a Locust master here with workers on two
+generators, a JMeter controller here with a server on each of two generators; one generator
+is this machine, the other the same machine over a real sshd (tests/sshd_server.py). Each
+merged count is checked against the access log of the nginx that served the requests."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from logged_nginx import LoggedNginx, logged_nginx
+from sshd_server import Sshd
+from toolbench import invariants, plan, scenario
+from toolbench.adapter import Found
+from toolbench.distributed import Generator
+from toolbench.hosts import LocalHost
+from toolbench.registry import get
+from toolbench.ssh import SSHHost
+
+pytestmark = pytest.mark.integration
+CONCURRENCY = 4
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedNginx]:
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (scripts/install.sh installs it)")
+    with logged_nginx(tmp_path_factory.mktemp("nginx")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def far(sshd: Sshd) -> Iterator[SSHHost]:
+    with SSHHost(sshd.spec(), known_hosts=sshd.known_hosts) as host:
+        yield host
+
+
+def _cell(tmp_path: Path, tool: str, base_url: str, extra: str = "") -> plan.Cell:
+    path = tmp_path / "two.yaml"
+    path.write_text(f"name: two\ntarget: {{url: '{base_url}'}}\nmatrix: {{tool: [{tool}], concurrency: [{CONCURRENCY}]}}\n"
+                    f"stop: {{duration: 3s}}\ntimeout: 120s\n{extra}")
+    (planned,) = plan.expand(scenario.load(path))
+    return planned.cell.at(base_url)
+
+
+def _generators(tool: str, far: SSHHost, **extra: object) -> list[Generator]:
+    adapter = get(tool)
+    gens = []
+    for host in (LocalHost(), far):
+        found = adapter.detect(host)
+        if not isinstance(found, Found):
+            pytest.skip(f"{tool} is not installed on {host.label}: {found.reason}")
+        gens.append(Generator(host, found, **extra))  # type: ignore[arg-type]
+    return gens
+
+
+def test_locust_master_here_and_a_worker_on_each_of_two_generators(target: LoggedNginx, far: SSHHost,
+                                                                  tmp_path: Path) -> None:
+    adapter = get("locust")
+    cell = _cell(tmp_path, "locust", target.base_url)
+    gens = _generators("locust", far, workers=1)
+    distributed = adapter.distributed()
+    assert distributed is not None and distributed.supports(cell, len(gens)).ok
+    before = len(target.lines())
+    workdir = tmp_path / "cell"
+    workdir.mkdir()
+    outcome = distributed.run(cell, workdir, gens[0].found, gens)
+    served = len(target.lines()) - before
+    assert outcome.completed.exit_code == 0, (workdir / "stderr.txt").read_text()[-2000:]
+    assert outcome.failed_parts == [], [p.error for p in outcome.parts]
+    assert [p.label for p in outcome.parts] == ["local", far.label]
+    measured = invariants.parse_checked(adapter, outcome.raw)
+    total = measured.counts.requests_total
+    assert total and measured.counts.requests_failed == 0
+    # A request in flight when the master stops its users may reach nginx's log uncounted: at most one per user.
+    assert total <= served <= total + CONCURRENCY, (total, served)
+    assert "2 workers on 2 generators" in outcome.notes[0]
