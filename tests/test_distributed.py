@@ -4,7 +4,10 @@ is this machine, the other the same machine over a real sshd (tests/sshd_server.
 merged count is checked against the access log of the nginx that served the requests."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import shutil
+import socket
 from pathlib import Path
 from typing import Iterator
 
@@ -14,10 +17,12 @@ from logged_nginx import LoggedNginx, logged_nginx
 from sshd_server import Sshd
 from toolbench import invariants, plan, scenario
 from toolbench.adapter import Found
+from toolbench.adapters.jmeter_distributed import samples_by_server
 from toolbench.distributed import Generator
 from toolbench.hosts import LocalHost
 from toolbench.registry import get
 from toolbench.ssh import SSHHost
+from toolbench.targets import free_port
 
 pytestmark = pytest.mark.integration
 CONCURRENCY = 4
@@ -77,3 +82,50 @@ def test_locust_master_here_and_a_worker_on_each_of_two_generators(target: Logge
     # A request in flight when the master stops its users may reach nginx's log uncounted: at most one per user.
     assert total <= served <= total + CONCURRENCY, (total, served)
     assert "2 workers on 2 generators" in outcome.notes[0]
+
+
+def _free_block(count: int) -> int:
+    """The first of `count` consecutive ports free on 127.0.0.1 (JMeter's controller opens up to three)."""
+    for _ in range(50):
+        base = free_port()
+        if base + count > 65535:
+            continue
+        try:
+            with contextlib.ExitStack() as held:
+                for port in range(base, base + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    pytest.skip(f"no {count} consecutive free ports on 127.0.0.1")
+
+
+def test_jmeter_controller_here_and_a_server_on_each_of_two_generators(target: LoggedNginx, far: SSHHost,
+                                                                       tmp_path: Path) -> None:
+    adapter = get("jmeter")
+    ports = f"server_port: {_free_block(2)}, rmi_port: {_free_block(2)}, client_rmi_port: {_free_block(3)}"
+    cell = _cell(tmp_path, "jmeter", target.base_url, f"tools: {{jmeter: {{heap: 256m, {ports}}}}}\n")
+    gens = _generators("jmeter", far)
+    distributed = adapter.distributed()
+    assert distributed is not None and distributed.supports(cell, len(gens)).ok
+    assert not distributed.supports(dataclasses.replace(cell, concurrency=3), 2).ok  # one plan for every server
+    before = len(target.lines())
+    workdir = tmp_path / "cell"
+    workdir.mkdir()
+    outcome = distributed.run(cell, workdir, gens[0].found, gens)
+    served = len(target.lines()) - before
+    assert outcome.completed.exit_code == 0, (workdir / "stdout.txt").read_text()[-2000:]
+    assert outcome.failed_parts == [], [p.error for p in outcome.parts]
+    measured = invariants.parse_checked(adapter, outcome.raw)
+    total = measured.counts.requests_total
+    assert total and measured.counts.requests_failed == 0
+    assert total <= served <= total + CONCURRENCY, (total, served)
+    by_server = samples_by_server(outcome.raw.files["jtl"])
+    assert sorted(by_server) == sorted(f"127.0.0.1:{p}" for p in _ports(cell)) and sum(by_server.values()) == total
+    assert "server.rmi.ssl.disable=true" in outcome.notes[1]
+    assert all((part.folder / "server.log").exists() for part in outcome.parts)  # fetched from each generator
+
+
+def _ports(cell: plan.Cell) -> list[int]:
+    return [cell.options["server_port"], cell.options["server_port"] + 1]

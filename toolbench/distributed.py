@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import socket
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
@@ -146,17 +145,6 @@ def finish(part: Launched, timeout_s: float, ok_codes: tuple[int, ...] = (0,)) -
     elif completed.exit_code not in ok_codes:
         error = f"exited {completed.exit_code}{_last_line(part.folder / 'stderr.txt')}"
     return Part(part.gen.label, part.folder, completed.exit_code, error)
-
-
-def wait_for_line(path: Path, pattern: str, timeout_s: float, label: str) -> None:
-    """Until the part's output says `pattern` (it is ready); a HostError when the time is up."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if path.exists() and pattern in path.read_text(errors="replace"):
-            return
-        time.sleep(0.1)
-    raise HostError(f"{label}: not ready within {timeout_s:g}s (no {pattern!r} in its output)"
-                    f"{_last_line(path.with_name('stderr.txt'))}")
 
 
 def _last_line(path: Path) -> str:
