@@ -54,7 +54,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory, extra_config: str = "") -> I
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
         pytest.skip("openssh-server is not installed (scripts/install.sh installs it)")
     folder = tmp_path_factory.mktemp("sshd")
-    proc, server = start(folder, "127.0.0.1", free_port())
+    proc, server = start(folder, "127.0.0.1", free_port(), extra_config=extra_config)
     try:
         yield server
     finally:
@@ -62,7 +62,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory, extra_config: str = "") -> I
 
 
 def start(folder: Path, address: str, port: int, prefix: tuple[str, ...] = (),
-          client_key: Path | None = None) -> tuple[subprocess.Popen[bytes], Sshd]:
+          client_key: Path | None = None, extra_config: str = "") -> tuple[subprocess.Popen[bytes], Sshd]:
     """An sshd listening on `address`:`port`, started with `prefix` before it (e.g.
     `ip netns exec NS`, to run inside a network namespace); keys and known_hosts in `folder`.
     `client_key` is a key made earlier to log in with (one for several servers)."""

@@ -62,9 +62,8 @@ class HostNeeds:
 
 
 def generator_specs(scenario: Scenario) -> tuple[HostSpec, ...]:
-    """The scenario's generators: `hosts.generators` where the scenario has them, else `hosts.generator`."""
-    many: Sequence[HostSpec] | None = getattr(scenario, "generators", None)
-    return tuple(many) if many else (scenario.generator,)
+    """The machines of the scenario's generators (`hosts.generators`, or the one `hosts.generator`)."""
+    return tuple(generator.host for generator in scenario.generators)
 
 
 def of_scenario(scenario: Scenario) -> list[HostNeeds]:
