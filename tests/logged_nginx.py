@@ -21,8 +21,10 @@ class LoggedNginx:
         return self.access_log.read_text().splitlines() if self.access_log.exists() else []
 
 
-def _with_log(port: int, log: Path, **render: object) -> str:
-    conf = nginx.render(port, **render)  # type: ignore[arg-type]
+def config(port: int, log: Path, workdir: Path, www: Path, host: str = "127.0.0.1") -> str:
+    """nginx-static's config for `host`:`port`, with its access log in `log`."""
+    conf = nginx.render(port, workdir=workdir.resolve(), host=host, options=NginxOptions(workers=1),
+                        max_concurrency=64, server=nginx.static_server(www))
     assert "access_log off;" in conf
     return conf.replace("access_log off;", f"access_log {nginx.quote(str(log))};")
 
@@ -31,8 +33,6 @@ def _with_log(port: int, log: Path, **render: object) -> str:
 def logged_nginx(workdir: Path) -> Iterator[LoggedNginx]:
     log = workdir.resolve() / "access.log"
     with nginx.static_files() as www:
-        conf = functools.partial(_with_log, log=log, workdir=workdir.resolve(), host="127.0.0.1",
-                                 options=NginxOptions(workers=1), max_concurrency=64,
-                                 server=nginx.static_server(www))
+        conf = functools.partial(config, log=log, workdir=workdir, www=www)
         with nginx.run(workdir, "nginx-logged", ReadySpec(), conf) as (target, _):
             yield LoggedNginx(target.base_url, log)
