@@ -121,3 +121,27 @@ def test_jmeter_controller_in_one_machine_and_servers_in_two_others(testnet: net
     assert outcome["total"] <= logged <= outcome["total"] + CONCURRENCY, (outcome["total"], logged)
     gen1, gen2 = (testnet.machines[role].address for role in ("gen1", "gen2"))
     assert f"{gen1}:1099: " in outcome["notes"][0] and f"{gen2}:1100: " in outcome["notes"][0]
+
+
+def test_setup_prepares_both_generators_and_a_second_run_has_nothing_to_do(testnet: netns.TestNet,
+                                                                           tmp_path: Path) -> None:
+    gens = [testnet.machines[role] for role in ("gen1", "gen2")]
+    sshd = gens[0].sshd
+    assert sshd is not None
+    lab = tmp_path / "lab.yaml"
+    listed = "".join(f"    - {{address: {m.address}, user: {sshd.user}, key: {json.dumps(str(sshd.client_key))}}}\n"
+                     for m in gens)
+    lab.write_text(f"name: lab\nhosts:\n  generators:\n{listed}target: {{url: 'http://198.18.0.3:8080/'}}\n"
+                   "matrix: {tool: [ab, jmeter]}\nstop: {duration: 2s}\n")
+    toolbench = Path(sys.executable).with_name("toolbench")
+    argv = [str(toolbench), "setup", str(lab), "--root", str(tmp_path / "there"), "--record-dir",
+            str(tmp_path / "records"), "--known-hosts", str(testnet.known_hosts())]
+    first, second = (testnet.run("ctl", argv, timeout_s=300) for _ in range(2))
+    said = [run.stdout.decode().splitlines() for run in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, (first.stderr.decode(), said)
+    labels = [f"{sshd.user}@{m.address}:22" for m in gens]
+    # The machines share this box's files: the first copies JMeter into the root, the second finds it there.
+    assert any(line.startswith(f"{labels[0]}: changed: copied JMeter's home to ") for line in said[0]), said[0]
+    assert [line.split(" (")[0] for line in said[1] if "nothing to do" in line] == [
+        f"{label}: nothing to do" for label in labels], said[1]
+    assert not any(": changed: " in line for line in said[1])
