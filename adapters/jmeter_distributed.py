@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from toolbench.plan import Cell
 
 SERVER_PORT, RMI_PORT, CLIENT_RMI_PORT = 1099, 50000, 50100
-SERVER_START_S = 90.0  # a JVM's start on a busy machine
+SERVER_START_S = 120.0  # a JVM's start on a busy machine
 SSL_NOTE = ("JMeter distributed: server.rmi.ssl.disable=true was set on the controller and every server: the RMI "
             "traffic between them (plan and samples) is not encrypted; run it on a trusted network only")
 

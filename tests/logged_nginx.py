@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import pytest
+
+from toolbench.errors import TargetError
 from toolbench.servers import nginx
 from toolbench.servers.spec import NginxOptions, ReadySpec
 
@@ -19,6 +22,13 @@ class LoggedNginx:
 
     def lines(self) -> list[str]:
         return self.access_log.read_text().splitlines() if self.access_log.exists() else []
+
+
+def need_nginx() -> None:
+    try:
+        nginx.binary()
+    except TargetError:
+        pytest.skip("nginx is not installed (scripts/install.sh installs it)")
 
 
 def config(port: int, log: Path, workdir: Path, www: Path, host: str = "127.0.0.1") -> str:

@@ -6,23 +6,23 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import shutil
+import os
+import random
 import socket
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from logged_nginx import LoggedNginx, logged_nginx
+from logged_nginx import LoggedNginx, logged_nginx, need_nginx
 from sshd_server import Sshd
 from toolbench import invariants, plan, scenario
 from toolbench.adapter import Found
 from toolbench.adapters.jmeter_distributed import samples_by_server
-from toolbench.distributed import Generator
+from toolbench.distributed import Generator, Outcome
 from toolbench.hosts import LocalHost
 from toolbench.registry import get
 from toolbench.ssh import SSHHost
-from toolbench.targets import free_port
 
 pytestmark = pytest.mark.integration
 CONCURRENCY = 4
@@ -30,8 +30,7 @@ CONCURRENCY = 4
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedNginx]:
-    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
-        pytest.skip("nginx is not installed (scripts/install.sh installs it)")
+    need_nginx()
     with logged_nginx(tmp_path_factory.mktemp("nginx")) as running:
         yield running
 
@@ -61,35 +60,41 @@ def _generators(tool: str, far: SSHHost, **extra: object) -> list[Generator]:
     return gens
 
 
-def test_locust_master_here_and_a_worker_on_each_of_two_generators(target: LoggedNginx, far: SSHHost,
-                                                                  tmp_path: Path) -> None:
-    adapter = get("locust")
-    cell = _cell(tmp_path, "locust", target.base_url)
-    gens = _generators("locust", far, workers=1)
+def _run(tool: str, cell: plan.Cell, gens: list[Generator], target: LoggedNginx, workdir: Path) -> Outcome:
+    """One distributed run, checked as every one must be: the controller ended well, every part
+    too, nothing failed, and nginx logged what the tool counted."""
+    adapter = get(tool)
     distributed = adapter.distributed()
     assert distributed is not None and distributed.supports(cell, len(gens)).ok
     before = len(target.lines())
-    workdir = tmp_path / "cell"
     workdir.mkdir()
     outcome = distributed.run(cell, workdir, gens[0].found, gens)
     served = len(target.lines()) - before
-    assert outcome.completed.exit_code == 0, (workdir / "stderr.txt").read_text()[-2000:]
+    assert outcome.completed.exit_code == 0, (workdir / "stdout.txt").read_text()[-2000:]
     assert outcome.failed_parts == [], [p.error for p in outcome.parts]
-    assert [p.label for p in outcome.parts] == ["local", far.label]
+    assert [p.label for p in outcome.parts] == [gen.label for gen in gens]
     measured = invariants.parse_checked(adapter, outcome.raw)
     total = measured.counts.requests_total
     assert total and measured.counts.requests_failed == 0
-    # A request in flight when the master stops its users may reach nginx's log uncounted: at most one per user.
+    # A request in flight when the tool stops its users may reach nginx's log uncounted: at most one per user.
     assert total <= served <= total + CONCURRENCY, (total, served)
+    return outcome
+
+
+def test_locust_master_here_and_a_worker_on_each_of_two_generators(target: LoggedNginx, far: SSHHost,
+                                                                  tmp_path: Path) -> None:
+    cell = _cell(tmp_path, "locust", target.base_url)
+    outcome = _run("locust", cell, _generators("locust", far, workers=1), target, tmp_path / "cell")
     assert "2 workers on 2 generators" in outcome.notes[0]
 
 
 def _free_block(count: int) -> int:
-    """The first of `count` consecutive ports free on 127.0.0.1 (JMeter's controller opens up to three)."""
+    """The first of `count` consecutive ports free on 127.0.0.1, below the ephemeral range: there,
+    the outgoing connections of whatever else runs on this machine cannot take one meanwhile."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    chooser = random.Random(os.getpid())
     for _ in range(50):
-        base = free_port()
-        if base + count > 65535:
-            continue
+        base = chooser.randrange(10000, max(10001, low - count))
         try:
             with contextlib.ExitStack() as held:
                 for port in range(base, base + count):
@@ -98,29 +103,19 @@ def _free_block(count: int) -> int:
             return base
         except OSError:
             continue
-    pytest.skip(f"no {count} consecutive free ports on 127.0.0.1")
+    pytest.skip(f"no {count} consecutive free ports on 127.0.0.1 below {low}")
 
 
 def test_jmeter_controller_here_and_a_server_on_each_of_two_generators(target: LoggedNginx, far: SSHHost,
                                                                        tmp_path: Path) -> None:
-    adapter = get("jmeter")
-    ports = f"server_port: {_free_block(2)}, rmi_port: {_free_block(2)}, client_rmi_port: {_free_block(3)}"
+    base = _free_block(7)  # one block, so the three ranges cannot overlap: servers 2, their objects 2, controller 3
+    ports = f"server_port: {base}, rmi_port: {base + 2}, client_rmi_port: {base + 4}"
     cell = _cell(tmp_path, "jmeter", target.base_url, f"tools: {{jmeter: {{heap: 256m, {ports}}}}}\n")
-    gens = _generators("jmeter", far)
-    distributed = adapter.distributed()
-    assert distributed is not None and distributed.supports(cell, len(gens)).ok
+    distributed = get("jmeter").distributed()
+    assert distributed is not None
     assert not distributed.supports(dataclasses.replace(cell, concurrency=3), 2).ok  # one plan for every server
-    before = len(target.lines())
-    workdir = tmp_path / "cell"
-    workdir.mkdir()
-    outcome = distributed.run(cell, workdir, gens[0].found, gens)
-    served = len(target.lines()) - before
-    assert outcome.completed.exit_code == 0, (workdir / "stdout.txt").read_text()[-2000:]
-    assert outcome.failed_parts == [], [p.error for p in outcome.parts]
-    measured = invariants.parse_checked(adapter, outcome.raw)
-    total = measured.counts.requests_total
-    assert total and measured.counts.requests_failed == 0
-    assert total <= served <= total + CONCURRENCY, (total, served)
+    outcome = _run("jmeter", cell, _generators("jmeter", far), target, tmp_path / "cell")
+    total = invariants.parse_checked(get("jmeter"), outcome.raw).counts.requests_total
     by_server = samples_by_server(outcome.raw.files["jtl"])
     assert sorted(by_server) == sorted(f"127.0.0.1:{p}" for p in _ports(cell)) and sum(by_server.values()) == total
     assert "server.rmi.ssl.disable=true" in outcome.notes[1]

@@ -5,8 +5,6 @@ its own network stack, every port and address is a real one (JMeter's pinned def
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +13,7 @@ from typing import Iterator
 import pytest
 
 import netns
-from logged_nginx import config
+from logged_nginx import config, need_nginx
 from toolbench.servers import nginx
 
 pytestmark = pytest.mark.integration
@@ -54,8 +52,7 @@ print(json.dumps({"exit": outcome.completed.exit_code, "failed": [p.error for p 
 @pytest.fixture(scope="module")
 def served(testnet: netns.TestNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """nginx in `target` at its address, port 8080: its URL and its access log."""
-    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
-        pytest.skip("nginx is not installed (scripts/install.sh installs it)")
+    need_nginx()
     folder = tmp_path_factory.mktemp("nginx-target")
     address = testnet.machines["target"].address
     url = f"http://{address}:{PORT}/"
