@@ -41,7 +41,7 @@ from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timi
 from toolbench.timings import SecondTally
 
 if TYPE_CHECKING:
-    from toolbench.distributed import DistributedRun
+    from toolbench.scaleout import DistributedRun
     from toolbench.hosts import Host
     from toolbench.plan import Cell
 

@@ -25,6 +25,7 @@ from toolbench.adapter import Found, Invocation, RawOutput, Support
 from toolbench.adapters import jmeter
 from toolbench.adapters.jmeter_runs import is_xml
 from toolbench.distributed import Generator, Outcome, Part
+from toolbench.distributed_cell import OwnDistribution
 from toolbench.errors import HostError
 from toolbench.hosts import Completed, LocalHost
 from toolbench.scenario import StopSpec
@@ -38,7 +39,7 @@ SSL_NOTE = ("JMeter distributed: server.rmi.ssl.disable=true was set on the cont
             "traffic between them (plan and samples) is not encrypted; run it on a trusted network only")
 
 
-class JMeterDistributed:
+class JMeterDistributed(OwnDistribution):
     def supports(self, cell: "Cell", generators: int) -> Support:
         if cell.concurrency % generators:
             return Support(False, f"JMeter's distributed mode runs one plan on every server: a concurrency of "

@@ -30,7 +30,7 @@ from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, 
                               Rates, SecondSample, Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.distributed import DistributedRun
+    from toolbench.scaleout import DistributedRun
     from toolbench.hosts import Host
     from toolbench.plan import Cell
 

@@ -13,6 +13,7 @@ from toolbench import distributed
 from toolbench.adapter import SUPPORTED, Found, RawOutput, Support
 from toolbench.adapters import locust
 from toolbench.distributed import Generator, Outcome
+from toolbench.distributed_cell import OwnDistribution
 from toolbench.errors import HostError
 from toolbench.hosts import LocalHost
 from toolbench.servers.process import free_port
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 WORKERS_WAIT_S = 60
 
 
-class LocustDistributed:
+class LocustDistributed(OwnDistribution):
     def supports(self, cell: "Cell", generators: int) -> Support:
         if cell.stop.duration_s is None:
             return Support(False, "Locust's distributed mode runs for a duration: its workers share no request "

@@ -14,6 +14,9 @@ import pytest
 
 import netns
 from logged_nginx import config, need_nginx
+from test_scaleout_netns import by_client, nginx_there, run_in_ctl  # noqa: F401  (nginx_there: a fixture)
+from test_scaleout_netns import scenario as scaleout_scenario
+from toolbench.schema import Status
 from toolbench.servers import nginx
 
 pytestmark = pytest.mark.integration
@@ -142,3 +145,21 @@ def test_setup_prepares_both_generators_and_a_second_run_has_nothing_to_do(testn
     assert [line.split(" (")[0] for line in said[1] if "nothing to do" in line] == [
         f"{label}: nothing to do" for label in labels], said[1]
     assert not any(": changed: " in line for line in said[1])
+
+
+@pytest.mark.parametrize("tool, options", [("locust", "tools: {locust: {workers_per_host: 1}}\n"),
+                                           ("jmeter", "tools: {jmeter: {heap: 256m}}\n")])
+def test_toolbench_run_hands_a_tool_with_its_own_distribution_the_whole_fleet(
+        testnet: netns.TestNet, nginx_there: Path, tmp_path: Path, tool: str, options: str) -> None:
+    since = nginx_there.stat().st_size if nginx_there.exists() else 0
+    path = scaleout_scenario(testnet, tmp_path, tool, "{duration: 3s}", options)
+    done, results, _ = run_in_ctl(testnet, path, tmp_path / "reports")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    (result,) = results
+    assert result.outcome.status is Status.OK, result.outcome.error
+    assert [(p.name, p.status) for p in result.generators] == [("gen1", Status.OK), ("gen2", Status.OK)]
+    seen = by_client(nginx_there, since)
+    gen1, gen2 = (testnet.machines[role].address for role in ("gen1", "gen2"))
+    total = result.measurement.counts.requests_total
+    assert seen[gen1] > 0 and seen[gen2] > 0  # both generators loaded the target
+    assert total is not None and total <= seen[gen1] + seen[gen2] <= total + CONCURRENCY, (total, seen)

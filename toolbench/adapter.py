@@ -18,7 +18,6 @@ from toolbench.errors import AdapterError, HostError
 from toolbench.schema import Measurement
 
 if TYPE_CHECKING:
-    from toolbench.distributed import DistributedRun
     from toolbench.hosts import Captured, Host
     from toolbench.plan import Cell
     from toolbench.timings import SecondTally
@@ -142,11 +141,6 @@ class Adapter(abc.ABC):
         cell (a JVM's JIT, users spawned over time): a cell measured over a few times this
         or less understates the tool's rate (toolbench.ramp). 0: none worth saying."""
         return 0.0
-
-    def distributed(self) -> "DistributedRun | None":
-        """The tool's own distributed mode (a controller here, a part on each generator,
-        merged by the tool: toolbench.distributed), or None: one instance per generator."""
-        return None
 
     def timings(self, raw: RawOutput) -> "SecondTally | None":
         """Per-request times by the second each request started in, for percentiles over

@@ -63,8 +63,9 @@ class Outcome:
         return [part for part in self.parts if part.error is not None]
 
 
-class DistributedRun(Protocol):
-    """What an adapter offers for its tool's own distributed mode (`Adapter.distributed`)."""
+class DistributedTool(Protocol):
+    """A tool's own distributed mode; `Adapter.distributed()` hands the runner one that is also
+    callable as toolbench.scaleout.DistributedRun (see toolbench.distributed_cell)."""
 
     def supports(self, cell: "Cell", generators: int) -> Support: ...
 
