@@ -27,13 +27,12 @@ PART_GRACE_S = 15.0
 
 @dataclass(frozen=True)
 class Generator:
-    """One generator: the host, the tool as found there, and the address at which it reaches
-    this machine (None: told from the route to it, see reach_address)."""
+    """One generator: the host, the tool as found there, and the addresses both ways."""
 
     host: Host
     found: Found
-    address: str | None = None  # how this machine reaches the generator; None: the host's own address
-    reach: str | None = None
+    address: str | None = None  # how this machine reaches the generator; None: its SSH address (host_address)
+    reach: str | None = None  # how the generator reaches this machine; None: from the route (reach_address)
     workers: int | None = None  # processes of the tool there, where the tool runs several; None: one per core
 
     @property
