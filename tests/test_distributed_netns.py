@@ -163,3 +163,5 @@ def test_toolbench_run_hands_a_tool_with_its_own_distribution_the_whole_fleet(
     total = result.measurement.counts.requests_total
     assert seen[gen1] > 0 and seen[gen2] > 0  # both generators loaded the target
     assert total is not None and total <= seen[gen1] + seen[gen2] <= total + CONCURRENCY, (total, seen)
+    duration = result.measurement.timing.duration_s
+    assert duration is not None and (duration >= 2.7) == (not any("s of load in the 3s asked" in n for n in result.notes))
