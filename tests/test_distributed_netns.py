@@ -14,14 +14,14 @@ import pytest
 
 import netns
 from logged_nginx import config, need_nginx
-from test_scaleout_netns import by_client, nginx_there, run_in_ctl  # noqa: F401  (nginx_there: a fixture)
+from test_scaleout_netns import by_client, run_in_ctl
 from test_scaleout_netns import scenario as scaleout_scenario
 from toolbench.schema import Status
 from toolbench.servers import nginx
 
 pytestmark = pytest.mark.integration
 CONCURRENCY = 4
-PORT = 8080
+PORT = 8081  # test_scaleout_netns.py leaves its nginx on 8080 in the same machine
 
 # Run inside `ctl`, as toolbench would be: one distributed run, its outcome as JSON.
 _DRIVE = """
@@ -54,7 +54,7 @@ print(json.dumps({"exit": outcome.completed.exit_code, "failed": [p.error for p 
 
 @pytest.fixture(scope="module")
 def served(testnet: netns.TestNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """nginx in `target` at its address, port 8080: its URL and its access log."""
+    """nginx in `target` at its address, port 8081: its URL and its access log."""
     need_nginx()
     folder = tmp_path_factory.mktemp("nginx-target")
     address = testnet.machines["target"].address
@@ -150,15 +150,18 @@ def test_setup_prepares_both_generators_and_a_second_run_has_nothing_to_do(testn
 @pytest.mark.parametrize("tool, options", [("locust", "tools: {locust: {workers_per_host: 1}}\n"),
                                            ("jmeter", "tools: {jmeter: {heap: 256m}}\n")])
 def test_toolbench_run_hands_a_tool_with_its_own_distribution_the_whole_fleet(
-        testnet: netns.TestNet, nginx_there: Path, tmp_path: Path, tool: str, options: str) -> None:
-    since = nginx_there.stat().st_size if nginx_there.exists() else 0
+        testnet: netns.TestNet, served: tuple[str, Path], tmp_path: Path, tool: str, options: str) -> None:
+    url, log = served
+    since = log.stat().st_size if log.exists() else 0
     path = scaleout_scenario(testnet, tmp_path, tool, "{duration: 3s}", options)
+    path.write_text(path.read_text().replace(f"http://{testnet.machines['target'].address}:8080/", url))
+    assert url in path.read_text()
     done, results, _ = run_in_ctl(testnet, path, tmp_path / "reports")
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     (result,) = results
     assert result.outcome.status is Status.OK, result.outcome.error
     assert [(p.name, p.status) for p in result.generators] == [("gen1", Status.OK), ("gen2", Status.OK)]
-    seen = by_client(nginx_there, since)
+    seen = by_client(log, since)
     gen1, gen2 = (testnet.machines[role].address for role in ("gen1", "gen2"))
     total = result.measurement.counts.requests_total
     assert seen[gen1] > 0 and seen[gen2] > 0  # both generators loaded the target
