@@ -41,6 +41,7 @@ from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timi
 from toolbench.timings import SecondTally
 
 if TYPE_CHECKING:
+    from toolbench.scaleout import DistributedRun
     from toolbench.hosts import Host
     from toolbench.plan import Cell
 
@@ -74,8 +75,10 @@ _NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 class JMeterAdapter(Adapter):
     name = "jmeter"
-    # heap: the JVM heap (-Xms and -Xmx), e.g. "1g"; timeout_s: connect and response timeouts.
-    option_types = {"heap": str, "timeout_s": int}
+    # heap: the JVM heap (-Xms and -Xmx), e.g. "1g"; timeout_s: connect and response timeouts;
+    # server_port, rmi_port, client_rmi_port: the pinned RMI ports of its distributed mode
+    # (adapters/jmeter_distributed.py).
+    option_types = {"heap": str, "timeout_s": int, "server_port": int, "rmi_port": int, "client_rmi_port": int}
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         """The JMeter that build() will run on this host: at `path`, else the first of
@@ -150,6 +153,11 @@ class JMeterAdapter(Adapter):
         return Invocation(argv=argv, files=files, outputs={"jtl": JTL, "log": LOG},
                           # The wrapper of scripts/install_jmeter.sh reads JMETER_HEAP, JMeter's own script HEAP.
                           env={"JMETER_HEAP": jvm_heap, "HEAP": jvm_heap})
+
+    def distributed(self) -> "DistributedRun":
+        from toolbench.adapters.jmeter_distributed import DISTRIBUTED
+
+        return DISTRIBUTED
 
     def classify(self, path: Path, text: str) -> str:
         head = text.lstrip("\ufeff")[:300]

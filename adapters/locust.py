@@ -30,6 +30,7 @@ from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, 
                               Rates, SecondSample, Timing, Transfer)
 
 if TYPE_CHECKING:
+    from toolbench.scaleout import DistributedRun
     from toolbench.hosts import Host
     from toolbench.plan import Cell
 
@@ -59,7 +60,9 @@ class LocustAdapter(Adapter):
     # machine (--processes N); -1 is one worker per core.
     # locustfile: a file beside the scenario whose own User classes run instead of the bundled
     # one; it is copied into the cell's folder as is, and reads the cell from locust_params.json.
-    option_types = {"user_class": str, "processes": int, "timeout_s": int, "locustfile": Path}
+    # workers_per_host: worker processes on each generator in its distributed mode (default: one per core).
+    option_types = {"user_class": str, "processes": int, "timeout_s": int, "locustfile": Path,
+                    "workers_per_host": int}
 
     program = "python"  # run as `python -m locust`: the path is the Python's
 
@@ -123,6 +126,11 @@ class LocustAdapter(Adapter):
         return Invocation(argv=[found.path, "-m", "locust", *args],
                           files={LOCUSTFILE: source, PARAMS: parameters(cell, path)},
                           outputs=dict(OUTPUTS))
+
+    def distributed(self) -> "DistributedRun":
+        from toolbench.adapters.locust_distributed import DISTRIBUTED
+
+        return DISTRIBUTED
 
     def classify(self, path: Path, text: str) -> str:
         return out.classify(text)

@@ -48,12 +48,13 @@ def _login_limits() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (LOGIN_NOFILE_SOFT, hard))
 
 
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    """The `sshd` fixture's body (tests/conftest.py): one server per test module."""
+def serve(tmp_path_factory: pytest.TempPathFactory, extra_config: str = "") -> Iterator[Sshd]:
+    """The `sshd` fixture's body (tests/conftest.py): one server per test module.
+    `extra_config`: more sshd_config lines (e.g. `SetEnv PATH=...` for a sparse login)."""
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
         pytest.skip("openssh-server is not installed (scripts/install.sh installs it)")
     folder = tmp_path_factory.mktemp("sshd")
-    proc, server = start(folder, "127.0.0.1", free_port())
+    proc, server = start(folder, "127.0.0.1", free_port(), extra_config=extra_config)
     try:
         yield server
     finally:
@@ -61,7 +62,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
 
 
 def start(folder: Path, address: str, port: int, prefix: tuple[str, ...] = (),
-          client_key: Path | None = None) -> tuple[subprocess.Popen[bytes], Sshd]:
+          client_key: Path | None = None, extra_config: str = "") -> tuple[subprocess.Popen[bytes], Sshd]:
     """An sshd listening on `address`:`port`, started with `prefix` before it (e.g.
     `ip netns exec NS`, to run inside a network namespace); keys and known_hosts in `folder`.
     `client_key` is a key made earlier to log in with (one for several servers)."""
@@ -74,7 +75,7 @@ def start(folder: Path, address: str, port: int, prefix: tuple[str, ...] = (),
         f"Port {port}\nListenAddress {address}\nHostKey {folder}/host_key\n"
         f"AuthorizedKeysFile {folder}/authorized_keys\nPidFile {folder}/sshd.pid\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\nLogLevel ERROR\n")
+        "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\nLogLevel ERROR\n" + extra_config)
     try:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation folder
     except PermissionError:

@@ -73,7 +73,7 @@ class DistributedRun(Protocol):
     with a GeneratorPart per generator where the tool tells them apart."""
 
     def __call__(self, scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, fleet: Fleet,
-                 target: Serving) -> RunResult: ...
+                 target: Serving, identity: Identity) -> RunResult: ...
 
 
 def connect(scenario: Scenario, stack: contextlib.ExitStack, known_hosts: Path | None,
@@ -212,7 +212,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     adapter = registry.get(cell.tool)
     own = adapter.distributed()
     if own is not None:
-        return own(scenario, planned, cell, run_dir, fleet, target)
+        return own(scenario, planned, cell, run_dir, fleet, target, identity)
     workdir = run_dir.cell_dir(cell.id)
     shares = split(cell, [g.spec for g in fleet.generators])
     parts = [_PartRun(g, share, _folder(workdir, g.name)) for g, share in zip(fleet.generators, shares)]

@@ -1,0 +1,101 @@
+"""Locust's own distributed mode: the master on this machine (headless, `--expect-workers`),
+`--worker` processes on each generator (as many per host as it has cores, unless told), the
+result from the master's JSON and CSVs, read by the Locust adapter as a single run's.
+
+The workers get the same locustfile and cell parameters as the master (locust_params.json):
+the master hands out the users, the workers send it their stats, and it merges them."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from toolbench import distributed
+from toolbench.adapter import SUPPORTED, Found, RawOutput, Support
+from toolbench.adapters import locust
+from toolbench.distributed import Generator, Outcome
+from toolbench.distributed_cell import OwnDistribution
+from toolbench.errors import HostError
+from toolbench.hosts import LocalHost
+from toolbench.servers.process import free_port
+
+if TYPE_CHECKING:
+    from toolbench.plan import Cell
+
+# How long the master waits for every worker to connect before it gives up (and exits 1).
+WORKERS_WAIT_S = 60
+
+
+class LocustDistributed(OwnDistribution):
+    def supports(self, cell: "Cell", generators: int) -> Support:
+        if cell.stop.duration_s is None:
+            return Support(False, "Locust's distributed mode runs for a duration: its workers share no request "
+                                  "budget")
+        return SUPPORTED
+
+    def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator]) -> Outcome:
+        invocation = locust.ADAPTER.build(cell, workdir, controller)
+        counts = [worker_count(gen, cell) for gen in generators]
+        reach = [distributed.reach_address(gen) for gen in generators]
+        bind = reach[0] if len(set(reach)) == 1 else "*"
+        port = free_port(reach[0] if bind != "*" else "0.0.0.0")
+        master_argv = [*_without_processes(invocation.argv), "--master", "--master-bind-host", bind,
+                       "--master-bind-port", str(port), "--expect-workers", str(sum(counts)),
+                       "--expect-workers-max-wait", str(WORKERS_WAIT_S)]
+        for name, content in invocation.files.items():
+            (workdir / name).write_text(content)
+        (workdir / "command.txt").write_text(" ".join(master_argv) + "\n")
+        master = LocalHost().start(master_argv, cwd=workdir, stdout=workdir / "stdout.txt",
+                                   stderr=workdir / "stderr.txt")
+        parts: list[distributed.Launched] = []
+        try:
+            for index, (gen, count, address) in enumerate(zip(generators, counts, reach)):
+                argv = [gen.found.path, "-m", "locust", "-f", locust.LOCUSTFILE, "--worker", "--master-host",
+                        address, "--master-port", str(port), "--loglevel", "WARNING"]
+                argv += ["--processes", str(count)] if count > 1 else []
+                parts.append(distributed.launch(gen, distributed.part_folder(workdir, index, gen), argv,
+                                                invocation.files))
+        except BaseException:
+            master.wait(0)
+            for part in parts:
+                distributed.finish(part, 0)
+            raise
+        completed = master.wait(cell.timeout_s)
+        ended = tuple(distributed.finish(part, distributed.PART_GRACE_S) for part in parts)
+        files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
+        raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
+                        stderr=(workdir / "stderr.txt").read_text(errors="replace"),
+                        exit_code=completed.exit_code, files=files, source=str(workdir))
+        note = (f"Locust distributed: a master here and {sum(counts)} workers on {len(generators)} generators "
+                f"({', '.join(f'{gen.label}: {n}' for gen, n in zip(generators, counts))}); the master merged "
+                "their stats")
+        return Outcome(completed, raw, ended, (note,))
+
+
+def worker_count(gen: Generator, cell: "Cell") -> int:
+    """Workers on a generator: told (`Generator.workers`, or `tools.locust.workers_per_host`),
+    else one per core there."""
+    told = gen.workers or cell.options.get("workers_per_host")
+    if told:
+        return int(told)
+    try:
+        return gen.host.facts().cpu_count
+    except HostError:
+        return 1
+
+
+def _without_processes(argv: list[str]) -> list[str]:
+    """The master's argv without `--processes N`: the workers are on the generators."""
+    out: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word == "--processes":
+            skip = True
+            continue
+        out.append(word)
+    return out
+
+
+DISTRIBUTED = LocustDistributed()

@@ -1,0 +1,156 @@
+"""Tools with a distributed mode of their own (Locust's master and workers, JMeter's
+controller and servers): one cell run by a controller on this machine and a part on each
+generator, through the tool's own protocol rather than one toolbench instance per machine.
+
+The controller's output is the result (the tool merges the generators' samples itself) and is
+read by the tool's own adapter; each generator's part is kept beside it, in
+`<cell>/generators/<n>-<host>/`, with how it ended. A part that failed makes the cell partial:
+its reason is said, never hidden in a sum over fewer machines."""
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+
+from toolbench.adapter import Found, RawOutput, Support
+from toolbench.errors import HostError
+from toolbench.hosts import Completed, Host, Running
+
+if TYPE_CHECKING:
+    from toolbench.plan import Cell
+
+# How long a generator's part may take to end once the controller has ended (the tool tells it to).
+PART_GRACE_S = 15.0
+
+
+@dataclass(frozen=True)
+class Generator:
+    """One generator: the host, the tool as found there, and the addresses both ways."""
+
+    host: Host
+    found: Found
+    address: str | None = None  # how this machine reaches the generator; None: its SSH address (host_address)
+    reach: str | None = None  # how the generator reaches this machine; None: from the route (reach_address)
+    workers: int | None = None  # processes of the tool there, where the tool runs several; None: one per core
+
+    @property
+    def label(self) -> str:
+        return self.host.label
+
+
+@dataclass(frozen=True)
+class Part:
+    """How one generator's part ended: `error` is None when it ended as the tool ends it."""
+
+    label: str
+    folder: Path
+    exit_code: int | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    completed: Completed  # the controller's run
+    raw: RawOutput  # the controller's output, for the adapter's parse
+    parts: tuple[Part, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def failed_parts(self) -> list[Part]:
+        return [part for part in self.parts if part.error is not None]
+
+
+class DistributedTool(Protocol):
+    """A tool's own distributed mode; `Adapter.distributed()` hands the runner one that is also
+    callable as toolbench.scaleout.DistributedRun (see toolbench.distributed_cell)."""
+
+    def supports(self, cell: "Cell", generators: int) -> Support: ...
+
+    def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator]) -> Outcome: ...
+
+
+def host_address(gen: Generator) -> str:
+    """The address this machine reaches the generator at: its SSH address, else loopback."""
+    if gen.address:
+        return gen.address
+    spec = getattr(gen.host, "spec", None)
+    return spec.address if spec is not None and not spec.is_local else "127.0.0.1"
+
+
+def reach_address(gen: Generator) -> str:
+    """The address the generator reaches this machine at: given, or this machine's source
+    address on the route to the generator (no packet is sent to find it)."""
+    if gen.reach:
+        return gen.reach
+    target = host_address(gen)
+    if target.startswith("127.") or target in ("localhost", "::1"):
+        return "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect((target, 9))
+        except OSError as exc:
+            raise HostError(f"{gen.label}: no route from here to {target}: {exc.strerror or exc}") from None
+        return str(sock.getsockname()[0])
+
+
+def part_folder(workdir: Path, index: int, gen: Generator) -> Path:
+    folder = workdir / "generators" / f"{index + 1}-{re.sub(r'[^A-Za-z0-9_.-]', '_', gen.label)[:60]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@dataclass
+class Launched:
+    """A part started on a generator, in its workspace there, output streaming into `folder`."""
+
+    gen: Generator
+    folder: Path
+    tool_dir: str | Path
+    running: Running
+    outputs: list[str] = field(default_factory=list)
+
+
+def launch(gen: Generator, folder: Path, argv: list[str], files: Mapping[str, str], outputs: Sequence[str] = (),
+           env: Mapping[str, str] | None = None) -> Launched:
+    """Writes the part's input files into `folder`, puts them where it runs and starts it."""
+    for name, content in files.items():
+        (folder / name).write_text(content)
+    tool_dir = gen.host.workspace(folder)
+    try:
+        gen.host.stage(folder, tool_dir, list(files))
+        (folder / "command.txt").write_text(" ".join(argv) + "\n")
+        running = gen.host.start(argv, cwd=tool_dir, stdout=folder / "stdout.txt", stderr=folder / "stderr.txt",
+                                 env=dict(env or {}))
+    except BaseException:
+        gen.host.collect(tool_dir, [], folder)
+        raise
+    return Launched(gen, folder, tool_dir, running, list(outputs))
+
+
+def finish(part: Launched, timeout_s: float, ok_codes: tuple[int, ...] = (0,)) -> Part:
+    """Waits for the part (killed at the timeout), brings its files back and says how it ended."""
+    try:
+        completed = part.running.wait(timeout_s)
+    except HostError as exc:
+        return Part(part.gen.label, part.folder, None, str(exc))
+    finally:
+        part.gen.host.collect(part.tool_dir, part.outputs, part.folder)
+    error = None
+    if completed.timed_out:
+        error = f"still running {timeout_s:g}s after the controller ended; killed"
+    elif completed.interrupted:
+        error = "interrupted"
+    elif completed.exit_code not in ok_codes:
+        error = f"exited {completed.exit_code}{_last_line(part.folder / 'stderr.txt')}"
+    return Part(part.gen.label, part.folder, completed.exit_code, error)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1].strip()[:200]}" if lines else ""
+

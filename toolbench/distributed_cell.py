@@ -1,0 +1,112 @@
+"""A cell of a scenario with several generators run through a tool's own distributed mode
+(toolbench.distributed) and made a RunResult for the runner (toolbench.scaleout's extension
+point, `Adapter.distributed()`): the controller's figures as the cell's, a GeneratorPart per
+generator saying how its part ended, the cell partial when one failed (nothing reported then)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from toolbench import derive, execute, invariants, registry, store
+from toolbench.adapter import Found
+from toolbench.distributed import Generator, Outcome, Part
+from toolbench.errors import HostError, ParseError
+from toolbench.hosts import LocalHost
+from toolbench.schema import Artifact, GeneratorPart, Identity, Measurement, RunResult, Status, Timing
+from toolbench.schema import Outcome as CellOutcome
+
+if TYPE_CHECKING:
+    from toolbench.plan import Cell, PlannedCell
+    from toolbench.scaleout import Fleet
+    from toolbench.scaleout import Generator as FleetGenerator
+    from toolbench.scenario import Scenario
+    from toolbench.serving import Serving
+    from toolbench.distributed import DistributedTool
+
+
+class OwnDistribution:
+    """A tool's own distributed mode (toolbench.distributed.DistributedTool: `supports`, `run`),
+    callable as the runner calls it (toolbench.scaleout.DistributedRun)."""
+
+    def __call__(self, scenario: "Scenario", planned: "PlannedCell", cell: "Cell", run_dir: store.RunDir,
+                 fleet: "Fleet", target: "Serving", identity: Identity) -> RunResult:
+        return cell_result(self, scenario, planned, cell, run_dir, fleet, target, identity)  # type: ignore[arg-type]
+
+
+def cell_result(tool: "DistributedTool", scenario: "Scenario", planned: "PlannedCell", cell: "Cell",
+                run_dir: store.RunDir, fleet: "Fleet", target: "Serving", identity: Identity) -> RunResult:
+    adapter = registry.get(cell.tool)
+    support = tool.supports(cell, len(fleet.generators))
+    if not support.ok:
+        return RunResult(identity, CellOutcome(Status.UNSUPPORTED, error=support.reason))
+    controller = adapter.detect(LocalHost())
+    if not isinstance(controller, Found):
+        return RunResult(identity, CellOutcome(Status.TOOL_MISSING, error=f"the controller here: {controller.reason}"))
+    gens = []
+    for g in fleet.generators:
+        found = fleet.found[g.name][cell.tool]
+        assert isinstance(found, Found), "the runner stops a tool missing on a generator"
+        gens.append(Generator(g.host, found))
+    workdir = run_dir.cell_dir(cell.id)
+    started_at = store.utc_now()
+    with execute.CellWatchers(scenario, cell, target, workdir) as watchers:
+        try:
+            outcome = tool.run(cell, workdir, controller, gens)
+        except HostError as exc:
+            return RunResult(identity, CellOutcome(Status.FAILED, error=str(exc)),
+                             Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
+    timing = Timing(started_at=started_at, ended_at=store.utc_now(), wall_s=outcome.completed.wall_s)
+    parts = [_part(g, part, cell, run_dir) for g, part in zip(fleet.generators, outcome.parts)]
+    artifacts = [Artifact(role=role, path=run_dir.relative(path)) for role, path in
+                 [("stdout", workdir / "stdout.txt"), ("stderr", workdir / "stderr.txt"), *outcome.raw.files.items()]]
+    if outcome.failed_parts:
+        said = "; ".join(f"generator {p.name}: {p.error}" for p in parts if p.error)
+        return RunResult(identity, CellOutcome(Status.PARTIAL, outcome.completed.exit_code,
+                                               f"partial: {len(outcome.failed_parts)} of {len(parts)} generators "
+                                               f"failed, the controller's figures not reported ({said})", artifacts),
+                         Measurement(cell.tool, timing=timing), notes=list(outcome.notes), generators=parts,
+                         probe=watchers.probe_summary(None), server_cost=watchers.server_cost(None))
+    return _merged(adapter, outcome, identity, timing, artifacts, parts, watchers, cell)
+
+
+def _merged(adapter: "registry.Adapter", outcome: Outcome, identity: Identity, timing: Timing,
+            artifacts: list[Artifact], parts: list[GeneratorPart], watchers: execute.CellWatchers,
+            cell: "Cell") -> RunResult:
+    completed, raw = outcome.completed, outcome.raw
+    try:
+        measurement, parse_error = invariants.parse_checked(adapter, raw), None
+    except ParseError as exc:
+        measurement, parse_error = None, str(exc)
+    status, error = derive.cell_status(measurement, completed.exit_code, timed_out=completed.timed_out,
+                                       interrupted=completed.interrupted, timeout_s=cell.timeout_s,
+                                       stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes, wall_s=completed.wall_s)
+    if parse_error:
+        status, error = Status.FAILED, "; ".join(e for e in (error, parse_error) if e)
+    outcome_ = CellOutcome(status, completed.exit_code, error, artifacts)
+    if measurement is None:
+        return RunResult(identity, outcome_, Measurement(cell.tool, timing=timing), notes=list(outcome.notes),
+                         generators=parts, probe=watchers.probe_summary(None), server_cost=watchers.server_cost(None))
+    timing = dataclasses.replace(timing, duration_s=measurement.timing.duration_s)
+    identity = dataclasses.replace(identity, tool_version=identity.tool_version or measurement.tool_version)
+    notes = list(outcome.notes) + _short(cell, timing.duration_s)
+    return RunResult(identity, outcome_, dataclasses.replace(measurement, timing=timing), notes=notes,
+                     generators=parts, probe=watchers.probe_summary(measurement.latency),
+                     server_cost=watchers.server_cost(measurement.counts.requests_total))
+
+
+def _part(generator: "FleetGenerator", part: Part, cell: "Cell", run_dir: store.RunDir) -> GeneratorPart:
+    """The generator's part: how it ended; its figures are in the controller's merge, not apart."""
+    return GeneratorPart(name=generator.name, host=generator.host.label,
+                         status=Status.OK if part.error is None else Status.FAILED,
+                         measurement=Measurement(cell.tool), exit_code=part.exit_code, error=part.error,
+                         clock=generator.clock, path=run_dir.relative(part.folder))
+
+
+def _short(cell: "Cell", duration_s: float | None) -> list[str]:
+    """Locust's run time runs from the master's order to spawn, before the workers' users have
+    all started: measured in namespaces, 1.7 s of load in a 3 s cell. Said, not corrected."""
+    asked = cell.stop.duration_s
+    if asked is None or duration_s is None or duration_s >= 0.9 * asked:
+        return []
+    return [f"the tool measured {duration_s:.2f}s of load in the {asked:g}s asked: its distributed mode counts the "
+            "run time from the controller's start order, before every generator's load has begun"]
