@@ -127,7 +127,7 @@ class Conn(asyncio.Protocol):
         if self.slot.conn is self:
             self.slot.conn = None
         if self.busy:
-            if exc is None and self.t_first and _ends_at_close(self.first, self.parser):
+            if exc is None and self.t_first and ends_at_close(self.first, self.parser):
                 self.now = clock()
                 self.on_message_complete()  # a body delimited by the close is complete now
             else:
@@ -148,7 +148,7 @@ class HeadConn(Conn):
         self.parser = HttpResponseParser(self)
 
 
-def _ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:
+def ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:
     """Whether the response in flight has a body that only the close ends (neither a
     length nor chunked): then the close completes it rather than cutting it short."""
     head, sep, _ = first.partition(b"\r\n\r\n")
