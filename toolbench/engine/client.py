@@ -121,6 +121,8 @@ class Conn(asyncio.Protocol):
         load = self.load
         load.conns.discard(self)
         rec = load.rec
+        if not self.rx:
+            rec.silent_conns += 1
         rec.received_bytes += self.rx
         rec.gap_ns += self.gap
         self.rx = self.gap = 0

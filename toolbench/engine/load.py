@@ -133,10 +133,11 @@ class Load:
         if not self.finished.done():
             self.finished.set_result(None)
 
-    def totals(self) -> tuple[int, int]:
-        """Bytes received, and the summed latency that was not waiting for the first byte,
-        of the live connections."""
-        return sum(c.rx for c in self.conns), sum(c.gap for c in self.conns)
+    def totals(self) -> tuple[int, int, int]:
+        """Bytes received, the summed latency that was not waiting for the first byte, and
+        how many received nothing in the window, of the live connections."""
+        conns = self.conns
+        return sum(c.rx for c in conns), sum(c.gap for c in conns), sum(1 for c in conns if not c.rx)
 
 
 class Slot:

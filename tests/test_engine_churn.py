@@ -1,0 +1,142 @@
+"""Keep-alive off (a connection per request, engine/churn.py) against servers that
+misbehave, and the engine's file-descriptor limit. Functional: nothing here is timed."""
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_servers import (
+    OK,
+    chunked,
+    close_delimited,
+    cut_short,
+    echo_head,
+    garbage,
+    responder,
+    serve,
+    silent,
+    statuses,
+)
+
+from toolbench import histogram
+from toolbench.engine import coordinator
+from toolbench.engine.options import EngineOptions
+from toolbench.engine.result import SILENT_NOTE, run_result
+from toolbench.schema import RunResult, Status
+from toolbench.targets import RunningTarget
+
+ENGINE = [sys.executable, "-m", "toolbench.engine"]
+
+
+def run_engine(url: str, **kw: Any) -> RunResult:
+    opts = EngineOptions(url=url + "/", **{"connections": 2, "workers": 1, "keepalive": False, **kw})
+    return run_result(coordinator.run(opts))
+
+
+def test_every_request_is_timed_and_its_connect_counted() -> None:
+    with serve(responder(lambda raw, stats: OK)) as (url, stats):
+        result = run_engine(url, connections=4, requests=200)
+    counts = result.measurement.counts
+    assert counts.requests_ok == 200 and counts.requests_failed == 0
+    assert histogram.decode(result.measurement.histogram).get_total_count() == 200
+    assert counts.connections_opened == 200  # the probe before the start is not counted
+    assert stats.connections == 201 and sorted(set(stats.requests_per_connection)) == [0, 1]
+    assert result.measurement.transfer.received_bytes == 200 * len(OK)
+    lat = result.measurement.latency
+    assert lat.connect_mean_ms is not None and lat.ttfb_mean_ms is not None and lat.mean_ms is not None
+    assert lat.connect_mean_ms <= lat.mean_ms and lat.ttfb_mean_ms <= lat.mean_ms
+
+
+def test_malformed_cut_short_and_close_delimited_responses() -> None:
+    with serve(garbage) as (url, _):
+        result = run_engine(url, requests=10)
+    assert result.measurement.counts.failures.other == 10 and "malformed=10" in " ".join(result.all_notes)
+    with serve(cut_short) as (url, _):
+        result = run_engine(url, requests=10)
+    assert result.measurement.counts.failures.read == 10 and result.measurement.counts.requests_ok == 0
+    with serve(close_delimited) as (url, _):
+        result = run_engine(url, requests=10)
+    assert result.measurement.counts.requests_ok == 10 and result.measurement.counts.requests_failed == 0
+
+
+def test_chunked_statuses_and_head() -> None:
+    with serve(responder(chunked)) as (url, _):
+        assert run_engine(url, requests=12).measurement.counts.requests_ok == 12
+    with serve(responder(statuses)) as (url, _):
+        result = run_engine(url, requests=30)
+    assert result.measurement.counts.status_codes == {200: 10, 404: 10, 503: 10}
+    with serve(responder(echo_head)) as (url, stats):
+        result = run_engine(url, requests=10, method="HEAD")
+    assert result.measurement.counts.requests_ok == 10 and stats.connections == 11
+
+
+def test_a_body_larger_than_the_socket_buffer_is_sent_whole() -> None:
+    body = bytes(range(256)) * 16384  # 4 MiB: many partial sends
+    with serve(responder(lambda raw, stats: OK)) as (url, stats):
+        result = run_engine(url, requests=3, method="POST", body=body)
+    assert result.measurement.counts.requests_ok == 3
+    assert all(raw.endswith(body) for raw in stats.requests)
+
+
+def test_unanswered_requests_time_out() -> None:
+    with serve(silent) as (url, _):
+        result = run_engine(url, requests=4, timeout_s=0.3)
+    assert result.measurement.counts.failures.timeout == 4 and result.outcome.status is Status.FAILED
+
+
+def test_open_model_and_warmup() -> None:
+    with serve(responder(lambda raw, stats: OK)) as (url, stats):
+        result = run_engine(url, connections=4, duration_s=1.0, rate_rps=200.0, warmup_s=0.3)
+    counts = result.measurement.counts
+    assert counts.requests_failed == 0 and counts.requests_total and counts.requests_total > 100
+    assert len(stats.requests) > counts.requests_total  # the warm-up's requests are not counted
+    assert result.measurement.latency_uncorrected is not None
+
+
+def test_a_keepalive_connection_that_gets_no_response_is_noted() -> None:
+    with serve(silent) as (url, _):
+        result = run_engine(url, duration_s=0.5, keepalive=True)
+    assert f"{SILENT_NOTE}: 2 of the 2 connections" in " ".join(result.all_notes)
+
+
+def test_no_note_when_every_connection_was_used(nginx: RunningTarget) -> None:
+    result = run_engine(nginx.base_url, connections=20, duration_s=0.5, keepalive=True)
+    assert result.measurement.counts.connections_opened == 20
+    assert not any(SILENT_NOTE in note for note in result.all_notes)
+
+
+def _limited(soft: int, hard: int) -> Any:
+    def preexec() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    return preexec
+
+
+@pytest.mark.parametrize("keepalive", [True, False])
+def test_the_engine_raises_its_soft_descriptor_limit(nginx: RunningTarget, tmp_path: Path, keepalive: bool) -> None:
+    """300 connections at once under a soft limit of 128: only possible once it is raised."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1024:
+        pytest.skip(f"the hard limit here ({hard}) leaves no room to test raising the soft one")
+    out = tmp_path / "r.json"
+    argv = ENGINE + [nginx.base_url + "/", "-c", "300", "-w", "1", "-n", "900", "--json-out", str(out)]
+    proc = subprocess.run(argv + ([] if keepalive else ["--no-keepalive"]), capture_output=True, text=True,
+                          timeout=120, preexec_fn=_limited(128, 1024))
+    assert proc.returncode == 0, proc.stderr
+    result = RunResult.from_dict(json.loads(out.read_text()))
+    assert result.measurement.counts.requests_ok == 900 and result.measurement.counts.requests_failed == 0
+    if keepalive:
+        assert result.measurement.counts.connections_opened == 300
+
+
+def test_a_hard_limit_too_low_is_one_clear_line() -> None:
+    proc = subprocess.run(ENGINE + ["http://127.0.0.1:9/", "-c", "500", "-w", "1", "-n", "500"],
+                          capture_output=True, text=True, timeout=60, preexec_fn=_limited(128, 256))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "500 connections need 564 file descriptors" in lines[0] and "hard limit (ulimit -Hn) is 256" in lines[0]
