@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -61,6 +62,13 @@ class Sample:
 
 def pinned(argv: list[str], cpu: int, cwd: Path, timeout: float) -> tuple[str, str, float]:
     """Runs argv on one CPU; returns stdout, stderr and the CPU seconds of its process tree."""
+    out, err, usage = pinned_usage(argv, cpu, cwd, timeout)
+    return out, err, usage.ru_utime + usage.ru_stime
+
+
+def pinned_usage(argv: list[str], cpu: int, cwd: Path, timeout: float) -> tuple[str, str, resource.struct_rusage]:
+    """Runs argv on one CPU; returns stdout, stderr and the resource usage of its process tree
+    (ru_maxrss: the peak of its largest process)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(["taskset", "-c", str(cpu)] + argv, cwd=cwd, stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL)
@@ -77,8 +85,7 @@ def pinned(argv: list[str], cpu: int, cwd: Path, timeout: float) -> tuple[str, s
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return out.read().decode(errors="replace"), err.read().decode(errors="replace"), \
-            usage.ru_utime + usage.ru_stime
+        return out.read().decode(errors="replace"), err.read().decode(errors="replace"), usage
 
 
 def run_engine(url: str, conns: int, duration: float, work: Path, keepalive: bool = True) -> Sample:
