@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import resource
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from engine_servers import (
     cut_short,
     echo_head,
     garbage,
+    read_request,
     responder,
     serve,
     silent,
@@ -140,3 +144,26 @@ def test_a_hard_limit_too_low_is_one_clear_line() -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "500 connections need 564 file descriptors" in lines[0] and "hard limit (ulimit -Hn) is 256" in lines[0]
+
+
+def test_a_connect_still_in_progress_waits_then_sends() -> None:
+    """A listener with a full accept queue drops SYNs, so connects are still in progress
+    when the engine first tries to send; each is retried by the kernel and then served."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+    port = listener.getsockname()[1]
+
+    def serve_slowly() -> None:
+        for _ in range(7):  # the probe, then six requests
+            time.sleep(0.2)
+            conn, _ = listener.accept()
+            with conn:
+                if read_request(conn, bytearray()) is not None:
+                    conn.sendall(OK)
+
+    thread = threading.Thread(target=serve_slowly, daemon=True)
+    thread.start()
+    with listener:
+        result = run_engine(f"http://127.0.0.1:{port}", connections=3, requests=6, timeout_s=30.0)
+        thread.join(timeout=60)
+    assert result.measurement.counts.requests_ok == 6 and result.measurement.counts.requests_failed == 0
+    assert result.measurement.counts.connections_opened == 6

@@ -11,8 +11,11 @@ turn writable. The sockets live in an epoll set of their own, whose descriptor t
 event loop watches: one callback per batch of ready sockets, none per connection.
 
 Each slot keeps one `Fresh` for its whole run: the state of its request in flight
-is a handful of integers on it, not new objects (the socket and the response
-parser are the only allocations per request). Every request is still timed into
+is a handful of integers on it, not new objects, and its response parser is kept
+from one connection to the next (told to ignore `Connection: close`, after which it
+would refuse more input) as long as each response ended where the parser says it
+does; a new one follows anything else (a failure, a body the close ended, HEAD).
+The socket is the only allocation per request. Every request is still timed into
 the recorder's latency array, and its connect into the connect figures."""
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 READ_SIZE = 65536
 BATCH = 256  # ready sockets handled per callback; the loop calls again while more are ready
 _CONNECTING = (errno.EINPROGRESS, errno.EAGAIN, 0)
+_STREAM = SOCK_STREAM | SOCK_NONBLOCK
 
 
 class Fresh:
@@ -45,7 +49,7 @@ class Fresh:
         self.churn = churn
         self.sock: raw_socket | None = None
         self.fd = -1
-        self.parser: HttpResponseParser | None = None
+        self.parser: HttpResponseParser | None = None  # None: make a new one for the next response
         self.code = 0  # the final status, once the response is complete
         self.connecting = False  # waiting for the socket to turn writable
         self.out = b""  # request bytes not yet sent (a large body)
@@ -60,12 +64,14 @@ class Fresh:
 
 
 class HeadFresh(Fresh):
-    """A response to HEAD announces a body it does not send: complete at its headers."""
+    """A response to HEAD announces a body it does not send: complete at its headers
+    (with the parser still waiting for that body: it is not kept)."""
 
     __slots__ = ()
 
     def on_headers_complete(self) -> None:
         self.on_message_complete()
+        self.parser = None
 
 
 class Churn:
@@ -77,6 +83,7 @@ class Churn:
         self.addr = (load.target.address, load.target.port)
         self.family = AF_INET6 if ":" in load.target.address else AF_INET
         self.request = load.request
+        self.open = load.open
         self.epoll = select.epoll()
         self.by_fd: dict[int, Fresh] = {}
         self.lat = load.rec.lat.append
@@ -90,11 +97,10 @@ class Churn:
     def send(self, f: Fresh, scheduled: int) -> None:
         """Opens a connection and sends the request; `scheduled` is when it was meant to start."""
         started = clock()
-        sock = raw_socket(self.family, SOCK_STREAM | SOCK_NONBLOCK)
-        f.sock = sock
+        sock = f.sock = raw_socket(self.family, _STREAM)
         f.t_start = started
         # Closed model: the request began when the slot started it, connect included (as ab counts).
-        f.t_sched = min(scheduled, started) if self.load.open else started
+        f.t_sched = min(scheduled, started) if self.open else started
         err = sock.connect_ex(self.addr)
         if err not in _CONNECTING:
             self._fail_soon(f, _connect_kind(err))
@@ -105,7 +111,6 @@ class Churn:
             sent = sock.send(self.request)
         except BlockingIOError:
             f.connecting = True  # the handshake is not over: wait until writable
-            f.out = self.request
             self.epoll.register(fd, select.EPOLLOUT)
             return
         except OSError as exc:
@@ -121,9 +126,13 @@ class Churn:
         rec.connect_sum_ns += elapsed
         if elapsed > rec.connect_max_ns:
             rec.connect_max_ns = elapsed
-        f.parser = HttpResponseParser(f)
-        f.out = self.request[sent:] if sent < len(self.request) else b""
-        events = select.EPOLLOUT if f.out else select.EPOLLIN
+        if f.parser is None:
+            f.parser = HttpResponseParser(f)
+            f.parser.set_dangerous_leniencies(lenient_keep_alive=True)
+        events = select.EPOLLIN
+        if sent < len(self.request):
+            f.out = self.request[sent:]
+            events = select.EPOLLOUT
         if registered:
             self.epoll.modify(f.fd, events)
         else:
@@ -136,7 +145,7 @@ class Churn:
             f = by_fd.get(fd)
             if f is None:
                 continue
-            if f.connecting or f.out:
+            if f.connecting or f.out:  # a connect in progress, or the rest of a large request
                 self._writable(f)
             else:
                 self._readable(f)
@@ -150,8 +159,9 @@ class Churn:
                 self._fail(f, _connect_kind(err))
                 return
             f.connecting = False
+            f.out = b""
             try:
-                sent = sock.send(f.out)
+                sent = sock.send(self.request)
             except BlockingIOError:
                 sent = 0
             except OSError as exc:
@@ -180,8 +190,10 @@ class Churn:
             return
         now = clock()
         if not data:
-            if f.t_first and ends_at_close(f.first, f.parser):  # type: ignore[arg-type]
-                self._complete(f, f.parser.get_status_code(), now)  # type: ignore[union-attr]
+            if f.t_first and f.parser is not None and ends_at_close(f.first, f.parser):
+                code = f.parser.get_status_code()
+                f.parser = None  # still in that body
+                self._complete(f, code, now)
             else:
                 self._fail(f, "closed")
             return
@@ -192,6 +204,7 @@ class Churn:
         try:
             f.parser.feed_data(data)  # type: ignore[union-attr]
         except HttpParserError:
+            f.parser = None
             if not f.code:  # bytes after a complete response are ignored, as with keep-alive
                 self._fail(f, "malformed")
                 return
@@ -204,8 +217,7 @@ class Churn:
         self.lat(now - f.t_sched)
         if self.ulat is not None:
             self.ulat(now - f.t_start)
-        rec = self.rec
-        rec.gap_ns += (f.t_sent - f.t_sched) + (now - f.t_first)
+        self.rec.gap_ns += (f.t_sent - f.t_sched) + (now - f.t_first)
         self._close(f)
         self.load.last_done_ns = now
         f.slot.done(None, now)
@@ -214,14 +226,15 @@ class Churn:
         del self.by_fd[f.fd]
         f.sock.close()  # type: ignore[union-attr]  # and out of the epoll set with it
         self.rec.received_bytes += f.rx
-        f.sock = f.parser = None
-        f.fd = -1
+        f.sock = None
         f.code = f.rx = f.t_first = 0
-        f.first = f.out = b""
-        f.connecting = False
 
     def _fail(self, f: Fresh, kind: str) -> None:
         """The request in flight failed: count it, drop the connection, go on."""
+        if f.t_first or f.connecting or f.out:
+            f.parser = None  # mid-response, or a request never fully sent
+        f.connecting = False
+        f.out = b""
         self._close(f)
         load = self.load
         self.rec.fail(kind)
@@ -231,11 +244,9 @@ class Churn:
     def _fail_soon(self, f: Fresh, kind: str) -> None:
         """A connect that failed at once (refused): counted from the loop, so that a slot
         refused again and again never recurses and the loop's timers (the stop) still run."""
-        if f.fd in self.by_fd:
+        if self.by_fd.get(f.fd) is f:  # (f.fd may be an older socket's number, now another's)
             del self.by_fd[f.fd]
         f.sock.close()  # type: ignore[union-attr]  # kept till then: the slot is not idle
-        f.fd = -1
-        f.out = b""
         self.load.loop.call_soon(self._failed_at_once, f, kind)
 
     def _failed_at_once(self, f: Fresh, kind: str) -> None:
