@@ -31,7 +31,7 @@ class _Unsolicited(Exception):
 class Conn(asyncio.Protocol):
     __slots__ = ("slot", "load", "parser", "transport", "request", "lat", "ulat", "codes", "fast",
                  "busy", "t_sched", "t_start", "t_sent", "t_first", "now", "first", "rx", "gap",
-                 "broken")
+                 "broken", "opened")
 
     def __init__(self, slot: Slot) -> None:
         load = slot.load
@@ -53,6 +53,7 @@ class Conn(asyncio.Protocol):
         # path for a response in one chunk, so the fast path does no TTFB arithmetic.
         self.rx = self.gap = 0
         self.broken: str | None = None  # why the connection was dropped while idle
+        self.opened = clock()
 
     def connection_made(self, transport: "asyncio.BaseTransport") -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -121,8 +122,8 @@ class Conn(asyncio.Protocol):
         load = self.load
         load.conns.discard(self)
         rec = load.rec
-        if not self.rx:
-            rec.silent_conns += 1
+        if not self.rx and self.opened < load.window_ns:
+            rec.silent_conns += 1  # open all through the window, and never answered in it
         rec.received_bytes += self.rx
         rec.gap_ns += self.gap
         self.rx = self.gap = 0

@@ -41,6 +41,7 @@ class Load:
         self.started = False
         self.stopped_at = 0
         self.window_budget = self.final_budget = UNLIMITED  # for the count of requests sent
+        self.window_ns = UNLIMITED  # when the measured window began
         # Keep-alive off: a connection per request, on the lean path of churn.py.
         self.churn = Churn(self) if not opts.keepalive else None
         interval = int(total_slots / opts.rate_rps * 1e9) if opts.rate_rps else 0
@@ -63,6 +64,7 @@ class Load:
     def window_starts(self, budget: int | None) -> None:
         """The warm-up is over: forget it, and give a request count its budget."""
         self.rec.reset()
+        self.window_ns = clock()
         for conn in self.conns:
             conn.rx = conn.gap = 0
         in_flight = sum(1 for conn in self.conns if conn.busy)
@@ -135,9 +137,10 @@ class Load:
 
     def totals(self) -> tuple[int, int, int]:
         """Bytes received, the summed latency that was not waiting for the first byte, and
-        how many received nothing in the window, of the live connections."""
+        how many of those open since the window began received nothing in it, of the live connections."""
         conns = self.conns
-        return sum(c.rx for c in conns), sum(c.gap for c in conns), sum(1 for c in conns if not c.rx)
+        return (sum(c.rx for c in conns), sum(c.gap for c in conns),
+                sum(1 for c in conns if not c.rx and c.opened < self.window_ns))
 
 
 class Slot:

@@ -78,8 +78,8 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
                      "from the intended send time includes up to about 1 ms of the engine's own lag")
     silent = sum(r.silent_conns for r in results)
     if silent and opts.duration_s is not None and opts.keepalive:
-        notes.append(f"{SILENT_NOTE}: {silent} of the {connects} connections received no response "
-                     "in the measured window")
+        notes.append(f"{SILENT_NOTE}: {silent} of the connections open when the measured window began "
+                     "received no response in it")
     if out.error:
         notes.append(out.error)
     started = out.started_at
