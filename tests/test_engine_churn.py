@@ -6,7 +6,6 @@ import json
 import resource
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,19 +26,17 @@ from engine_servers import (
     statuses,
 )
 
+from test_engine_errors import ENGINE
+from test_engine_errors import run_engine as errors_run_engine
+
 from toolbench import histogram
-from toolbench.engine import coordinator
-from toolbench.engine.options import EngineOptions
-from toolbench.engine.result import SILENT_NOTE, run_result
+from toolbench.engine.result import SILENT_NOTE
 from toolbench.schema import RunResult, Status
 from toolbench.targets import RunningTarget
 
-ENGINE = [sys.executable, "-m", "toolbench.engine"]
-
-
 def run_engine(url: str, **kw: Any) -> RunResult:
-    opts = EngineOptions(url=url + "/", **{"connections": 2, "workers": 1, "keepalive": False, **kw})
-    return run_result(coordinator.run(opts))
+    """As test_engine_errors runs it (2 connections, 1 worker), keep-alive off unless asked."""
+    return errors_run_engine(url, **{"keepalive": False, **kw})
 
 
 def test_every_request_is_timed_and_its_connect_counted() -> None:
