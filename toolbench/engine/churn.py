@@ -70,8 +70,12 @@ class HeadFresh(Fresh):
     __slots__ = ()
 
     def on_headers_complete(self) -> None:
-        self.on_message_complete()
-        self.parser = None
+        Fresh.on_message_complete(self)
+        if self.code:  # not after an interim 1xx
+            self.parser = None
+
+    def on_message_complete(self) -> None:
+        pass  # (a HEAD response with Content-Length: 0) already complete at its headers
 
 
 class Churn:
