@@ -1,11 +1,13 @@
 """The engine against wrk, ab and Locust FastHttpUser: CPU per request and requests/s.
 
-One nginx (1 worker) pinned to CPU 0; each tool pinned to CPU 1; keep-alive; the
-13-byte "Hello, World!"; 50 connections. Tools alternate within each round, and
-the medians over the rounds are compared with wrk. CPU is the user+system time of
-the tool's whole process tree (os.wait4 on the pinned child), start-up included.
+One nginx (1 worker) pinned to CPU 0; each tool pinned to CPU 1; the 13-byte
+"Hello, World!"; 50 connections. Tools alternate within each round, and the medians
+over the rounds are compared with wrk (keep-alive on) or ab (`--keepalive off`: a new
+connection per request). CPU is the user+system time of the tool's whole process tree
+(os.wait4 on the pinned child), start-up included.
 
     .venv/bin/python bench/bench_engine.py [--rounds 3] [--duration 5] [--connections 50]
+    .venv/bin/python bench/bench_engine.py --keepalive off [--rounds 5]
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -59,6 +62,13 @@ class Sample:
 
 def pinned(argv: list[str], cpu: int, cwd: Path, timeout: float) -> tuple[str, str, float]:
     """Runs argv on one CPU; returns stdout, stderr and the CPU seconds of its process tree."""
+    out, err, usage = pinned_usage(argv, cpu, cwd, timeout)
+    return out, err, usage.ru_utime + usage.ru_stime
+
+
+def pinned_usage(argv: list[str], cpu: int, cwd: Path, timeout: float) -> tuple[str, str, resource.struct_rusage]:
+    """Runs argv on one CPU; returns stdout, stderr and the resource usage of its process tree
+    (ru_maxrss: the peak of its largest process)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(["taskset", "-c", str(cpu)] + argv, cwd=cwd, stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL)
@@ -75,16 +85,17 @@ def pinned(argv: list[str], cpu: int, cwd: Path, timeout: float) -> tuple[str, s
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return out.read().decode(errors="replace"), err.read().decode(errors="replace"), \
-            usage.ru_utime + usage.ru_stime
+        return out.read().decode(errors="replace"), err.read().decode(errors="replace"), usage
 
 
-def run_engine(url: str, conns: int, duration: float, work: Path) -> Sample:
+def run_engine(url: str, conns: int, duration: float, work: Path, keepalive: bool = True) -> Sample:
     result = work / "engine.json"
     argv = [sys.executable, "-m", "toolbench.engine", url, "-c", str(conns), "-d", f"{duration:g}s",
-            "-w", "1", "--json-out", str(result), "--no-progress"]
+            "-w", "1", "--json-out", str(result), "--no-progress"] + ([] if keepalive else ["--no-keepalive"])
     out, err, cpu = pinned(argv, 1, work, duration + 60)
-    data = json.loads(result.read_text())
+    data = json.loads(result.read_text())["measurement"]
+    if data["counts"]["requests_failed"]:
+        raise RuntimeError(f"engine: {data['counts']['requests_failed']} requests failed: {err[-500:]!r}")
     return Sample("engine", data["counts"]["requests_total"], data["timing"]["duration_s"], cpu)
 
 
@@ -97,10 +108,12 @@ def run_wrk(url: str, conns: int, duration: float, work: Path) -> Sample:
     return Sample("wrk", int(m.group(1)), seconds, cpu)
 
 
-def run_ab(url: str, conns: int, duration: float, work: Path, expected_rps: float) -> Sample:
-    # ab has no duration with keep-alive that is not capped: size -n from wrk's rate.
+def run_ab(url: str, conns: int, duration: float, work: Path, expected_rps: float,
+           keepalive: bool = True) -> Sample:
+    # ab has no duration that is not capped by -n: size -n from the rate measured last.
     n = max(10_000, int(expected_rps * duration))
-    out, err, cpu = pinned(["ab", "-k", "-q", "-c", str(conns), "-n", str(n), url], 1, work, duration * 4 + 60)
+    argv = ["ab"] + (["-k"] if keepalive else []) + ["-q", "-c", str(conns), "-n", str(n), url]
+    out, err, cpu = pinned(argv, 1, work, duration * 4 + 60)
     done = re.search(r"Complete requests:\s+(\d+)", out)
     took = re.search(r"Time taken for tests:\s+([\d.]+)", out)
     if not (done and took):
@@ -124,11 +137,12 @@ def run_locust(url: str, conns: int, duration: float, work: Path) -> Sample:
     return Sample("locust-fasthttp", requests, min(duration, wall), cpu)
 
 
-def startup_cpu(tool: str, url: str, work: Path) -> float:
+def startup_cpu(tool: str, url: str, work: Path, keepalive: bool = True) -> float:
     """CPU of a run that sends (about) one request: the tool's fixed cost per run,
     which the figures above include and the `minus start-up` column takes out."""
     if tool == "engine":
         argv = [sys.executable, "-m", "toolbench.engine", url, "-c", "1", "-n", "1", "-w", "1", "--no-progress"]
+        argv += [] if keepalive else ["--no-keepalive"]
     elif tool == "ab":
         argv = ["ab", "-q", "-n", "1", url]
     elif tool == "locust":
@@ -156,13 +170,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--connections", type=int, default=50)
-    parser.add_argument("--tools", default="engine,wrk,ab,locust")
+    parser.add_argument("--keepalive", choices=("on", "off"), default="on",
+                        help="off: a new connection per request, compared with ab (default tools engine,ab)")
+    parser.add_argument("--tools", help="default engine,wrk,ab,locust (keep-alive on), engine,ab (off)")
     parser.add_argument("--json", type=Path, help="write every sample here")
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         print("needs 2 CPUs (nginx on CPU 0, the tool on CPU 1)", file=sys.stderr)
         return 2
-    tools = args.tools.split(",")
+    keepalive = args.keepalive == "on"
+    tools = (args.tools or ("engine,wrk,ab,locust" if keepalive else "engine,ab")).split(",")
+    base = "wrk" if keepalive else "ab"
     missing = [t for t in ("wrk", "ab") if t in tools and shutil.which(t) is None]
     if "locust" in tools and not have_locust():
         print("locust: skipped (not importable; pip install locust)")
@@ -176,19 +194,19 @@ def main() -> int:
         pin_tree(target.pid, 0)
         url = target.base_url + "/"
         work = Path(tmp)
-        expected_rps = 60_000.0
+        expected_rps = 60_000.0 if keepalive else 15_000.0
         for rnd in range(args.rounds):
             order = tools[rnd % len(tools):] + tools[:rnd % len(tools)]  # rotate who goes first
             for tool in order:
                 sample = _one(tool, url, args, work, expected_rps)
-                if tool == "wrk":
-                    expected_rps = sample.rps
+                if tool in ("wrk", "engine"):
+                    expected_rps = sample.rps  # sizes ab's -n for about --duration
                 samples.append(sample)
                 print(f"round {rnd + 1}  {sample.tool:<16} {sample.requests:>9} req  {sample.rps:>9.0f} req/s"
                       f"  {sample.cpu_s:6.2f} s CPU  {sample.us_per_request:6.2f} us/req", flush=True)
                 time.sleep(1.0)
-        startups = {tool: startup_cpu(tool, url, work) for tool in tools}
-    _report(samples, startups)
+        startups = {tool: startup_cpu(tool, url, work, keepalive) for tool in tools}
+    _report(samples, startups, base, keepalive)
     if args.json:
         args.json.write_text(json.dumps([s.__dict__ for s in samples], indent=1))
     return 0
@@ -196,15 +214,15 @@ def main() -> int:
 
 def _one(tool: str, url: str, args: argparse.Namespace, work: Path, expected_rps: float) -> Sample:
     runners: dict[str, Callable[[], Sample]] = {
-        "engine": lambda: run_engine(url, args.connections, args.duration, work),
+        "engine": lambda: run_engine(url, args.connections, args.duration, work, args.keepalive == "on"),
         "wrk": lambda: run_wrk(url, args.connections, args.duration, work),
-        "ab": lambda: run_ab(url, args.connections, args.duration, work, expected_rps),
+        "ab": lambda: run_ab(url, args.connections, args.duration, work, expected_rps, args.keepalive == "on"),
         "locust": lambda: run_locust(url, args.connections, args.duration, work),
     }
     return runners[tool]()
 
 
-def _report(samples: list[Sample], startups: dict[str, float]) -> None:
+def _report(samples: list[Sample], startups: dict[str, float], base: str, keepalive: bool) -> None:
     by_tool: dict[str, list[Sample]] = {}
     for s in samples:
         by_tool.setdefault(s.tool, []).append(s)
@@ -215,20 +233,32 @@ def _report(samples: list[Sample], startups: dict[str, float]) -> None:
         med[tool] = (statistics.median(s.us_per_request for s in ss),
                      statistics.median((s.cpu_s - fixed) / s.requests * 1e6 for s in ss),
                      statistics.median(s.rps for s in ss))
-    wrk_us, wrk_steady, wrk_rps = med.get("wrk", (float("nan"),) * 3)
-    print(f"\nmedians over {max(len(v) for v in by_tool.values())} rounds (CPU: user+system of the tool's "
-          "process tree; start-up: a one-request run)")
-    print(f"  {'tool':<16}{'us CPU/req':>11}{'vs wrk':>8}{'minus start-up':>16}{'vs wrk':>8}{'req/s':>9}"
-          f"{'vs wrk':>8}{'start-up s':>12}")
+    base_us, base_steady, base_rps = med.get(base, (float("nan"),) * 3)
+    vs = f"vs {base}"
+    print(f"\nkeep-alive {'on' if keepalive else 'off'}: medians over {max(len(v) for v in by_tool.values())} "
+          "rounds (CPU: user+system of the tool's process tree; start-up: a one-request run)")
+    print(f"  {'tool':<16}{'us CPU/req':>11}{vs:>8}{'minus start-up':>16}{vs:>8}{'req/s':>9}"
+          f"{vs:>8}{'start-up s':>12}")
     for tool, (us, steady, rps) in med.items():
         fixed = startups.get(names.get(tool, tool), 0.0)
-        print(f"  {tool:<16}{us:>11.2f}{us / wrk_us:>7.2f}x{steady:>16.2f}{steady / wrk_steady:>7.2f}x"
-              f"{rps:>9.0f}{rps / wrk_rps:>7.2f}x{fixed:>12.3f}")
-    if "engine" in med and "wrk" in med:
-        us, steady, rps = med["engine"]
-        met = us <= 13.0 and us <= 1.25 * wrk_us and rps >= 0.95 * wrk_rps
+        print(f"  {tool:<16}{us:>11.2f}{us / base_us:>7.2f}x{steady:>16.2f}{steady / base_steady:>7.2f}x"
+              f"{rps:>9.0f}{rps / base_rps:>7.2f}x{fixed:>12.3f}")
+    if "engine" not in med or base not in med:
+        return
+    us, steady, rps = med["engine"]
+    if keepalive:
+        met = us <= 13.0 and us <= 1.25 * base_us and rps >= 0.95 * base_rps
         print(f"  bar (<= 13 us and <= 1.25x wrk CPU/req, >= 0.95x wrk req/s), start-up included: "
               f"{'met' if met else 'NOT met'}")
+        return
+    # Side by side within each round, as well as over the medians.
+    rounds = list(zip(by_tool["engine"], by_tool[base]))
+    cpu_ratios = [e.us_per_request / a.us_per_request for e, a in rounds]
+    rps_ratios = [e.rps / a.rps for e, a in rounds]
+    print(f"  per round, engine/ab: CPU/req {' '.join(f'{r:.3f}' for r in cpu_ratios)}; "
+          f"req/s {' '.join(f'{r:.3f}' for r in rps_ratios)}")
+    met = us <= 1.05 * base_us and rps >= 0.95 * base_rps
+    print(f"  bar (<= 1.05x ab CPU/req, >= 0.95x ab req/s), start-up included: {'met' if met else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ class _Unsolicited(Exception):
 class Conn(asyncio.Protocol):
     __slots__ = ("slot", "load", "parser", "transport", "request", "lat", "ulat", "codes", "fast",
                  "busy", "t_sched", "t_start", "t_sent", "t_first", "now", "first", "rx", "gap",
-                 "broken")
+                 "broken", "opened")
 
     def __init__(self, slot: Slot) -> None:
         load = slot.load
@@ -53,6 +53,7 @@ class Conn(asyncio.Protocol):
         # path for a response in one chunk, so the fast path does no TTFB arithmetic.
         self.rx = self.gap = 0
         self.broken: str | None = None  # why the connection was dropped while idle
+        self.opened = clock()
 
     def connection_made(self, transport: "asyncio.BaseTransport") -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -121,13 +122,15 @@ class Conn(asyncio.Protocol):
         load = self.load
         load.conns.discard(self)
         rec = load.rec
+        if not self.rx and self.opened < load.window_ns:
+            rec.silent_conns += 1  # open all through the window, and never answered in it
         rec.received_bytes += self.rx
         rec.gap_ns += self.gap
         self.rx = self.gap = 0
         if self.slot.conn is self:
             self.slot.conn = None
         if self.busy:
-            if exc is None and self.t_first and _ends_at_close(self.first, self.parser):
+            if exc is None and self.t_first and ends_at_close(self.first, self.parser):
                 self.now = clock()
                 self.on_message_complete()  # a body delimited by the close is complete now
             else:
@@ -148,7 +151,7 @@ class HeadConn(Conn):
         self.parser = HttpResponseParser(self)
 
 
-def _ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:
+def ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:
     """Whether the response in flight has a body that only the close ends (neither a
     length nor chunked): then the close completes it rather than cutting it short."""
     head, sep, _ = first.partition(b"\r\n\r\n")

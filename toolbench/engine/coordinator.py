@@ -19,6 +19,9 @@ from toolbench.engine.recorder import WorkerResult
 STARTUP_TIMEOUT_S = 30.0  # imports and connection set-up in every worker
 START_DELAY_NS = 50_000_000  # between the start message and the common start time
 KILL_GRACE_S = 5.0  # past the workers' own stop, before the parent kills them
+# Descriptors a worker holds beside its connections: stdio, its pipe, the event loop's and
+# the epoll set's, the files Python and uvloop keep open.
+RESERVED_FDS = 64
 
 Progress = Callable[[float, int, int], None]  # elapsed seconds, requests, errors
 
@@ -46,6 +49,7 @@ def run(opts: EngineOptions, progress: Progress | None = None) -> Collected:
     validate(opts)
     target = parse_url(opts.url)
     plans = _plans(opts, target)
+    raise_fd_limit(max(plan.slots for plan in plans) + RESERVED_FDS, opts.connections)
     out = Collected(options=opts, target=target, workers=len(plans))
     usage0, wall0 = _cpu(), time.monotonic()
     pool = _Pool(plans)
@@ -64,6 +68,22 @@ def run(opts: EngineOptions, progress: Progress | None = None) -> Collected:
     out.wall_s = time.monotonic() - wall0
     out.cpu_user_s, out.cpu_system_s = usage1[0] - usage0[0], usage1[1] - usage0[1]
     return out
+
+
+def raise_fd_limit(needed: int, connections: int) -> None:
+    """Raises this process's soft RLIMIT_NOFILE (the workers inherit it) up to the hard
+    limit when a worker needs more descriptors than the soft limit allows; an EngineError
+    when even the hard limit is too low."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise EngineError(f"{connections} connections need {needed} file descriptors in a worker, but the hard "
+                          f"limit (ulimit -Hn) is {hard}: raise it, or use fewer connections or more workers (-w)")
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else needed, hard))
+    except (ValueError, OSError) as exc:
+        raise EngineError(f"cannot raise the file descriptor limit from {soft} to {needed}: {exc}") from None
 
 
 def _plans(opts: EngineOptions, target: Target) -> list[worker.WorkerPlan]:

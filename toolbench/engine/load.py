@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from toolbench.engine.churn import Churn, Fresh
 from toolbench.engine.client import UNLIMITED, Conn, HeadConn, clock
 from toolbench.engine.options import EngineOptions, Target
 from toolbench.engine.recorder import Recorder
@@ -40,6 +41,9 @@ class Load:
         self.started = False
         self.stopped_at = 0
         self.window_budget = self.final_budget = UNLIMITED  # for the count of requests sent
+        self.window_ns = UNLIMITED  # when the measured window began
+        # Keep-alive off: a connection per request, on the lean path of churn.py.
+        self.churn = Churn(self) if not opts.keepalive else None
         interval = int(total_slots / opts.rate_rps * 1e9) if opts.rate_rps else 0
         spacing = int(1e9 / opts.rate_rps) if opts.rate_rps else 0
         self.slots = [Slot(self, interval, (first_slot + i) * spacing) for i in range(slots)]
@@ -60,10 +64,13 @@ class Load:
     def window_starts(self, budget: int | None) -> None:
         """The warm-up is over: forget it, and give a request count its budget."""
         self.rec.reset()
+        self.window_ns = clock()
         for conn in self.conns:
             conn.rx = conn.gap = 0
+        in_flight = sum(1 for conn in self.conns if conn.busy)
+        if self.churn is not None:
+            in_flight += self.churn.window_starts()
         if budget is not None:
-            in_flight = sum(1 for conn in self.conns if conn.busy)
             self.budget = max(0, budget - in_flight)
         self.window_budget = self.budget
 
@@ -82,6 +89,8 @@ class Load:
                 slot.task.cancel()
         for conn in [c for c in self.conns if c.busy and c.t_sent < limit]:
             conn.fail("timeout")
+        if self.churn is not None:
+            self.churn.sweep(limit, connect_limit)
         self._check_progress()
 
     def _check_progress(self) -> None:
@@ -90,7 +99,8 @@ class Load:
         if self.stopped or not self.started:
             return
         stalled = sum(1 for s in self.slots if not s.finished and s.task is None and s.timer is None
-                      and not (s.conn is not None and s.conn.busy))
+                      and not (s.conn is not None and s.conn.busy)
+                      and (s.fresh is None or s.fresh.sock is None))
         self.stalls = self.stalls + 1 if stalled else 0
         if self.stalls >= 2:
             self.crash(f"{stalled} connection(s) stalled with nothing in flight; stopped")
@@ -120,22 +130,27 @@ class Load:
             conn.busy = False
             if conn.transport is not None:
                 conn.transport.abort()
+        if self.churn is not None:
+            self.churn.stop()
         if not self.finished.done():
             self.finished.set_result(None)
 
-    def totals(self) -> tuple[int, int]:
-        """Bytes received, and the summed latency that was not waiting for the first byte,
-        of the live connections."""
-        return sum(c.rx for c in self.conns), sum(c.gap for c in self.conns)
+    def totals(self) -> tuple[int, int, int]:
+        """Bytes received, the summed latency that was not waiting for the first byte, and
+        how many of those open since the window began received nothing in it, of the live connections."""
+        conns = self.conns
+        return (sum(c.rx for c in conns), sum(c.gap for c in conns),
+                sum(1 for c in conns if not c.rx and c.opened < self.window_ns))
 
 
 class Slot:
-    __slots__ = ("load", "conn", "interval", "phase", "intended", "timer", "task", "connecting",
+    __slots__ = ("load", "conn", "fresh", "interval", "phase", "intended", "timer", "task", "connecting",
                  "expired", "finished")
 
     def __init__(self, load: Load, interval: int, phase: int) -> None:
         self.load = load
         self.conn: Conn | None = None
+        self.fresh: Fresh | None = load.churn.fresh(self) if load.churn is not None else None
         self.interval = interval  # open model: ns between this slot's intended sends
         self.phase = phase
         self.intended = 0
@@ -188,6 +203,10 @@ class Slot:
             return
         load.budget -= 1
         self.intended = scheduled
+        fresh = self.fresh
+        if fresh is not None:  # keep-alive off
+            fresh.churn.send(fresh, scheduled)
+            return
         conn = self.conn
         if conn is not None and conn.transport is not None and not conn.transport.is_closing():
             now = clock()

@@ -74,6 +74,7 @@ class WorkerResult:
     window_end_ns: int
     series: list[Second] = field(default_factory=list)
     note: str | None = None
+    silent_conns: int = 0  # connections open since the window began that received nothing in it
 
 
 class Recorder:
@@ -107,6 +108,7 @@ class Recorder:
         self.series: list[Second] = []
         self.received_bytes = 0  # of closed connections; live ones keep their own count
         self.gap_ns = 0  # of closed connections: latency not spent waiting for the first byte
+        self.silent_conns = 0  # closed connections, open since the window began, that received nothing in it
         self._errors_seen = 0
         self._failed_seen = 0
 

@@ -36,6 +36,7 @@ TOOL = "engine"
 # A note for people: the engine's failure kinds are finer than the schema's classes (refused
 # vs other connect errors, reset vs closed). The classes are in Counts; nothing reads this back.
 FAILURE_DETAIL = "engine_failures"
+SILENT_NOTE = "engine_silent_connections"
 # Engine failure kinds (engine.recorder.FAILURE_KINDS) to the schema's classes (toolbench.failures):
 # connect_timeout is a timeout, so timeout comes first.
 FAILURE_TABLE: failures.Table = (
@@ -75,6 +76,10 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     if opts.open_model:
         notes.append("open model: sends are timed by the event loop's 1 ms timers, so the latency "
                      "from the intended send time includes up to about 1 ms of the engine's own lag")
+    silent = sum(r.silent_conns for r in results)
+    if silent and opts.duration_s is not None and opts.keepalive:
+        notes.append(f"{SILENT_NOTE}: {silent} of the connections open when the measured window began "
+                     "received no response in it")
     if out.error:
         notes.append(out.error)
     started = out.started_at

@@ -171,7 +171,7 @@ async def _receive(loop: asyncio.AbstractEventLoop, pipe: Connection) -> tuple[A
 
 
 def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) -> WorkerResult:
-    rx, gap = load.totals()
+    rx, gap, silent = load.totals()
     return WorkerResult(
         index=plan.index,
         hist=histogram.encode(rec.hist),
@@ -191,6 +191,7 @@ def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) 
         window_end_ns=max(end, window),
         series=list(rec.series),
         note=f"worker {plan.index}: {load.crashed}" if load.crashed else None,
+        silent_conns=rec.silent_conns + silent,
     )
 
 
