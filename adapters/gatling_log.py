@@ -26,7 +26,7 @@ from toolbench.timings import SecondTally
 
 # A log of the text format begins with this record (after any ASSERTION records).
 RUN = re.compile(r"RUN\t[^\t\n]*\t[^\t\n]*\t\d{1,20}\t[^\t\n]*\t(\d+\.\d+[\w.-]*)\r?$")
-_HTTP = re.compile(r"\bfound (\d{3})\b")  # "status.find.lessThan(400), but actually found 404"
+_HTTP = re.compile(r"\bbut actually (?:found )?(\d{3})\b")  # "status.find.lessThan(400), but actually 404 is not less than 400"
 # Netty's and Gatling's exception texts to failure classes (toolbench.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "timed out")),
@@ -34,6 +34,7 @@ FAILURE_TABLE: failures.Table = (
     ("reset", ("connection reset",)),
     ("read", ("closed", "prematurely", "broken pipe", "eof")),
 )
+_KINDS = (b"RUN\t", b"ASSERTION\t", b"USER\t", b"REQUEST\t", b"GROUP\t", b"ERROR\t")
 _BATCH = 65536  # requests handed to the aggregator at once
 
 
@@ -74,7 +75,7 @@ def read(path: Path, source: str | None, *, per_second: bool = False) -> Log:
     failed: list[bool] = []
     with open(path, "rb") as fh:
         head = fh.read(64)
-    if b"\x00" in head or (head and not head.startswith((b"RUN\t", b"ASSERTION\t"))):
+    if b"\x00" in head or (head and not head.startswith(_KINDS)):
         raise num.error("simulation.log", "not the text log of Gatling 3.10 or earlier (3.11 and later "
                                           "write a binary simulation.log, which toolbench does not read)")
     for number, line in _lines(path, log):

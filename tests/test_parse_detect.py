@@ -31,6 +31,7 @@ RUNS = {  # one run's files per tool, as a user would point at them
     "h2load": ["h2load/1.52.0-ok.txt", "h2load/1.52.0-ok.stderr.txt"],
     "httperf": ["httperf/0.9.0-ok.txt", "httperf/0.9.0-ok.stderr.txt"],
     "bombardier": ["bombardier/1.2.6-ok.txt", "bombardier/1.2.6-ok.stderr.txt"],
+    "gatling": ["gatling/3.10.5-ok.log", "gatling/3.10.5-ok.txt", "gatling/3.10.5-ok.stderr.txt"],
 }
 
 
