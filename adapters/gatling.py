@@ -16,9 +16,10 @@ What Gatling is, and what follows for its results:
   hold back the next send; each request is still timed from its actual send, so a stalled
   generator's delay is not counted (coordinated omission not corrected). A concurrency cell is
   the closed model, `constantConcurrentUsers(c).during(d)`: a user for each request, replaced as
-  it ends. With keep-alive the users share one connection pool (`shareConnections`); without,
-  every request says `Connection: close`. A request count runs c users that share a budget
-  (closed) or injects that many users at the rate (open);
+  it ends; with keep-alive these users share one connection pool (`shareConnections`). A request
+  count in the closed model runs c users that loop, each on a connection of its own, over a
+  shared budget (`requests`) or N times each (`requests_per_connection`); in the open model it
+  injects that many users at the rate. Without keep-alive every request says `Connection: close`;
 - a response of 400 or more is a failure (the simulation's check), a redirect is not followed;
 - the JVM starts for every cell (about 7 s on 2 busy cores before the first request, outside the
   measured duration), with C1 alone, as JMeter here (jmeter.JIT)."""
@@ -150,6 +151,7 @@ def params(cell: "Cell") -> str:
         "concurrency": cell.concurrency, "rate_rps": cell.rate_rps,
         "duration_ms": round(duration * 1000) if duration is not None else None,
         "requests": cell.stop.total_requests(cell.concurrency),
+        "per_user": cell.stop.requests_per_connection if cell.rate_rps is None else None,
         "timeout_ms": int(option(cell, "timeout_s", 30)) * 1000,
     }
     return json.dumps(data, indent=1) + "\n"

@@ -157,7 +157,7 @@ def test_a_cell_is_data_beside_one_fixed_simulation_source():
     assert plain.outputs == {"log": "simulation.log"}
     assert p == {"url": "http://127.0.0.1:8080/x?y=1", "method": "GET", "headers": [], "body": None,
                  "keepalive": True, "connection_header_given": False, "concurrency": 4, "rate_rps": None,
-                 "duration_ms": 1500, "requests": None, "timeout_ms": 30000}
+                 "duration_ms": 1500, "requests": None, "per_user": None, "timeout_ms": 30000}
     assert q["url"] == "http://127.0.0.1:8080/#{x}" and q["rate_rps"] == 25.0 and q["keepalive"] is False
     assert q["headers"] == [["Content-Type", "text/plain"], ["X-A", "#{__exec}\"; System.exit(1);"]]
     assert q["body"] == hostile.body
@@ -165,7 +165,9 @@ def test_a_cell_is_data_beside_one_fixed_simulation_source():
 
 def test_request_counts_and_jvm_flags():
     _, p = built(stop=StopSpec(requests_per_connection=5))
-    assert p["requests"] == 20 and p["duration_ms"] is None
+    assert p["requests"] == 20 and p["per_user"] == 5 and p["duration_ms"] is None
+    _, p = built(stop=StopSpec(requests_per_connection=5), rate_rps=10.0)
+    assert p["requests"] == 20 and p["per_user"] is None  # the open model injects 20 users at the rate
     inv, _ = built(options={"heap": "1g", "timeout_s": 3})
     assert inv.env["GATLING_JVM"].startswith("-Xms1g -Xmx1g ") and "-XX:TieredStopAtLevel=1" in inv.env["GATLING_JVM"]
     assert json.loads(inv.files[gatling.PARAMS])["timeout_ms"] == 3000

@@ -56,18 +56,26 @@ public class ToolbenchSimulation extends Simulation {
       request = request.body(ByteArrayBody(p.get("body").asText().getBytes(StandardCharsets.UTF_8)));
     }
 
+    // A request count in the closed model: c users that loop, each on a connection of its own.
+    boolean looping = !has(p, "rate_rps") && has(p, "requests");
     HttpProtocolBuilder protocol = http.disableWarmUp().disableCaching().disableFollowRedirect();
     if (p.get("keepalive").asBoolean()) {
-      // A closed or open model starts a new virtual user for each request: without a shared
-      // pool every user would open a connection of its own.
-      protocol = protocol.shareConnections();
+      if (!looping) {
+        // Otherwise a new virtual user sends each request: without a shared pool every user
+        // would open a connection of its own.
+        protocol = protocol.shareConnections();
+      }
     } else if (!p.get("connection_header_given").asBoolean()) {
       protocol = protocol.connectionHeader("close");
     }
 
     int concurrency = p.get("concurrency").asInt();
     PopulationBuilder population;
-    if (has(p, "requests")) {
+    if (looping && has(p, "per_user")) {
+      population = scenario("toolbench")
+          .repeat(p.get("per_user").asInt()).on(exec(request))
+          .injectOpen(atOnceUsers(concurrency));
+    } else if (has(p, "requests")) {
       long requests = p.get("requests").asLong();
       if (has(p, "rate_rps")) {
         Duration spread = Duration.ofMillis(Math.round(requests * 1000.0 / p.get("rate_rps").asDouble()));
