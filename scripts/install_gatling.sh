@@ -12,6 +12,7 @@
 #   conf/gatling.conf      no warm-up request to gatling.io, no usage analytics (only loopback
 #                          traffic here), console summary every 5 s
 #   conf/logback.xml       warnings only (without it every library logs at DEBUG)
+#   prefs/                 Java user preferences of the runs: no check for a newer Gatling release
 #   bin/gatling            the launcher toolbench runs (written by this script): compiles a
 #                          simulation source once into classes/<hash>/ and runs it
 #   .toolbench-complete    stamp written last; its presence = complete
@@ -42,7 +43,8 @@ log() { printf 'install_gatling: %s\n' "$*" >&2; }
 die() { printf 'install_gatling: ERROR: %s\n' "$*" >&2; exit 1; }
 
 is_complete() {
-    [[ -f "${1}/.toolbench-complete" && -f "${1}/lib/gatling-app-${VERSION}.jar" && -x "${1}/bin/gatling" ]] &&
+    [[ -f "${1}/.toolbench-complete" && -f "${1}/lib/gatling-app-${VERSION}.jar" && -x "${1}/bin/gatling" &&
+       -f "${1}/prefs/.java/.userPrefs/io/gatling/latestVersion/prefs.xml" ]] &&
         grep -qx "version=${VERSION}" "${1}/.toolbench-complete"
 }
 
@@ -121,6 +123,20 @@ gatling {
   }
 }
 EOF
+# Every Gatling 3.10 run asks search.maven.org for its latest release, unless a check of less than
+# maxAge ago is stored in Java's user preferences (io.gatling.commons.util.LatestGatlingRelease).
+# The launcher points the preferences at this folder, where a failed check "made" in 2100 stays
+# valid: no run looks anything up beyond loopback.
+PREFS="${NEW_HOME}/prefs/.java/.userPrefs/io/gatling/latestVersion"
+mkdir -p "${PREFS}"
+cat >"${PREFS}/prefs.xml" <<'EOF'
+<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+<!DOCTYPE map SYSTEM "http://java.sun.com/dtd/preferences.dtd">
+<map MAP_XML_VERSION="1.0">
+  <entry key="lastCheckSuccess" value="false"/>
+  <entry key="lastCheckTimestamp" value="4102444800000"/>
+</map>
+EOF
 cat >"${NEW_HOME}/conf/logback.xml" <<'EOF'
 <?xml version="1.0" encoding="UTF-8"?>
 <configuration>
@@ -188,7 +204,7 @@ mkdir -p "$RESULTS"
 ) &
 LINKER=$!
 # shellcheck disable=SC2086
-"$JAVA" ${GATLING_JVM:--Xms512m -Xmx512m} -Djava.net.preferIPv4Stack=true \
+"$JAVA" ${GATLING_JVM:--Xms512m -Xmx512m} -Djava.net.preferIPv4Stack=true -Djava.util.prefs.userRoot="$HOME_DIR/prefs" \
   -Dtoolbench.params="$PARAMS" -cp "$HOME_DIR/conf:$CLASSES:$HOME_DIR/lib/*" \
   io.gatling.app.Gatling -s "$CLASS" -rf "$RESULTS" -nr
 rc=$?
