@@ -34,6 +34,7 @@ REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 TOOLS_DIR="${TOOLBENCH_TOOLS:-${REPO_ROOT}/.tools}"
 VERSION="${GATLING_VERSION:-3.10.5}"
 DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+LAUNCHER=3  # the revision of bin/gatling and conf/ written below: a home of another is built again
 
 mkdir -p "${TOOLS_DIR}"
 TOOLS_DIR="$(cd "${TOOLS_DIR}" && pwd)"
@@ -45,10 +46,20 @@ die() { printf 'install_gatling: ERROR: %s\n' "$*" >&2; exit 1; }
 is_complete() {
     [[ -f "${1}/.toolbench-complete" && -f "${1}/lib/gatling-app-${VERSION}.jar" && -x "${1}/bin/gatling" &&
        -f "${1}/prefs/.java/.userPrefs/io/gatling/latestVersion/prefs.xml" ]] &&
-        grep -qx "version=${VERSION}" "${1}/.toolbench-complete"
+        grep -qx "version=${VERSION}" "${1}/.toolbench-complete" &&
+        grep -qx "launcher=${LAUNCHER}" "${1}/.toolbench-complete"
+}
+
+# toolbench's simulation, compiled ahead of the first cell (a second call: a check of its hash).
+TEMPLATE="${REPO_ROOT}/adapters/templates/ToolbenchSimulation.java"
+precompile() {
+    if [[ -f "${TEMPLATE}" ]]; then
+        "${1}/bin/gatling" compile "${TEMPLATE}" || die "toolbench's simulation does not compile against Gatling ${VERSION}"
+    fi
 }
 
 if [[ "${TOOLBENCH_FORCE:-0}" != 1 ]] && is_complete "${G_HOME}"; then
+    precompile "${G_HOME}"
     printf '%s\n' "${G_HOME}"
     exit 0
 fi
@@ -61,6 +72,7 @@ if command -v flock >/dev/null 2>&1; then
     exec 9>"${TOOLS_DIR}/.gatling-${VERSION}.lock"
     flock 9
     if [[ "${TOOLBENCH_FORCE:-0}" != 1 ]] && is_complete "${G_HOME}"; then
+        precompile "${G_HOME}"
         printf '%s\n' "${G_HOME}"
         exit 0
     fi
@@ -153,6 +165,7 @@ cat >"${NEW_HOME}/bin/gatling" <<'EOF'
 #!/bin/sh
 # Gatling launcher written by toolbench's scripts/install_gatling.sh.
 #   gatling --version                        prints "Gatling <version>"
+#   gatling compile SOURCE.java              compiles SOURCE into classes/<hash of SOURCE>/, once
 #   gatling run SOURCE.java PARAMS.json DIR  compiles SOURCE (cached by its hash in classes/),
 #       runs its class with -Dtoolbench.params=PARAMS, results under DIR, no HTML report, and
 #       hard-links DIR/<run>/simulation.log to ./simulation.log as soon as Gatling creates it,
@@ -174,17 +187,19 @@ else
   JAVA=java; JAVAC=javac
 fi
 VERSION=$(cd "$HOME_DIR/lib" && ls gatling-app-*.jar 2>/dev/null | sed -n 's/^gatling-app-\(.*\)\.jar$/\1/p' | head -n 1)
+USAGE="usage: gatling --version | gatling compile SOURCE.java | gatling run SOURCE.java PARAMS.json RESULTS-FOLDER"
 case "${1:-}" in
   --version) echo "Gatling $VERSION"; exit 0 ;;
-  run) [ $# -eq 4 ] || { echo "usage: gatling run SOURCE.java PARAMS.json RESULTS-FOLDER" >&2; exit 2; } ;;
-  *) echo "usage: gatling --version | gatling run SOURCE.java PARAMS.json RESULTS-FOLDER" >&2; exit 2 ;;
+  compile) [ $# -eq 2 ] || { echo "$USAGE" >&2; exit 2; } ;;
+  run) [ $# -eq 4 ] || { echo "$USAGE" >&2; exit 2; } ;;
+  *) echo "$USAGE" >&2; exit 2 ;;
 esac
-SOURCE=$2; PARAMS=$3; RESULTS=$4
+SOURCE=$2
 CLASS=$(basename "$SOURCE" .java)
 HASH=$(cat "$SOURCE" | sha256sum | cut -c1-16)
 CLASSES="$HOME_DIR/classes/$HASH"
 if [ ! -f "$CLASSES/.complete" ]; then
-  TMP=$(mktemp -d "$HOME_DIR/classes/.tmp.XXXXXX") || exit 1
+  TMP=$(mktemp -d "$HOME_DIR/classes/.tmp.XXXXXX") && chmod 755 "$TMP" || exit 1
   if ! "$JAVAC" -nowarn -cp "$HOME_DIR/lib/*" -d "$TMP" "$SOURCE"; then
     rm -rf "$TMP"; echo "gatling: javac could not compile $SOURCE" >&2; exit 3
   fi
@@ -192,6 +207,8 @@ if [ ! -f "$CLASSES/.complete" ]; then
   # Another run may have compiled the same source meanwhile: its copy is as good.
   mv -T "$TMP" "$CLASSES" 2>/dev/null || rm -rf "$TMP"
 fi
+[ "$1" = compile ] && exit 0
+PARAMS=$3; RESULTS=$4
 mkdir -p "$RESULTS"
 (
   i=0
@@ -230,7 +247,8 @@ if ! (cd "${WORK}" && GATLING_JVM="-Xmx256m -XX:TieredStopAtLevel=1" "${NEW_HOME
 fi
 rm -rf "${NEW_HOME}/classes" && mkdir -p "${NEW_HOME}/classes"
 
-printf 'version=%s\nbuilt=%s\n' "${VERSION}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"${NEW_HOME}/.toolbench-complete"
+printf 'version=%s\nlauncher=%s\nbuilt=%s\n' "${VERSION}" "${LAUNCHER}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    >"${NEW_HOME}/.toolbench-complete"
 
 # Move into place: a rename within TOOLS_DIR; an incomplete old home is set aside first.
 if [[ -e "${G_HOME}" ]]; then
@@ -238,5 +256,6 @@ if [[ -e "${G_HOME}" ]]; then
     mv "${G_HOME}" "${OLD}"
 fi
 mv "${NEW_HOME}" "${G_HOME}"
+precompile "${G_HOME}"
 log "installed Gatling ${VERSION}"
 printf '%s\n' "${G_HOME}"

@@ -1,6 +1,9 @@
 """The real Gatling 3.10 (installed by scripts/install_gatling.sh into .tools/) driven by the
 runner against the bundled nginx on loopback: one rate cell (the open model) and one
 concurrency cell (the closed model), 2 s of load each, and `toolbench tools` naming it."""
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from toolbench import registry, runner, scenario, store
@@ -50,3 +53,20 @@ def test_tools_lists_gatling_with_its_version():
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("gatling "))
     assert FOUND.version in line and FOUND.path in line
+
+
+def test_a_second_install_keeps_the_home_and_keeps_it_offline():
+    home = Path(FOUND.path).parents[1]
+    stamp = (home / ".toolbench-complete").read_text()
+    script = Path(__file__).parents[1] / "scripts" / "install_gatling.sh"
+    done = subprocess.run([str(script)], capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "TOOLBENCH_TOOLS": str(home.parent), "GATLING_VERSION": FOUND.version})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == str(home) and (home / ".toolbench-complete").read_text() == stamp
+    # No run reaches beyond loopback: no warm-up request to gatling.io, no analytics, and a stored
+    # version check, so that Gatling does not ask search.maven.org for its latest release.
+    conf = (home / "conf" / "gatling.conf").read_text()
+    assert 'warmUpUrl = ""' in conf and "enableAnalytics = false" in conf
+    prefs = home / "prefs" / ".java" / ".userPrefs" / "io" / "gatling" / "latestVersion" / "prefs.xml"
+    assert 'key="lastCheckTimestamp" value="4102444800000"' in prefs.read_text()
+    assert '-Djava.util.prefs.userRoot="$HOME_DIR/prefs"' in (home / "bin" / "gatling").read_text()
