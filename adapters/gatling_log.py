@@ -171,8 +171,9 @@ def _flush(log: Log, starts: list[int], times: list[int], failed: list[bool], nu
     failed.clear()
 
 
-def classes(log: Log) -> tuple[dict[str, int], dict[int, int]]:
-    """The KO requests by failure class, and those with an HTTP status by status."""
+def classes(log: Log) -> dict[str, int]:
+    """The KO requests by failure class: an HTTP status in Gatling's message (its check failed)
+    makes it http_4xx or http_5xx, else the message's words decide (FAILURE_TABLE)."""
     codes: dict[int, int] = {}
     other: dict[str, int] = {}
     for message, count in log.messages.items():
@@ -186,4 +187,4 @@ def classes(log: Log) -> tuple[dict[str, int], dict[int, int]]:
     by_class["http_4xx"] = sum(n for c, n in codes.items() if 400 <= c < 500)
     by_class["http_5xx"] = sum(n for c, n in codes.items() if c >= 500)
     by_class["other"] += sum(n for c, n in codes.items() if c < 400)
-    return by_class, codes
+    return by_class

@@ -17,9 +17,10 @@
 #                          simulation source once into classes/<hash>/ and runs it
 #   .toolbench-complete    stamp written last; its presence = complete
 #
-# Idempotent: if the stamp and lib/gatling-app-<version>.jar exist it exits 0 at once.
-# Otherwise it builds in a temporary directory next to the target, verifies it by compiling and
-# loading a simulation class, and renames it into place. The last line printed on success is
+# Idempotent: with the stamp of this version and launcher revision in place it only compiles
+# adapters/templates/ToolbenchSimulation.java when its hash is new (a second or so) and exits 0.
+# Otherwise it builds in a temporary directory next to the target, verifies it by running a probe
+# simulation through the launcher, and renames it into place. The last line printed on success is
 # always the Gatling home path.
 #
 # Environment:
@@ -36,6 +37,8 @@ VERSION="${GATLING_VERSION:-3.10.5}"
 DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 LAUNCHER=3  # the revision of bin/gatling and conf/ written below: a home of another is built again
 
+# shellcheck source=scripts/maven_home.sh
+. "${SCRIPT_DIR}/maven_home.sh"
 mkdir -p "${TOOLS_DIR}"
 TOOLS_DIR="$(cd "${TOOLS_DIR}" && pwd)"
 G_HOME="${TOOLS_DIR}/gatling-${VERSION}"
@@ -67,25 +70,13 @@ fi
 command -v javac >/dev/null 2>&1 || die "javac not found on PATH (install a JDK >= 11, e.g. apt-get install openjdk-17-jdk-headless)"
 command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (install maven, e.g. apt-get install maven)"
 
-# Serialise concurrent installers of the same version.
-if command -v flock >/dev/null 2>&1; then
-    exec 9>"${TOOLS_DIR}/.gatling-${VERSION}.lock"
-    flock 9
-    if [[ "${TOOLBENCH_FORCE:-0}" != 1 ]] && is_complete "${G_HOME}"; then
-        precompile "${G_HOME}"
-        printf '%s\n' "${G_HOME}"
-        exit 0
-    fi
+lock_home "gatling-${VERSION}"
+if [[ "${TOOLBENCH_FORCE:-0}" != 1 ]] && is_complete "${G_HOME}"; then
+    precompile "${G_HOME}"
+    printf '%s\n' "${G_HOME}"
+    exit 0
 fi
-
-# Temp dir on the same filesystem as the target so the final rename is atomic.
-STAGE="$(mktemp -d "${TOOLS_DIR}/.gatling-${VERSION}.tmp.XXXXXX")"
-OLD=""
-cleanup() {
-    rm -rf "${STAGE}"
-    if [[ -n "${OLD}" ]]; then rm -rf "${OLD}"; fi
-}
-trap cleanup EXIT
+stage_home "gatling-${VERSION}"
 
 WORK="${STAGE}/work"
 NEW_HOME="${STAGE}/gatling-${VERSION}"
@@ -107,20 +98,10 @@ cat >"${WORK}/pom.xml" <<EOF
 </project>
 EOF
 
-MVN_ARGS=(-B -q -f "${WORK}/pom.xml" "-DoutputDirectory=${NEW_HOME}/lib" -DincludeScope=runtime)
-if [[ -n "${TOOLBENCH_MAVEN_REPO:-}" ]]; then
-    MVN_ARGS+=("-Dmaven.repo.local=${TOOLBENCH_MAVEN_REPO}")
-fi
-
-# Offline first (fast, works when the local repository is warm), then online.
 log "resolving io.gatling ${VERSION} with maven"
-if ! mvn -o "${MVN_ARGS[@]}" "${DEP_PLUGIN}:copy-dependencies" >"${WORK}/mvn-offline.log" 2>&1; then
-    rm -rf "${NEW_HOME}/lib" && mkdir -p "${NEW_HOME}/lib"
-    if ! mvn "${MVN_ARGS[@]}" "${DEP_PLUGIN}:copy-dependencies" >"${WORK}/mvn.log" 2>&1; then
-        tail -n 40 "${WORK}/mvn.log" >&2
-        die "maven could not resolve io.gatling.highcharts:gatling-charts-highcharts:${VERSION}"
-    fi
-fi
+resolve "${WORK}/pom.xml" "${NEW_HOME}/lib" "${WORK}" "-DoutputDirectory=${NEW_HOME}/lib" -DincludeScope=runtime \
+    "${DEP_PLUGIN}:copy-dependencies" ||
+    die "maven could not resolve io.gatling.highcharts:gatling-charts-highcharts:${VERSION}"
 for jar in gatling-app gatling-core gatling-http gatling-core-java gatling-http-java; do
     [[ -f "${NEW_HOME}/lib/${jar}-${VERSION}.jar" ]] || die "${jar}-${VERSION}.jar missing from the resolved set"
 done
@@ -250,12 +231,7 @@ rm -rf "${NEW_HOME}/classes" && mkdir -p "${NEW_HOME}/classes"
 printf 'version=%s\nlauncher=%s\nbuilt=%s\n' "${VERSION}" "${LAUNCHER}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     >"${NEW_HOME}/.toolbench-complete"
 
-# Move into place: a rename within TOOLS_DIR; an incomplete old home is set aside first.
-if [[ -e "${G_HOME}" ]]; then
-    OLD="${STAGE}/old"
-    mv "${G_HOME}" "${OLD}"
-fi
-mv "${NEW_HOME}" "${G_HOME}"
+move_into_place "${NEW_HOME}" "${G_HOME}"
 precompile "${G_HOME}"
 log "installed Gatling ${VERSION}"
 printf '%s\n' "${G_HOME}"
