@@ -13,8 +13,9 @@ What Gatling is, and what follows for its results:
   never as strings, which Gatling would evaluate as its Expression Language (`#{...}`);
 - a rate cell is Gatling's open model, `constantUsersPerSec(rate).during(d)`: a new virtual user
   for each request, injected on schedule whatever the responses do, so a slow response does not
-  hold back the next send; each request is still timed from its actual send, so a stalled
-  generator's delay is not counted (coordinated omission not corrected). A concurrency cell is
+  hold back the next send, and no bound is put on the users in flight (the cell's concurrency
+  is not used); each request is still timed from its actual send, so a stalled generator's
+  delay is not counted (coordinated omission not corrected). A concurrency cell is
   the closed model, `constantConcurrentUsers(c).during(d)`: a user for each request, replaced as
   it ends; with keep-alive these users share one connection pool (`shareConnections`). A request
   count in the closed model runs c users that loop, each on a connection of its own, over a
