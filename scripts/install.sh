@@ -7,7 +7,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
 # gcc, libc6-dev and python3-dev: pip builds uWSGI from source, against the venv's own Python.
 apt_packages=(siege apache2-utils wrk hey nghttp2-client httperf nginx openssh-server iproute2 procps python3-venv
-              openjdk-17-jre-headless maven chromium gcc libc6-dev python3-dev)
+              openjdk-17-jdk-headless maven chromium gcc libc6-dev python3-dev)
 say() { printf '[install] %s\n' "$*" >&2; }
 
 missing=()
@@ -72,5 +72,8 @@ if command -v cargo >/dev/null; then
     "$repo/scripts/install_oha.sh" >/dev/null
 else
     say "cargo is not installed: oha is not built (its adapter reports it missing)"
+fi
+if [ -x "$repo/scripts/install_gatling.sh" ]; then
+    "$repo/scripts/install_gatling.sh" >/dev/null
 fi
 say "ready"

@@ -32,6 +32,8 @@ DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 # Artifacts that go to lib/ext (the rest of the graph goes to lib/).
 MODULES=(ApacheJMeter_core ApacheJMeter_http ApacheJMeter_components ApacheJMeter_functions ApacheJMeter_config)
 
+# shellcheck source=scripts/maven_home.sh
+. "${SCRIPT_DIR}/maven_home.sh"
 mkdir -p "${TOOLS_DIR}"
 TOOLS_DIR="$(cd "${TOOLS_DIR}" && pwd)"
 JM_HOME="${TOOLS_DIR}/jmeter-${VERSION}"
@@ -53,24 +55,12 @@ fi
 command -v java >/dev/null 2>&1 || die "java not found on PATH (install a JRE >= 8, e.g. apt-get install default-jre-headless)"
 command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (install maven, e.g. apt-get install maven)"
 
-# Serialise concurrent installers of the same version.
-if command -v flock >/dev/null 2>&1; then
-    exec 9>"${TOOLS_DIR}/.jmeter-${VERSION}.lock"
-    flock 9
-    if [[ "${TOOLBENCH_FORCE:-0}" != 1 ]] && is_complete "${JM_HOME}"; then
-        printf '%s\n' "${JM_HOME}"
-        exit 0
-    fi
+lock_home "jmeter-${VERSION}"
+if [[ "${TOOLBENCH_FORCE:-0}" != 1 ]] && is_complete "${JM_HOME}"; then
+    printf '%s\n' "${JM_HOME}"
+    exit 0
 fi
-
-# Temp dir on the same filesystem as the target so the final rename is atomic.
-STAGE="$(mktemp -d "${TOOLS_DIR}/.jmeter-${VERSION}.tmp.XXXXXX")"
-OLD=""
-cleanup() {
-    rm -rf "${STAGE}"
-    if [[ -n "${OLD}" ]]; then rm -rf "${OLD}"; fi
-}
-trap cleanup EXIT
+stage_home "jmeter-${VERSION}"
 
 WORK="${STAGE}/work"
 NEW_HOME="${STAGE}/jmeter-${VERSION}"
@@ -124,21 +114,10 @@ EOF
 EOF
 } >"${WORK}/pom.xml"
 
-MVN_ARGS=(-B -q -f "${WORK}/pom.xml")
-if [[ -n "${TOOLBENCH_MAVEN_REPO:-}" ]]; then
-    MVN_ARGS+=("-Dmaven.repo.local=${TOOLBENCH_MAVEN_REPO}")
-fi
-GOALS=("${DEP_PLUGIN}:copy-dependencies@copy" "${DEP_PLUGIN}:unpack-dependencies@unpack-config")
-
-# Offline first (fast, works when the local repository is warm), then online.
 log "resolving org.apache.jmeter ${VERSION} with maven"
-if ! mvn -o "${MVN_ARGS[@]}" "${GOALS[@]}" >"${WORK}/mvn-offline.log" 2>&1; then
-    rm -rf "${WORK}/deps" && mkdir -p "${WORK}/deps"
-    if ! mvn "${MVN_ARGS[@]}" "${GOALS[@]}" >"${WORK}/mvn.log" 2>&1; then
-        tail -n 40 "${WORK}/mvn.log" >&2
-        die "maven could not resolve org.apache.jmeter:*:${VERSION}"
-    fi
-fi
+resolve "${WORK}/pom.xml" "${WORK}/deps" "${WORK}" \
+    "${DEP_PLUGIN}:copy-dependencies@copy" "${DEP_PLUGIN}:unpack-dependencies@unpack-config" ||
+    die "maven could not resolve org.apache.jmeter:*:${VERSION}"
 
 # Sort the jars into the JMeter home layout.
 shopt -s nullglob
@@ -216,11 +195,6 @@ printf '%s\n' "${VERSION_OUT}" >"${NEW_HOME}/.toolbench-version.txt"
 
 printf 'version=%s\nbuilt=%s\n' "${VERSION}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"${NEW_HOME}/.toolbench-complete"
 
-# Move into place: a rename within TOOLS_DIR; an incomplete old home is set aside first.
-if [[ -e "${JM_HOME}" ]]; then
-    OLD="${STAGE}/old"
-    mv "${JM_HOME}" "${OLD}"
-fi
-mv "${NEW_HOME}" "${JM_HOME}"
+move_into_place "${NEW_HOME}" "${JM_HOME}"
 log "installed JMeter ${VERSION}"
 printf '%s\n' "${JM_HOME}"

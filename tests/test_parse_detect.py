@@ -34,6 +34,7 @@ RUNS = {  # one run's files per tool, as a user would point at them
     "oha": ["oha/1.16.0-ok.json", "oha/1.16.0-ok.stderr.txt"],
     # (its rows, vegeta/12.13.0-ok.csv, read as a headerless JTL too: with them, --tool is asked for)
     "vegeta": ["vegeta/12.13.0-ok.json", "vegeta/12.13.0-ok.gob", "vegeta/12.13.0-ok.txt", "vegeta/12.13.0-ok.stderr.txt"],
+    "gatling": ["gatling/3.10.5-ok.log", "gatling/3.10.5-ok.txt", "gatling/3.10.5-ok.stderr.txt"],
 }
 
 
