@@ -80,8 +80,9 @@ class Entry:
         count = len(latencies_ns)
         if not count:
             return
-        # Grouped by µs in C first; Locust's rounding of each group's midpoint is exact, because
-        # every bucket boundary (x.5 ms, x5 ms, ...) falls on a whole µs.
+        # Grouped by µs in C first, then each group's midpoint rounded as Locust rounds: every
+        # bucket boundary (x.5 ms, x5 ms, ...) falls on a whole µs, so a group lies on one side
+        # of it. Only a time of exactly a boundary, to the ns, differs (Locust rounds it to even).
         by_us = Counter(map(operator.floordiv, latencies_ns, repeat(1000)))
         buckets = self.response_times
         for us, n in by_us.items():
