@@ -26,20 +26,11 @@ from pathlib import Path
 
 import psutil
 
+from bench_engine import LOCUSTFILE  # the same FastHttpUser, no wait
+
 from toolbench.engine.locust_cell import free_port
 from toolbench.targets import nginx_static
 
-LOCUSTFILE = """\
-from locust import FastHttpUser, constant, task
-
-
-class Hello(FastHttpUser):
-    wait_time = constant(0)
-
-    @task
-    def hello(self):
-        self.client.get("/")
-"""
 WORKERS = ("engine", "locust")
 
 
