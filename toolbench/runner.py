@@ -85,6 +85,9 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
 def _check_hosts(scenario: Scenario) -> None:
     """A bundled stack listens on a loopback address when it runs here, or on a target host
     named by one: out of reach of a generator elsewhere."""
+    if scenario.scaled_out:
+        raise ScenarioError(f"{scenario.source}: hosts.generators: running a cell on several generators "
+                            "is not available yet")
     target_loopback = scenario.target_host.is_local or _loopback(scenario.target_host.address)
     generator_far = not scenario.generator.is_local and not _loopback(scenario.generator.address)
     for name, spec in scenario.targets.items():
