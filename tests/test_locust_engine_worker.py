@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import runner, scenario, store
+from toolbench import plan, runner, scenario, store
 from toolbench.engine import locust_cell
 from toolbench.errors import ScenarioError
 from toolbench.schema import Status
@@ -49,12 +49,13 @@ def worker(url: str, port: int, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def drive(tmp_path: Path, nginx: RunningTarget, path: str, workers: int) -> tuple[dict, list[tuple[int, int]], Path]:
+def drive(tmp_path: Path, nginx: RunningTarget, path: str, workers: int,
+          *extra: str) -> tuple[dict, list[tuple[int, int]], Path]:
     """A 3 s master run with engine workers: the master's one JSON entry, what each worker
     says it reported, and the master's folder."""
     port = locust_cell.free_port()
     boss = master(tmp_path, nginx.base_url, port, workers)
-    hands = [worker(nginx.base_url + path, port) for _ in range(workers)]
+    hands = [worker(nginx.base_url + path, port, *extra) for _ in range(workers)]
     out, err = boss.communicate(timeout=90)
     said = [hand.communicate(timeout=30)[1] for hand in hands]
     assert boss.returncode == 0, err
@@ -76,6 +77,13 @@ def test_a_master_counts_every_request_its_engine_workers_sent(tmp_path, nginx, 
     assert sum(entry["num_reqs_per_sec"].values()) == total
     assert entry["total_content_length"] == 13 * total  # nginx-static's "Hello, World!"
     assert 0 < entry["min_response_time"] <= entry["total_response_time"] / total <= entry["max_response_time"]
+
+
+def test_a_throughput_per_user_paces_the_users_as_constant_throughput(tmp_path, nginx):
+    entry, reported, _ = drive(tmp_path, nginx, "/", 1, "--user-throughput", "5")
+    # 4 users at 5 requests/s each for the master's 3 s (and the moments around them);
+    # unpaced, the same run sends thousands.
+    assert 0 < entry["num_requests"] == reported[0][0] <= 4 * 5 * 5
 
 
 def test_a_404_is_a_failure_in_the_masters_stats_and_error_report(tmp_path, nginx):
@@ -153,3 +161,10 @@ def test_an_unknown_kind_of_workers_is_an_error_naming_the_line(tmp_path):
     with pytest.raises(ScenarioError, match=r"s\.yaml:8: tools\.locust-engine\.workers: expected one of "
                                             r"locust, engine, got 'boomer'"):
         runner.run(scenario.load(path), tmp_path / "reports")
+
+
+def test_engine_workers_have_no_stop_after_n_requests(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(workers="engine").replace("{duration: 3s}", "{requests: 1000}"))
+    (planned,) = plan.expand(scenario.load(path))
+    assert not planned.support.ok and "stop after N requests is not supported" in planned.support.reason

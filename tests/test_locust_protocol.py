@@ -95,6 +95,7 @@ def test_what_is_not_a_locust_message_is_a_value_error(frame):
     (["http://127.0.0.1:1/", "-c", "5"], "give -c/--connections and one of"),
     (["http://127.0.0.1:1/", "--locust-master", "127.0.0.1:5557", "-c", "5", "-d", "1s"],
      "-c, -d: not with --locust-master"),
+    (["http://127.0.0.1:1/", "-c", "5", "-d", "1s", "--user-throughput", "2"], "are for a Locust worker"),
     (["http://127.0.0.1:1/", "--locust-master", "127.0.0.1"], "--locust-master: expected HOST:PORT"),
     (["http://127.0.0.1:1/", "--locust-master", "127.0.0.1:70000"], "--locust-master: expected HOST:PORT"),
 ])

@@ -67,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="join this Locust master as a worker: it sets the users and the run's end")
     locust.add_argument("--user-throughput", type=_positive_float, metavar="R",
                         help="each user's requests/s, as Locust's constant_throughput(R) (default: no wait)")
-    locust.add_argument("--master-timeout", type=_duration, default=10.0, metavar="S",
+    locust.add_argument("--master-timeout", type=_duration, metavar="S",
                         help="stop when the master has been silent this long (default 10s)")
     parser.set_defaults(func=run_command)
 
@@ -91,6 +91,8 @@ def run_command(args: argparse.Namespace) -> int:
         from toolbench.engine import locust_worker
 
         return locust_worker.run(locust_worker.options_from_args(args, options_from_args))
+    if args.user_throughput is not None or args.master_timeout is not None:
+        raise UsageError("--user-throughput and --master-timeout are for a Locust worker (--locust-master)")
     if args.connections is None or (args.duration is None and args.requests is None):
         raise UsageError("give -c/--connections and one of -d/--duration or -n/--requests "
                          "(or --locust-master HOST:PORT)")

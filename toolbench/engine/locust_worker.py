@@ -52,8 +52,9 @@ def options_from_args(args: Any, request_of: Callable[[Any], EngineOptions]) -> 
                          "the run's end; its output holds the results)")
     host, port = parse_master(args.locust_master)
     request = dataclasses.replace(request_of(args), connections=1, duration_s=1.0)
+    timeout = args.master_timeout if args.master_timeout is not None else WorkerOptions.master_timeout_s
     return WorkerOptions(master_host=host, master_port=port, request=request, throughput=args.user_throughput,
-                         master_timeout_s=args.master_timeout)
+                         master_timeout_s=timeout)
 
 
 def parse_master(text: str) -> tuple[str, int]:
