@@ -6,6 +6,7 @@ import csv
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -49,13 +50,13 @@ def worker(url: str, port: int, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def drive(tmp_path: Path, nginx: RunningTarget, path: str, workers: int,
-          *extra: str) -> tuple[dict, list[tuple[int, int]], Path]:
-    """A 3 s master run with engine workers: the master's one JSON entry, what each worker
-    says it reported, and the master's folder."""
+def drive(tmp_path: Path, nginx: RunningTarget, path: str, workers: int, *extra: str,
+          base_url: str | None = None) -> tuple[dict, list[tuple[int, int]], Path]:
+    """A 3 s master run with engine workers (loading `base_url`, nginx's by default): the
+    master's one JSON entry, what each worker says it reported, and the master's folder."""
     port = locust_cell.free_port()
     boss = master(tmp_path, nginx.base_url, port, workers)
-    hands = [worker(nginx.base_url + path, port, *extra) for _ in range(workers)]
+    hands = [worker((base_url or nginx.base_url) + path, port, *extra) for _ in range(workers)]
     out, err = boss.communicate(timeout=90)
     said = [hand.communicate(timeout=30)[1] for hand in hands]
     assert boss.returncode == 0, err
@@ -94,6 +95,18 @@ def test_a_404_is_a_failure_in_the_masters_stats_and_error_report(tmp_path, ngin
         rows = list(csv.DictReader(fh))
     assert [(r["Method"], r["Name"], r["Error"]) for r in rows] == [("GET", "/nope", "LocustBadStatusCode(code=404)")]
     assert int(rows[0]["Occurrences"]) == total
+
+
+def test_a_request_without_an_answer_is_a_timeout_failure(tmp_path, nginx):
+    with socket.socket() as silent:  # handshakes complete in the backlog; nothing is ever read
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        entry, reported, folder = drive(tmp_path, nginx, "/", 1, "--timeout", "1", base_url=url)
+    assert entry["num_requests"] == entry["num_failures"] == reported[0][1] >= 4  # each of 4 users once
+    assert entry["min_response_time"] >= 1000
+    with open(folder / "out_failures.csv", newline="") as fh:
+        assert {row["Error"] for row in csv.DictReader(fh)} == {"TimeoutError('timed out')"}
 
 
 def test_a_worker_that_loses_its_master_stops_by_itself(tmp_path, nginx):
