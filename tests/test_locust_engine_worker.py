@@ -109,20 +109,50 @@ def test_a_request_without_an_answer_is_a_timeout_failure(tmp_path, nginx):
         assert {row["Error"] for row in csv.DictReader(fh)} == {"TimeoutError('timed out')"}
 
 
-def test_a_worker_that_loses_its_master_stops_by_itself(tmp_path, nginx):
-    port = locust_cell.free_port()
-    (tmp_path / "locustfile.py").write_text(LOCUSTFILE)
+def long_master(folder: Path, host: str, port: int) -> subprocess.Popen[str]:
+    """A master of a 60 s run, returned once its users are spawned on its one worker."""
+    (folder / "locustfile.py").write_text(LOCUSTFILE)
     boss = subprocess.Popen([sys.executable, "-m", "locust", "-f", "locustfile.py", "--master", "--headless",
                              "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
-                             "--expect-workers", "1", "-u", "2", "-r", "2", "-t", "60s", "--host", nginx.base_url,
-                             "--loglevel", "INFO"],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             "--expect-workers", "1", "-u", "2", "-r", "2", "-t", "60s", "--host", host,
+                             "--json", "--only-summary", "--loglevel", "INFO"],
+                            cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return boss
+
+
+def wait_for_spawn(boss: subprocess.Popen[str]) -> None:
+    assert boss.stderr is not None
+    for line in boss.stderr:  # the master starts its users once the worker has joined
+        if "All users spawned" in line:
+            return
+
+
+def test_a_worker_stopped_by_sigterm_tells_its_master_and_reports_first(tmp_path, nginx):
+    port = locust_cell.free_port()
+    boss = long_master(tmp_path, nginx.base_url, port)
+    hand = worker(nginx.base_url + "/", port)
+    try:
+        wait_for_spawn(boss)
+        hand.send_signal(signal.SIGTERM)
+        _, said = hand.communicate(timeout=60)
+        out, _ = boss.communicate(timeout=60)  # the master ends with its last worker
+    finally:
+        for proc in (boss, hand):
+            if proc.poll() is None:
+                proc.kill()
+    assert hand.returncode == 128 + signal.SIGTERM
+    match = REPORTED.search(said)
+    assert match, said
+    (entry,) = json.loads(out)
+    assert entry["num_requests"] == int(match.group(1)) > 0
+
+
+def test_a_worker_that_loses_its_master_stops_by_itself(tmp_path, nginx):
+    port = locust_cell.free_port()
+    boss = long_master(tmp_path, nginx.base_url, port)
     hand = worker(nginx.base_url + "/", port, "--master-timeout", "2s")
     try:
-        assert boss.stderr is not None
-        for line in boss.stderr:  # the master starts its users once the worker has joined
-            if "All users spawned" in line:
-                break
+        wait_for_spawn(boss)
         boss.send_signal(signal.SIGKILL)
         boss.wait(timeout=30)
         _, err = hand.communicate(timeout=60)

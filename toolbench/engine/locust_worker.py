@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import signal
 import sys
 import time
 import uuid
@@ -186,13 +187,13 @@ class Worker:
     def _flush(self, second: int, wall: float) -> None:
         lat, content, failed, failures = self.users.take()
         self.report.entry.add_second(second, wall, lat, failed, content)
-        self.sent[0] += len(lat)
-        self.sent[1] += failed
         for text, count in failures.items():
             self.report.error(text, count, wall)
 
     def _send_stats(self) -> None:
         self.link.send("stats", self.report.message(self.classes))
+        self.sent[0] += self.report.entry.num_requests
+        self.sent[1] += self.report.entry.num_failures
         self.report = proto.Report.empty(self.name, self.method, time.time())
         self.next_report = time.monotonic() + self.opts.report_interval_s
 
@@ -219,10 +220,7 @@ class Worker:
         elif kind == "stop":
             self._stop()
         elif kind == "quit":
-            self.users.resize(0)
-            wall = time.time()
-            self._flush(int(wall), wall)
-            self._send_stats()
+            self._last_stats()
             self._finish(0)
         elif kind == "reconnect":
             self.loop.remove_reader(self.link.fd)
@@ -259,6 +257,19 @@ class Worker:
         self.link.send("client_ready", _locust_version())
         self.state = proto.READY
 
+    def _last_stats(self) -> None:
+        """Stops the users and sends what they did since the last report."""
+        self.users.resize(0)
+        wall = time.time()
+        self._flush(int(wall), wall)
+        self._send_stats()
+
+    def interrupted(self, signum: int) -> None:
+        """SIGTERM or SIGINT: the last stats, then quit, as Locust's own workers say it."""
+        self._last_stats()
+        self.link.send("quit")
+        self._finish(128 + signum)
+
     def _finish(self, code: int) -> None:
         if not self.done.done():
             self.done.set_result(code)
@@ -275,6 +286,8 @@ def run(opts: WorkerOptions) -> int:
     asyncio.set_event_loop(loop)
     try:
         worker = Worker(loop, opts, lambda line: print(f"engine: {line}", file=sys.stderr, flush=True))
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, worker.interrupted, signum)
         return loop.run_until_complete(worker.run())
     finally:
         loop.close()
