@@ -77,7 +77,7 @@ class TestNet:
         """An sshd on port 22 of the machine's address, its host key its own; one client key
         logs in everywhere."""
         machine = self.machines[role]
-        folder = self.folder / f"sshd-{role}"
+        folder = self.folder / f"sshd-{role}-{len(self._procs)}"  # a restarted one gets a folder of its own
         folder.mkdir()
         if self._client_key is None:
             self._client_key = self.folder / "client_key"
