@@ -68,7 +68,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     locust.add_argument("--user-throughput", type=_positive_float, metavar="R",
                         help="each user's requests/s, as Locust's constant_throughput(R) (default: no wait)")
     locust.add_argument("--master-timeout", type=_duration, metavar="S",
-                        help="stop when the master has been silent this long (default 10s)")
+                        help="stop when the master has been silent this long (default 10s; 60s for its first answer)")
     parser.set_defaults(func=run_command)
 
 

@@ -6,7 +6,7 @@ heartbeat, stats, stop, client_stopped, quit), runs as many users as the master 
 (each user one connection sending the engine's one request in a closed loop) and sends
 Locust's stats every report interval, so the master's output counts the engine's
 requests as it counts its own workers'. A worker that hears nothing from its master for
-`master_timeout_s` stops by itself."""
+`master_timeout_s` (or, before it first answers, JOIN_WAIT_S) stops by itself."""
 from __future__ import annotations
 
 import asyncio
@@ -28,6 +28,9 @@ from toolbench.engine.options import EngineError, EngineOptions, parse_url, requ
 from toolbench.errors import UsageError
 
 CONNECT_RETRY_S = 5.0  # runners.CONNECT_TIMEOUT: client_ready is sent again this often until acked
+# How long a worker waits for its master's first answer: a master started beside it may take
+# seconds to import Locust on a busy machine (Locust's own workers wait 5 minutes).
+JOIN_WAIT_S = 60.0
 LINGER_MS = 2000  # the last stats message is still delivered after the socket is closed
 
 
@@ -175,7 +178,7 @@ class Worker:
         elif now - self.asked >= CONNECT_RETRY_S:
             self._ready()
         silent = now - self.heard
-        if silent > self.opts.master_timeout_s:
+        if silent > (self.opts.master_timeout_s if self.acked else max(self.opts.master_timeout_s, JOIN_WAIT_S)):
             where = f"{self.opts.master_host}:{self.opts.master_port}"
             self.say(f"no Locust master answered at {where} for {silent:.0f}s; stopped" if not self.acked else
                      f"lost the Locust master at {where}: no heartbeat for {silent:.0f}s; stopped")
