@@ -46,10 +46,12 @@ fi
 
 # Go tools, built by `go install` from the Go module proxy into .tools/go/<name>-<version>/, once:
 # a second call finds the binary and skips (about a minute each the first time, on 2 cores).
-go_tools=(github.com/codesenberg/bombardier@v1.2.6)
+go_tools=(github.com/codesenberg/bombardier@v1.2.6 github.com/tsenart/vegeta/v12@v12.13.0)
 tools="${TOOLBENCH_TOOLS:-$repo/.tools}"
 for module in "${go_tools[@]}"; do
     name="${module%@*}"; name="${name##*/}"; version="${module##*@v}"
+    # A module path ending in its major version (.../vegeta/v12) names its binary by the part before.
+    if [[ "$name" =~ ^v[0-9]+$ ]]; then name="${module%@*}"; name="${name%/*}"; name="${name##*/}"; fi
     dest="$tools/go/$name-$version"
     [ -x "$dest/$name" ] && continue
     if ! command -v go >/dev/null; then
@@ -64,5 +66,11 @@ done
 
 if [ -x "$repo/scripts/install_jmeter.sh" ]; then
     "$repo/scripts/install_jmeter.sh" >/dev/null
+fi
+# oha, built by `cargo install` (minutes the first time; its build cache outlives the clone).
+if command -v cargo >/dev/null; then
+    "$repo/scripts/install_oha.sh" >/dev/null
+else
+    say "cargo is not installed: oha is not built (its adapter reports it missing)"
 fi
 say "ready"
