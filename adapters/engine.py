@@ -51,18 +51,8 @@ class EngineAdapter(Adapter):
             value = option(cell, key, None)
             if value is not None:
                 argv += [flag, str(value)]
-        files: dict[str, str] = {}
-        req = cell.request
-        if req.method != "GET":
-            argv += ["--method", req.method]
-        for key, value in req.headers.items():
-            argv += ["-H", f"{key}: {value}"]
-        if req.content_type and "content-type" not in {k.lower() for k in req.headers}:
-            argv += ["-H", f"Content-Type: {req.content_type}"]
-        if req.body is not None:
-            files[BODY_FILE] = req.body
-            argv += ["--body", BODY_FILE]
-        return Invocation(argv=argv, files=files, outputs={"json": RESULT_FILE})
+        request, files = request_args(cell)
+        return Invocation(argv=argv + request, files=files, outputs={"json": RESULT_FILE})
 
     def classify(self, path: Path, text: str) -> str:
         return "json" if text.lstrip().startswith("{") else "stdout"
@@ -74,6 +64,23 @@ class EngineAdapter(Adapter):
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
+
+
+def request_args(cell: "Cell") -> tuple[list[str], dict[str, str]]:
+    """The engine's flags for the cell's request (method, headers, body), and the body's file."""
+    argv: list[str] = []
+    files: dict[str, str] = {}
+    req = cell.request
+    if req.method != "GET":
+        argv += ["--method", req.method]
+    for key, value in req.headers.items():
+        argv += ["-H", f"{key}: {value}"]
+    if req.content_type and "content-type" not in {k.lower() for k in req.headers}:
+        argv += ["-H", f"Content-Type: {req.content_type}"]
+    if req.body is not None:
+        files[BODY_FILE] = req.body
+        argv += ["--body", BODY_FILE]
+    return argv, files
 
 
 def _version(captured: "Captured") -> str | None:

@@ -11,7 +11,10 @@ templates/locustfile.py). Across `--processes` workers that count would have to 
 shared, so such cells are planned as unsupported.
 
 The locustfile is the same file for every cell; the cell's request is data in a JSON
-file beside it (PARAMS), so no value from a scenario is ever written into code."""
+file beside it (PARAMS), so no value from a scenario is ever written into code.
+
+`workers: engine` runs the master alone with the engine's Locust workers instead of
+Locust's own (toolbench.engine.locust_cell): the master's output is read as always."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,6 +28,7 @@ from toolbench import histogram
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_python,
                                group_by_suffix, option)
 from toolbench.adapters import locust_output as out
+from toolbench.adapters.engine import request_args
 from toolbench.errors import ParseError
 from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Percentiles,
                               Rates, SecondSample, Timing, Transfer)
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
     from toolbench.plan import Cell
 
 USER_CLASSES = ("FastHttpUser", "HttpUser")
+WORKER_KINDS = ("locust", "engine")
 CSV_PREFIX = "stats"
 OUTPUTS = {
     "stats_csv": f"{CSV_PREFIX}_stats.csv",
@@ -51,6 +56,7 @@ BUDGET_MARGIN_S = 10
 # ... and it stops earlier when no request has succeeded for this long, while some failed.
 STALL_S = 5.0
 LOCUSTFILE, PARAMS = "locustfile.py", "locust_params.json"
+ENGINE_WORKERS_LOG = "engine_workers.txt"  # toolbench.engine.locust_cell.WORKERS_LOG
 NOTE_PREFIX = "toolbench locustfile: "  # a line the locustfile prints for the result's notes
 
 
@@ -61,8 +67,11 @@ class LocustAdapter(Adapter):
     # locustfile: a file beside the scenario whose own User classes run instead of the bundled
     # one; it is copied into the cell's folder as is, and reads the cell from locust_params.json.
     # workers_per_host: worker processes on each generator in its distributed mode (default: one per core).
+    # workers: whose workers run the users, Locust's own (`locust`) or the engine's (`engine`,
+    # `processes` of them: one when it is 1).
     option_types = {"user_class": str, "processes": int, "timeout_s": int, "locustfile": Path,
-                    "workers_per_host": int}
+                    "workers_per_host": int, "workers": str}
+    option_choices = {"workers": WORKER_KINDS}
 
     program = "python"  # run as `python -m locust`: the path is the Python's
 
@@ -93,6 +102,12 @@ class LocustAdapter(Adapter):
         if option(cell, "locustfile", None) and cell.stop.duration_s is None:
             return Support(False, "a locustfile of the scenario's own times its requests itself; it runs "
                                   "for a duration (its users do not share toolbench's request budget)")
+        if option(cell, "workers", "locust") == "engine":
+            if cell.stop.duration_s is None:
+                return Support(False, "engine workers run until the master's run time ends; a stop after N "
+                                      "requests is not supported with them")
+            if option(cell, "locustfile", None):
+                return Support(False, "engine workers send the scenario's request, not a locustfile's tasks")
         if cell.stop.requests is not None and processes != 1:
             return Support(False, "a stop after N requests is counted inside one Locust process; "
                                   "with several worker processes it is not supported")
@@ -119,12 +134,18 @@ class LocustAdapter(Adapter):
                 # on its counts, as for every other tool.
                 "--exit-code-on-error", "0"]
         processes = option(cell, "processes", 1)
+        files = {PARAMS: parameters(cell, path)}
+        if option(cell, "workers", "locust") == "engine":
+            engine, body = engine_worker_args(cell)
+            return Invocation(argv=[found.path, "-m", "toolbench.engine.locust_cell", str(processes), *engine,
+                                    "--", *args],
+                              files={LOCUSTFILE: locustfile(), **files, **body},
+                              outputs={**OUTPUTS, "engine_workers_log": ENGINE_WORKERS_LOG})
         if processes != 1:
             args += ["--processes", str(processes)]
         given = option(cell, "locustfile", None)
         source = Path(given).read_text(encoding="utf-8") if given else locustfile()
-        return Invocation(argv=[found.path, "-m", "locust", *args],
-                          files={LOCUSTFILE: source, PARAMS: parameters(cell, path)},
+        return Invocation(argv=[found.path, "-m", "locust", *args], files={LOCUSTFILE: source, **files},
                           outputs=dict(OUTPUTS))
 
     def distributed(self) -> "DistributedRun":
@@ -149,6 +170,17 @@ class LocustAdapter(Adapter):
 def spawn_rate(cell: "Cell") -> float:
     """Users started per second: all of them within the first second."""
     return float(cell.concurrency)
+
+
+def engine_worker_args(cell: "Cell") -> tuple[list[str], dict[str, str]]:
+    """`toolbench engine`'s arguments for a Locust worker sending the cell's request (the
+    master adds --locust-master), and the body's file."""
+    assert cell.url is not None, "the runner resolves the URL before building"
+    request, files = request_args(cell)
+    argv = [cell.url, "--timeout", str(option(cell, "timeout_s", 30)), *request]
+    if not cell.keepalive:
+        argv.append("--no-keepalive")
+    return argv, files
 
 
 def locustfile() -> str:

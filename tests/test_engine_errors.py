@@ -70,7 +70,7 @@ def test_unreachable_url_is_one_clear_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, says", [
     (["-c", "0", "-n", "5"], "positive integer"),
     (["-c", "ten", "-n", "5"], "positive integer"),
-    (["-c", "2"], "one of the arguments -d/--duration -n/--requests is required"),
+    (["-c", "2"], "give -c/--connections and one of -d/--duration or -n/--requests"),
     (["-c", "2", "-d", "soon"], "not a duration"),
     (["-c", "2", "-n", "5", "--frobnicate"], "unrecognized arguments"),
     (["-c", "2", "-n", "5", "-H", "no colon"], "not a header"),

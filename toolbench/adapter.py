@@ -128,6 +128,8 @@ class Adapter(abc.ABC):
     name: ClassVar[str] = ""  # every adapter sets it; the registry refuses an adapter without one
     # Keys the scenario may set under `tools: {<name>: {...}}`, with their types.
     option_types: ClassVar[Mapping[str, type]] = {}
+    # Options whose value must be one of a few, checked with the scenario (file:line).
+    option_choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
     # Exit codes of a run that can be judged on its counts.
     ok_exit_codes: ClassVar[tuple[int, ...]] = (0,)
     # A tool known to hang now and then at the end of a run is killed at the hard limit

@@ -117,6 +117,10 @@ def _options(scenario: Scenario, name: str, adapter: Adapter) -> dict[str, Any]:
             continue
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
             raise ScenarioError(f"{where}: tools.{name}.{key}: expected {want.__name__}, got {value!r}")
+        choices = adapter.option_choices.get(key)
+        if choices is not None and value not in choices:
+            raise ScenarioError(f"{where}: tools.{name}.{key}: expected one of {', '.join(map(str, choices))}, "
+                                f"got {value!r}")
     return resolved
 
 

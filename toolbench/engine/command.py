@@ -11,6 +11,7 @@ from toolbench.engine import coordinator
 from toolbench.engine.options import EngineError, EngineOptions, parse_duration, parse_header
 from toolbench.engine.result import run_result
 from toolbench.engine.summary import render
+from toolbench.errors import UsageError
 from toolbench.schema import Status
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -36,9 +37,9 @@ def add_parser(subparsers: Any) -> None:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", help="http://host:port/path")
-    parser.add_argument("-c", "--connections", type=_positive_int, required=True,
-                        help="concurrent connections (virtual users)")
-    stop = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument("-c", "--connections", type=_positive_int,
+                        help="concurrent connections (virtual users); required without --locust-master")
+    stop = parser.add_mutually_exclusive_group()
     stop.add_argument("-d", "--duration", type=_duration, help="how long to load, e.g. 10s, 2m")
     stop.add_argument("-n", "--requests", type=_positive_int, help="how many requests to send")
     parser.add_argument("-w", "--workers", type=_positive_int,
@@ -61,6 +62,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="print the result in toolbench's schema (a RunResult) instead of the summary")
     parser.add_argument("--json-out", type=Path, metavar="FILE", help="also write the RunResult to FILE")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
+    locust = parser.add_argument_group("as a Locust worker")
+    locust.add_argument("--locust-master", metavar="HOST:PORT",
+                        help="join this Locust master as a worker: it sets the users and the run's end")
+    locust.add_argument("--user-throughput", type=_positive_float, metavar="R",
+                        help="each user's requests/s, as Locust's constant_throughput(R) (default: no wait)")
+    locust.add_argument("--master-timeout", type=_duration, metavar="S",
+                        help="stop when the master has been silent this long (default 10s; 60s for its first answer)")
     parser.set_defaults(func=run_command)
 
 
@@ -79,6 +87,15 @@ def options_from_args(args: argparse.Namespace) -> EngineOptions:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.locust_master is not None:
+        from toolbench.engine import locust_worker
+
+        return locust_worker.run(locust_worker.options_from_args(args, options_from_args))
+    if args.user_throughput is not None or args.master_timeout is not None:
+        raise UsageError("--user-throughput and --master-timeout are for a Locust worker (--locust-master)")
+    if args.connections is None or (args.duration is None and args.requests is None):
+        raise UsageError("give -c/--connections and one of -d/--duration or -n/--requests "
+                         "(or --locust-master HOST:PORT)")
     opts = options_from_args(args)
     progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not args.no_progress else None
     try:
