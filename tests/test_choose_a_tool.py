@@ -60,3 +60,81 @@ probe: {{enabled: false}}
     assert results["siege"].outcome.status is Status.UNSUPPORTED
     assert results["siege"].outcome.error.startswith("skipped, not installed: ")
     assert "/nonexistent/bin/siege" in results["siege"].outcome.error
+
+
+def _paragraph(path: Path) -> tuple[str, list[choice.Ranking]]:
+    views = render.load_views([store.RunDir.open(path)], path)
+    ctx = Context.of(views)
+    section = choice.choice_section(ctx)
+    assert section is not None
+    return section.intro, choice.rankings(ctx)
+
+
+def _cpu_by_tool(path: Path, concurrency: int) -> dict[str, float]:
+    """Each tool's median CPU µs per request in the closed, keep-alive-on cells at `concurrency`,
+    read straight from results.jsonl (not through the report)."""
+    found: dict[str, list[float]] = {}
+    for line in (path / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        i = r["identity"]
+        if (r["outcome"]["status"] == "ok" and i["keepalive"] and not i.get("rate_rps")
+                and i["concurrency"] == concurrency and r.get("cost")):
+            found.setdefault(i["tool"], []).append(r["cost"]["cpu_us_per_request"])
+    return {tool: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
+            for tool, v in found.items()}
+
+
+def _scaled(tmp_path: Path, factor: dict[str, float]) -> Path:
+    """A copy of the stored run with some tools' generator CPU multiplied."""
+    copy = tmp_path / "run"
+    shutil.copytree(STORED, copy)
+    lines = []
+    for line in (STORED / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r.get("cost") and r["identity"]["tool"] in factor:
+            for key in ("cpu_user_s", "cpu_system_s", "cpu_us_per_request"):
+                if r["cost"].get(key) is not None:
+                    r["cost"][key] *= factor[r["identity"]["tool"]]
+        lines.append(json.dumps(r))
+    (copy / "results.jsonl").write_text("\n".join(lines) + "\n")
+    return copy
+
+
+def test_the_stored_run_names_the_cheapest_tools_from_their_figures_with_ties_said():
+    said, ranked = _paragraph(STORED)
+    assert "\n" not in said and said.count("So: use ") == 1
+    cost = ranked[0]
+    assert cost.basis == "per request, closed model at concurrency 50, keep-alive on"
+    cpu = _cpu_by_tool(STORED, 50)
+    cheapest = min(cpu, key=cpu.get)
+    lead = [e.tool for e in cost.tiers[0]]
+    assert cheapest == lead[0] and f"{cheapest} ({cpu[cheapest]:.2f} µs)" in said
+    # The lead's tools are named in the first sentence, as a tie when there are several; the
+    # next tier is dearer than each of them.
+    first = said.split(". ")[0]
+    assert all(f"{t} ({cpu[t]:.2f} µs)" in first for t in lead)
+    assert (", a tie within the noise" in first) == (len(lead) > 1)
+    assert all(cpu[t] < min(cpu[e.tool] for e in cost.tiers[1]) for t in lead)
+    assert "Not measured here: http_load (not installed)." in said
+
+
+def test_the_paragraph_follows_the_figures_a_tool_made_dearer_leaves_the_lead(tmp_path):
+    _, ranked = _paragraph(STORED)
+    leaders = [e.tool for e in ranked[0].tiers[0]]
+    dearer = _scaled(tmp_path, {leaders[0]: 10.0})
+    said, again = _paragraph(dearer)
+    now = [e.tool for e in again[0].tiers[0]]
+    assert leaders[0] not in now
+    uses = said.split("So: use ")[1].split(";")[0]
+    assert leaders[0] not in uses and all(t in uses for t in now)
+
+
+def test_one_tool_far_ahead_is_said_alone_and_ahead_not_as_a_tie(tmp_path):
+    _, ranked = _paragraph(STORED)
+    tools = [e.tool for tier in ranked[0].tiers for e in tier]
+    alone = ranked[0].tiers[1][0].tool  # the first behind the lead, made the cheapest by far
+    scaled = _scaled(tmp_path, {t: 20.0 for t in tools if t != alone})
+    said, again = _paragraph(scaled)
+    assert [e.tool for e in again[0].tiers[0]] == [alone]
+    first = said.split(". ")[0]
+    assert f"): {alone} (" in first and ", ahead of " in first and "a tie" not in first

@@ -138,7 +138,7 @@ def _accuracy(points: list[Point]) -> Ranking:
     rates = " and ".join(f"{fmt.number(a)}/s" for a in sorted(asked)) or "no rate"
     return Ranking("rate error", "Closest to the rate asked (", "to hold a fixed arrival rate (open model)",
                    f"the open-model cells at {rates}: the rate sent against the rate asked",
-                   f"{ACCURACY_TIE_PP:g} point",
+                   f"the noise or {ACCURACY_TIE_PP:g} point",
                    "No open-model cell ran (`matrix.rate`), so no tool is ranked on holding a rate.",
                    _tiers_within(entries, most_first=False, within=ACCURACY_TIE_PP, absolute=True))
 
@@ -186,20 +186,22 @@ def _sentence(r: Ranking) -> str:
 
 
 def skipped(ctx: Context) -> dict[str, str]:
-    """Tools none of whose cells ran, with the reason of the first."""
+    """Tools none of whose cells ran, with the reason: not installed, when a cell says so."""
     out: dict[str, str] = {}
     ran = {r.identity.label for _, r in ctx.results
            if r.outcome.status not in (Status.UNSUPPORTED, Status.TOOL_MISSING)}
     for _, r in ctx.results:
-        if r.identity.label not in ran and r.identity.label not in out:
-            out[r.identity.label] = (r.outcome.error or r.outcome.status.value).split(":")[0]
+        why = (r.outcome.error or r.outcome.status.value).split(":")[0]
+        missing = r.outcome.status is Status.TOOL_MISSING or why.startswith("skipped, not installed")
+        if r.identity.label not in ran and (r.identity.label not in out or missing):
+            out[r.identity.label] = "not installed" if missing else why
     return out
 
 
 def paragraph(ranked: list[Ranking], left_out: dict[str, str]) -> str:
     """Which tool to use for which purpose, in one paragraph, from the rankings alone."""
     said = [_sentence(r) for r in ranked]
-    uses = [f"{' or '.join(e.tool for e in r.tiers[0])} {r.purpose}" for r in ranked if r.tiers]
+    uses = [f"{_names(r.tiers[0], shown=False).replace(' and ', ' or ')} {r.purpose}" for r in ranked if r.tiers]
     if uses:
         said.append(f"So: use {'; '.join(uses)}.")
     if left_out:
