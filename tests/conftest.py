@@ -7,6 +7,7 @@ from typing import Iterator
 
 import pytest
 
+import netns
 import sshd_server
 from toolbench.adapter import RawOutput
 from toolbench.targets import RunningTarget, nginx_static
@@ -47,3 +48,11 @@ def need(tool: str) -> None:
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd_server.Sshd]:
     """A real sshd on 127.0.0.1 with keys of its own, one per test module (tests/sshd_server.py)."""
     yield from sshd_server.serve(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def testnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netns.TestNet]:
+    """Four machines on one box (tests/netns.py): `ctl` where toolbench runs, `target`, and
+    the generators `gen1` and `gen2`, each a network namespace with an sshd. Skips when
+    namespaces cannot be made here (not root)."""
+    yield from netns.testnet(tmp_path_factory.mktemp("testnet"), ("ctl", "target", "gen1", "gen2"))

@@ -31,9 +31,11 @@ class Sshd:
     host_key_pub: Path
     known_hosts: Path  # lists the server's key
     folder: Path
+    address: str = "127.0.0.1"
+    pid: int | None = None  # the listening sshd's, for a test that stops it
 
     def spec(self, key: Path | None = None, port: int | None = None) -> HostSpec:
-        return HostSpec(address="127.0.0.1", port=port or self.port, user=self.user,
+        return HostSpec(address=self.address, port=port or self.port, user=self.user,
                         key=str(key or self.client_key))
 
 
@@ -51,12 +53,25 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
         pytest.skip("openssh-server is not installed (scripts/install.sh installs it)")
     folder = tmp_path_factory.mktemp("sshd")
+    proc, server = start(folder, "127.0.0.1", free_port())
+    try:
+        yield server
+    finally:
+        stop(proc)
+
+
+def start(folder: Path, address: str, port: int, prefix: tuple[str, ...] = (),
+          client_key: Path | None = None) -> tuple[subprocess.Popen[bytes], Sshd]:
+    """An sshd listening on `address`:`port`, started with `prefix` before it (e.g.
+    `ip netns exec NS`, to run inside a network namespace); keys and known_hosts in `folder`.
+    `client_key` is a key made earlier to log in with (one for several servers)."""
     keygen(folder / "host_key")
-    keygen(folder / "client_key")
-    shutil.copy(folder / "client_key.pub", folder / "authorized_keys")
-    port = free_port()
+    if client_key is None:
+        client_key = folder / "client_key"
+        keygen(client_key)
+    shutil.copy(client_key.with_name(client_key.name + ".pub"), folder / "authorized_keys")
     (folder / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder}/host_key\n"
+        f"Port {port}\nListenAddress {address}\nHostKey {folder}/host_key\n"
         f"AuthorizedKeysFile {folder}/authorized_keys\nPidFile {folder}/sshd.pid\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\nLogLevel ERROR\n")
@@ -64,19 +79,44 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation folder
     except PermissionError:
         pytest.skip("/run/sshd is missing and cannot be created (not root)")
-    log = open(folder / "sshd.log", "wb")
-    proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(folder / "sshd_config")],
-                            stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_login_limits)
+    with open(folder / "sshd.log", "wb") as log:
+        proc = subprocess.Popen([*prefix, str(SSHD), "-D", "-e", "-f", str(folder / "sshd_config")],
+                                stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_login_limits)
     try:
-        _wait_port(port, proc, folder / "sshd.log")
+        _wait_log_or_port(address, port, proc, folder / "sshd.log", listening=not prefix)
         host_pub = (folder / "host_key.pub").read_text().split()
-        (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
-        yield Sshd(port, getpass.getuser(), folder / "client_key", folder / "host_key.pub",
-                   folder / "known_hosts", folder)
-    finally:
-        proc.terminate()
+        where = address if port == 22 else f"[{address}]:{port}"
+        (folder / "known_hosts").write_text(f"{where} {host_pub[0]} {host_pub[1]}\n")
+    except BaseException:
+        stop(proc)
+        raise
+    return proc, Sshd(port, getpass.getuser(), client_key, folder / "host_key.pub", folder / "known_hosts", folder,
+                      address, proc.pid)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
         proc.wait(timeout=10)
-        log.close()
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _wait_log_or_port(address: str, port: int, proc: subprocess.Popen[bytes], log: Path, listening: bool) -> None:
+    """Inside another network namespace the port cannot be tried from here: sshd there is
+    taken as up once its pid file is written (it writes it after binding)."""
+    if listening:
+        _wait_port(port, proc, log)
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"sshd exited: {log.read_text()}")
+        if (log.parent / "sshd.pid").exists():
+            return
+        time.sleep(0.05)
+    pytest.fail("sshd did not write its pid file within 10 s")
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:

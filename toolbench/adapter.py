@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from toolbench.hosts import Captured, Host
     from toolbench.plan import Cell
     from toolbench.timings import SecondTally
+    from toolbench.scaleout import DistributedRun
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,12 @@ class Adapter(abc.ABC):
     # A tool toolbench only reads (`toolbench parse`) and never runs: supports() turns every
     # cell away with the reason, and build() is never called.
     read_only: ClassVar[bool] = False
+
+    def distributed(self) -> "DistributedRun | None":
+        """A tool with a distributed mode of its own (a master and workers) returns how it
+        runs a cell on several generators (toolbench.scaleout.DistributedRun); None: one
+        instance of it per generator, started together, their figures merged."""
+        return None
 
     @property
     def program(self) -> str:

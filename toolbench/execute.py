@@ -12,6 +12,7 @@ from toolbench.adapter import Adapter, Found, RawOutput
 from toolbench.hosts import Completed, Host, Running
 from toolbench.plan import Cell
 from toolbench.scenario import Scenario
+from toolbench.schema import Latency, ProbeSummary, ServerCost
 from toolbench.serving import Serving
 
 T = TypeVar("T")
@@ -105,6 +106,45 @@ def _watch(running: Running, timeout_s: float, mon: monitor.Monitor | None, prb:
         running.wait(0)
         raise
     return running.wait(timeout_s)
+
+
+class CellWatchers:
+    """The watchers of a whole cell run by several tools at once (toolbench.scaleout): the
+    probe and the server's monitor, from before the tools start to after the last ends."""
+
+    def __init__(self, scenario: Scenario, cell: Cell, target: Serving, workdir: Path) -> None:
+        assert cell.url is not None
+        self._scenario, self._cell = scenario, cell
+        self._probed = probe.ProbeTarget.of(cell.url, cell.request)
+        self._timeout_s = min(scenario.probe.timeout_s, cell.timeout_s)
+        self.server = serving.CellWatch(scenario, target.spec, target.running, workdir / "server.jsonl")
+        self._probe: probe.Probe | None = None
+        self._base: probe.Samples | None = None
+        self._during: probe.Samples | None = None
+
+    def __enter__(self) -> "CellWatchers":
+        spec = self._scenario.probe
+        if spec.enabled:
+            self._base = probe.baseline(self._probed, spec.baseline_requests, self._timeout_s)
+            self._probe = probe.Probe(self._probed, spec.interval_s, self._timeout_s)
+        self.server.start()
+        if self._probe is not None:
+            self._probe.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._during = self._probe.stop() if self._probe else None
+        finally:
+            self.server.stop()
+
+    def probe_summary(self, latency: Latency | None) -> ProbeSummary | None:
+        if self._base is None or self._during is None:
+            return None
+        return probe.summarize(self._base, self._during, latency, self._scenario.probe, tool=self._cell.tool)
+
+    def server_cost(self, requests_total: int | None) -> ServerCost | None:
+        return self.server.summary(requests_total)
 
 
 def execute_with_retries(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host, scenario: Scenario,

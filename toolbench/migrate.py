@@ -43,6 +43,15 @@ def _result_2_to_3(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+def _result_3_to_4(old: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 keeps the parts of a cell run on several generators; every older record
+    ran on one, and has none."""
+    new = dict(old)
+    new["generators"] = []
+    new["schema_version"] = 4
+    return new
+
+
 def _manifest_1_to_2(old: dict[str, Any]) -> dict[str, Any]:
     """Version 2 is the typed record of toolbench.manifest: the one target becomes a list of
     named targets, the tools a list, the description a field of its own."""
@@ -72,7 +81,7 @@ def _description(text: object) -> str:
     return str(value).strip() if value else ""
 
 
-RESULT_STEPS: dict[int, Step] = {1: _result_1_to_2, 2: _result_2_to_3}
+RESULT_STEPS: dict[int, Step] = {1: _result_1_to_2, 2: _result_2_to_3, 3: _result_3_to_4}
 MANIFEST_STEPS: dict[int, Step] = {1: _manifest_1_to_2}
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from toolbench import (derive, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe, registry,
-                       serving, ssh, store, warmup)
+                       scaleout, serving, ssh, store, warmup)
 from toolbench.adapter import Adapter, Detection, Found, Missing, RawOutput
 from toolbench.execute import Watched, execute_with_retries
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
@@ -75,18 +75,22 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
             far = connected.with_limits(scenario.prerequisites.ulimit)
             start_target = serving.remote_starter(far, scenario.target_host.address, scenario.target_host.tools,
                                                   scenario.locations)
-        if host is None:
+        fleet = None
+        if host is None and scenario.scaled_out:
+            fleet = scaleout.connect(scenario, stack, known_hosts, trust_new_key)
+            host = fleet.generators[0].host
+        elif host is None:
             host = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))
         return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target,
-                       far, fail_fast)
+                       far, fail_fast, fleet)
 
 
 def _check_hosts(scenario: Scenario) -> None:
     """A bundled stack listens on a loopback address when it runs here, or on a target host
     named by one: out of reach of a generator elsewhere."""
     target_loopback = scenario.target_host.is_local or _loopback(scenario.target_host.address)
-    generator_far = not scenario.generator.is_local and not _loopback(scenario.generator.address)
+    generator_far = any(not g.host.is_local and not _loopback(g.host.address) for g in scenario.generators)
     for name, spec in scenario.targets.items():
         if spec.bundled and target_loopback and generator_far:
             raise ScenarioError(f"{spec.where or scenario.source}: targets.{name}.server: the bundled {spec.kind} "
@@ -100,11 +104,13 @@ def _loopback(address: str) -> bool:
 
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
             go_on: bool, start_target: TargetStarter | None, target_host: Host | None = None,
-            fail_fast: bool = False) -> RunSummary:
+            fail_fast: bool = False, fleet: scaleout.Fleet | None = None) -> RunSummary:
     # The tools get the scenario's ulimits: the limits are checked and applied in one place.
     # A target host of its own is checked the same way: its server is what serves the connections.
     host = host.with_limits(scenario.prerequisites.ulimit)
     cells = plan.expand(scenario)
+    if fleet is not None:
+        scaleout.check_split(cells, scenario.generators)
     findings = [finding for checked_host in (host, target_host) if checked_host is not None
                 for finding in prereq.check(checked_host, scenario.prerequisites, max(scenario.matrix.concurrency))]
     if prereq.blocking(findings) and not go_on:
@@ -131,17 +137,17 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
                 warnings.warn(Notice(said), stacklevel=2)
             starter = start_target or serving.local_starter(life)
             return _run_locked(scenario, cells, run_dir, observer, host, starter, checked, resumed if resume else None,
-                               fail_fast)
+                               _Progress(fail_fast=fail_fast, fleet=fleet))
 
 
 def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.RunDir, observer: Observer, host: Host,
                 starter: TargetStarter, checked: manifest.Prerequisites,
-                resumed: manifest.Resumed | None, fail_fast: bool = False) -> RunSummary:
+                resumed: manifest.Resumed | None, progress: _Progress) -> RunSummary:
     """The run proper, with its folder locked. The manifest ends saying how the run ended:
     complete, interrupted, or failed with the error."""
     try:
         done = run_dir.finished_cells() if resumed else set()
-        found = _detect_tools(scenario, host, {c.cell.tool for c in cells})
+        found = _detect_tools(scenario, host, {c.cell.tool for c in cells}, progress.fleet)
         if resumed is None:
             run_dir.write_manifest(_manifest(scenario, host, found, checked))
         else:
@@ -152,8 +158,7 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
         run_dir.update_manifest(status=manifest.RunStatus.RUNNING)
-        interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer,
-                                     _Progress(fail_fast=fail_fast))
+        interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer, progress)
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as exc:
@@ -176,6 +181,7 @@ class _Progress:
     index: int = 0  # cells seen, for the observer
     last_ran: bool = False  # the previous cell put load on a target: the next start cools down first
     fail_fast: bool = False  # a failed cell ends the run
+    fleet: scaleout.Fleet | None = None  # the generators of a scenario with several, each cell run on all
 
     def finished(self, observer: Observer, run_dir: store.RunDir, result: RunResult) -> None:
         observer.cell_finished(self.index, result)
@@ -244,7 +250,11 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
         try:
             if runnable and progress.last_ran and scenario.cooldown_s:
                 time.sleep(scenario.cooldown_s)
-            result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target)
+            if progress.fleet is not None and runnable:
+                result = scaleout.run_cell(scenario, planned, cell, run_dir, progress.fleet, target,
+                                           _identity(scenario, cell, _version(found[cell.tool]), target.name))
+            else:
+                result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target)
         except KeyboardInterrupt:
             # Stopped outside the tool's run (its baseline, its parse): the cell is stored as
             # interrupted all the same, so that --resume runs it again.
@@ -378,19 +388,30 @@ def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | 
         return None, str(exc)
 
 
-def _detect_tools(scenario: Scenario, host: Host, tools: set[str]) -> dict[str, Detection]:
+def _detect_tools(scenario: Scenario, host: Host, tools: set[str],
+                  fleet: scaleout.Fleet | None = None) -> dict[str, Detection]:
     """Each tool looked for on the host that runs it: at the path the scenario gives for its
-    program on that host (`hosts.generator.tools`), else where it is usually installed."""
+    program on that host (`hosts.generator.tools`), else where it is usually installed. With
+    several generators, on each; a tool missing on one is missing for the run."""
+    if fleet is not None:
+        for i, generator in enumerate(fleet.generators):
+            fleet.found[generator.name] = _detect_on(scenario, generator.host, tools, generator.spec.host.tools,
+                                                     f"{scenario.generators_key}[{i}].tools")
+        return {tool: fleet.detection(tool) for tool in tools}
+    return _detect_on(scenario, host, tools, scenario.generator.tools, "hosts.generator.tools")
+
+
+def _detect_on(scenario: Scenario, host: Host, tools: set[str], paths: dict[str, str], where: str) -> dict[str, Detection]:
     found: dict[str, Detection] = {}
     for tool in sorted(tools):
         adapter = registry.get(tool)
-        path = scenario.generator.tools.get(adapter.program)
+        path = paths.get(adapter.program)
         try:
             detection = adapter.detect(host, path)
         except HostError as exc:  # the host failed (a lost connection), not the tool
             detection = Missing(str(exc))
         if isinstance(detection, Missing) and path is not None:
-            key = f"hosts.generator.tools.{adapter.program}"
+            key = f"{where}.{adapter.program}"
             detection = Missing(f"{scenario.locations.get(key, scenario.source)}: {key}: {detection.reason}")
         found[tool] = detection
     return found

@@ -6,12 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from toolbench import httpvalues, names, profiles, yamlread
+from toolbench import httpvalues, names, profiles, scenario_hosts, yamlread
 from toolbench.criteria.spec import Criterion
 from toolbench.criteria.spec import from_node as criteria_from_node
 from toolbench.servers.spec import TargetSpec, parse_target
 from toolbench.errors import ScenarioError, ScenarioErrors
+from toolbench.scenario_hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, HostSpec
 from toolbench.yamlread import Node, attempt
+
+__all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
@@ -21,26 +24,6 @@ COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or 
 # A tool not installed: its cells fail the run (`fail`), or are skipped with the reason (`skip`,
 # for a scenario that runs whichever of many tools a machine has).
 MISSING_TOOLS = ("fail", "skip")
-
-
-# The programs the bundled stacks run on a target host, whose paths `hosts.target.tools` may give.
-TARGET_PROGRAMS = ("python", "nginx", "uwsgi")
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    """`local`, or a machine reached over SSH; `tools` sets where a program is on that
-    machine (program -> absolute path there), for a host laid out unlike this one."""
-
-    address: str = "local"
-    port: int = 22
-    user: str | None = None
-    key: str | None = None
-    tools: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def is_local(self) -> bool:
-        return self.address == "local"
 
 
 @dataclass(frozen=True)
@@ -120,8 +103,9 @@ class Scenario:
     targets: dict[str, TargetSpec]  # by name, in the file's order; a single `target:` is a one-entry map
     matrix: Matrix
     description: str = ""
-    generator: HostSpec = field(default_factory=HostSpec)
+    generators: tuple[GeneratorSpec, ...] = Hosts().generators  # one, or several that share each cell's load
     target_host: HostSpec = field(default_factory=HostSpec)
+    generators_key: str = "hosts.generator"  # where the file gave them, for messages
     prerequisites: Prerequisites = field(default_factory=Prerequisites)
     request: RequestSpec = field(default_factory=RequestSpec)
     stop: StopSpec = field(default_factory=lambda: StopSpec(duration_s=10.0))
@@ -139,6 +123,15 @@ class Scenario:
     profiles: tuple[str, ...] = ()  # every profile the file declares
     criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.criteria)
     missing_tools: str = "fail"  # one of MISSING_TOOLS
+
+    @property
+    def generator(self) -> HostSpec:
+        """The generator of a scenario with one; the first of several."""
+        return self.generators[0].host
+
+    @property
+    def scaled_out(self) -> bool:
+        return len(self.generators) > 1
 
     def cell_timeout_s(self) -> float:
         """A hard limit that a healthy run never reaches."""
@@ -178,7 +171,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
     locations: dict[str, str] = {}
     # Each key is read on its own: while collecting, a bad one is noted and the others still read.
     targets = attempt(lambda: _targets(root, top), None)
-    hosts = attempt(lambda: _hosts(top["hosts"], locations), {}) if "hosts" in top else {}
+    hosts = attempt(lambda: scenario_hosts.parse(top["hosts"], locations), Hosts()) if "hosts" in top else Hosts()
 
     def key(name: str, read: Callable[[Node], Any], default: Any) -> Any:
         return attempt(lambda: read(top[name]), default) if name in top else default
@@ -188,8 +181,9 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         name=key("name", Node.name, ""),
         source=str(path),
         description=key("description", Node.string, ""),
-        generator=hosts.get("generator", HostSpec()),
-        target_host=hosts.get("target", HostSpec()),
+        generators=hosts.generators,
+        target_host=hosts.target,
+        generators_key=hosts.key,
         prerequisites=key("prerequisites", _prerequisites, Prerequisites()),
         targets=targets or {},
         request=key("request", _request, RequestSpec()),
@@ -211,46 +205,6 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())
         if matrix is not None else (),
     )
-
-
-def _hosts(node: Node, locations: dict[str, str]) -> dict[str, HostSpec]:
-    hosts = {}
-    for role, child in node.items(("generator", "target")).items():
-        if not isinstance(child.node, yamlread.yaml.MappingNode):
-            if child.string() != "local":
-                raise child.error("expected `local` or a mapping with address, port, user, key")
-            hosts[role] = HostSpec()
-            continue
-        keys = child.items(("address", "port", "user", "key", "tools"))
-        if "address" not in keys:
-            raise child.error("missing required key 'address'")
-        hosts[role] = HostSpec(
-            address=keys["address"].string(),
-            port=keys["port"].positive_int() if "port" in keys else 22,
-            user=keys["user"].string() if "user" in keys else None,
-            key=keys["key"].string() if "key" in keys else None,
-            tools=_tool_paths(keys["tools"], locations, TARGET_PROGRAMS if role == "target" else None)
-            if "tools" in keys else {},
-        )
-    return hosts
-
-
-def _tool_paths(node: Node, locations: dict[str, str], allowed: tuple[str, ...] | None = None) -> dict[str, str]:
-    """`{jmeter: /opt/jmeter/bin/jmeter, python: /usr/bin/python3}`: paths on that host,
-    passed to it as one argument each, never through a shell. On the generator, whether a
-    program name is one an adapter runs is checked with the adapters (toolbench.plan); on the
-    target host, the programs are those the bundled stacks run (`allowed`)."""
-    paths = {}
-    for program, child in node.items(allowed).items():
-        if why := names.problem(program):
-            raise child.error(why)
-        path = child.string()
-        if not path.startswith("/") or not path.isprintable() or len(path) > 4096:
-            raise child.error(f"expected an absolute path on that host (starting with /, printable, "
-                              f"at most 4096 characters), got {path!r}")
-        paths[program] = path
-        locations[child.path] = f"{child.file}:{child.line}"
-    return paths
 
 
 def _prerequisites(node: Node) -> Prerequisites:

@@ -14,7 +14,8 @@ from typing import Any, Mapping
 from toolbench import codec
 from toolbench.errors import SchemaError
 
-SCHEMA_VERSION = 3  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission
+SCHEMA_VERSION = 4  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
+#                     4: RunResult.generators, the parts of a cell run on several generators
 
 
 
@@ -31,6 +32,7 @@ class Status(str, enum.Enum):
     TOOL_MISSING = "tool_missing"
     UNSUPPORTED = "unsupported"
     INTERRUPTED = "interrupted"
+    PARTIAL = "partial"  # run on several generators, and some of their parts failed: not summed
 
 
 class Omission(str, enum.Enum):
@@ -388,6 +390,36 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class ClockOffset:
+    """A generator's clock against toolbench's, measured over SSH before the run: the
+    offset read from the round trip with the least time (its error is at most half that)."""
+
+    offset_ms: float  # the generator's clock minus toolbench's
+    rtt_ms: float
+    round_trips: int
+
+
+@dataclass(frozen=True)
+class GeneratorPart:
+    """A cell's part run on one of several generators: its share of the load, its own
+    measurement and cost, kept beside the merged figures of RunResult.measurement."""
+
+    name: str  # the scenario's name for the generator
+    host: str
+    status: Status
+    measurement: Measurement
+    concurrency: int | None = None
+    rate_rps: float | None = None
+    requests: int | None = None  # its share of a cell stopped by a request count
+    exit_code: int | None = None
+    error: str | None = None
+    cost: GeneratorCost | None = None
+    generator_bound: bool | None = None  # its host's CPU was the limit, by toolbench.monitor's rule
+    clock: ClockOffset | None = None
+    path: str | None = None  # its raw folder, relative to the run directory
+
+
+@dataclass(frozen=True)
 class RunResult:
     """One executed cell: what toolbench knows of it (identity, outcome, what it cost, the
     probe, toolbench's own notes) around what the tool measured. A cell that never ran
@@ -404,6 +436,9 @@ class RunResult:
     # The tool's known ramp (toolbench.adapter.Adapter.ramp_s) when it has one: a cell
     # measured over less than toolbench.ramp.RAMP_MULTIPLE times it is flagged.
     ramp_s: float | None = None
+    # Several generators: each one's part; `measurement` is then their merge, made only when
+    # every part succeeded (else the status is PARTIAL). Empty: the cell ran on one generator.
+    generators: list[GeneratorPart] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

@@ -214,6 +214,10 @@ class SSHHost:
             raise HostError(f"{self.label}: cannot run a command: {_why(exc, timeout_s)}") from None
         return channel
 
+    def conversation(self, script: str) -> paramiko.Channel:
+        """A fixed script of toolbench's own in `sh`, its input kept open to talk to it."""
+        return self._exec(" ".join(shlex.quote(word) for word in ("sh", "-c", script)), keep_input=True)
+
     def _shell(self, script: str, *args: str, timeout_s: float = 30.0) -> Captured:
         """A fixed script of toolbench's own, in `sh`, with quoted arguments."""
         channel = self._exec(" ".join(shlex.quote(word) for word in ("sh", "-c", script, "sh", *args)))

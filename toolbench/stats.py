@@ -38,7 +38,7 @@ _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.045, 2.042)
 _Z95 = 1.959964
 LATENCY_FIGURES = ("mean_ms",) + tuple(name for name, _ in PERCENTILES)
-_RAN = (Status.OK, Status.FAILED, Status.TIMED_OUT)  # a cell that ran; unsupported and missing did not
+_RAN = (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.PARTIAL)  # a cell that ran; unsupported and missing did not
 # Where no noise could be measured (one repetition, no per-second data), this much is assumed.
 ASSUMED_NOISE_PCT = 10.0
 # Below this, a difference is a tie whatever the measured noise: half the range of two or

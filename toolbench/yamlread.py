@@ -168,6 +168,9 @@ class Node:
     def is_sequence(self) -> bool:
         return isinstance(self.node, yaml.SequenceNode)
 
+    def is_mapping(self) -> bool:
+        return isinstance(self.node, yaml.MappingNode)
+
 
 def load(path: Path) -> Node:
     label = str(path)

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 from toolbench import stats
 from toolbench.schema import Fidelity, RunResult, Status
 
-ERROR_STATUSES = (Status.FAILED, Status.TIMED_OUT, Status.INTERRUPTED)
+ERROR_STATUSES = (Status.FAILED, Status.TIMED_OUT, Status.INTERRUPTED, Status.PARTIAL)
 NOT_RUN = (Status.UNSUPPORTED, Status.TOOL_MISSING)
 
 

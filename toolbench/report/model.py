@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from toolbench.report import (choice, compare, cost, environment, failed_requests, latency, latency_time, latency_views, perf,
-                              ranking, results, targets, truth, verdict)
+from toolbench.report import (choice, compare, cost, environment, failed_requests, generators, latency, latency_time,
+                              latency_views, perf, ranking, results, targets, truth, verdict)
 from toolbench.report.context import Context, RunView
 from toolbench.report.criteria_section import criteria_section
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
@@ -57,6 +57,7 @@ def build(runs: list[RunView]) -> ReportData:
         latency_views.distribution_section(ctx),
         truth.truth_section(ctx),
         cost.cost_section(ctx),
+        *[s for s in (generators.generators_section(ctx),) if s is not None],
         failed_requests.errors_section(ctx),
         perf.series_section(ctx),
         latency_time.over_time_section(ctx),

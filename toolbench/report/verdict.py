@@ -261,7 +261,8 @@ def _failures(run: RunView, cells: list[Cell], series: list[Series]) -> list[str
     by_status = Counter(r.outcome.status for r in run.results)
     out = []
     for status, verb in ((Status.FAILED, "failed"), (Status.TIMED_OUT, "timed out"),
-                         (Status.INTERRUPTED, "was interrupted")):
+                         (Status.INTERRUPTED, "was interrupted"),
+                         (Status.PARTIAL, "was partial (a generator's part failed, nothing summed)")):
         ids = [r.identity.cell_id for r in run.results if r.outcome.status is status]
         if ids:
             shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")

@@ -1,0 +1,54 @@
+"""The test network itself (tests/netns.py): each machine answers SSH at its own address,
+seen from another machine, and a crashed session's leftovers are removed."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import netns
+
+_WHO = """
+import json, sys
+from toolbench import ssh
+from toolbench.scenario import HostSpec
+from pathlib import Path
+spec = HostSpec(address=sys.argv[1], port=22, user=sys.argv[2], key=sys.argv[3])
+with ssh.connect(spec, known_hosts=Path(sys.argv[4])) as host:
+    print(json.dumps(host.capture(["ip", "-o", "-4", "addr", "show", "dev", "eth0"]).stdout))
+"""
+
+
+def test_each_generator_answers_ssh_at_its_address_from_the_controller(testnet: netns.TestNet) -> None:
+    known = testnet.known_hosts()
+    for role in ("gen1", "gen2"):
+        machine = testnet.machines[role]
+        assert machine.sshd is not None
+        done = testnet.run("ctl", [sys.executable, "-c", _WHO, machine.address, machine.sshd.user,
+                                   str(machine.sshd.client_key), str(known)], timeout_s=60)
+        assert done.returncode == 0, done.stderr.decode()
+        assert f"inet {machine.address}/24" in json.loads(done.stdout)
+
+
+def test_the_root_namespace_has_no_address_of_the_test_range(testnet: netns.TestNet) -> None:
+    shown = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True, check=True).stdout
+    assert netns.SUBNET not in shown
+    assert any(m.address in testnet.run(m_role, ["ip", "-o", "-4", "addr"]).stdout.decode()
+               for m_role, m in testnet.machines.items())
+
+
+def test_leftovers_of_a_dead_owner_are_removed_and_a_live_ones_kept(testnet: netns.TestNet) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = f"{netns.PREFIX}{dead.pid:x}-gen1"
+    subprocess.run(["ip", "netns", "add", stale], check=True)
+    try:
+        removed = netns.remove_leftovers()
+    finally:
+        subprocess.run(["ip", "netns", "del", stale], capture_output=True, check=False)
+    assert stale in removed
+    assert all(m.name not in removed for m in testnet.machines.values())
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert all(m.name in listed for m in testnet.machines.values())

@@ -1,0 +1,153 @@
+"""A cell on two generators (toolbench.scaleout), on machines made of network namespaces
+(tests/netns.py): nginx in `target`, the generators `gen1` and `gen2`, toolbench itself run
+in `ctl`. The merge is checked against its parts and against nginx's own access log."""
+from __future__ import annotations
+
+import collections
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import netns
+from toolbench import histogram, store
+from toolbench.schema import RunResult, Status
+
+REPO = Path(__file__).parent.parent
+TOOLBENCH = [sys.executable, "-m", "toolbench.cli.main"]
+PORT = 8080
+_NGINX = """\
+worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log;
+daemon off;
+events {{ worker_connections 1024; }}
+http {{
+    access_log {folder}/access.log;
+    client_body_temp_path {folder}; proxy_temp_path {folder}; fastcgi_temp_path {folder};
+    uwsgi_temp_path {folder}; scgi_temp_path {folder};
+    server {{
+        listen {address}:{port};
+        location / {{ return 200 "hello\\n"; }}
+    }}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def nginx_there(testnet: netns.TestNet, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """nginx in the target namespace; its access log, one line per request, by client address."""
+    folder = tmp_path_factory.mktemp("nginx-netns")
+    address = testnet.machines["target"].address
+    (folder / "nginx.conf").write_text(_NGINX.format(folder=folder, address=address, port=PORT))
+    testnet.spawn("target", ["/usr/sbin/nginx", "-c", str(folder / "nginx.conf")], folder / "stdout.txt")
+    deadline = time.monotonic() + 10
+    while not (folder / "nginx.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (folder / "nginx.pid").exists(), (folder / "error.log").read_text()
+    return folder / "access.log"
+
+
+def scenario(testnet: netns.TestNet, folder: Path, tool: str, stop: str, extra: str = "") -> Path:
+    target = testnet.machines["target"].address
+    generators = "".join(
+        f"    - {{name: {role}, address: {m.address}, user: {m.sshd.user}, key: {json.dumps(str(m.sshd.client_key))}}}\n"
+        for role, m in testnet.machines.items() if role.startswith("gen") and m.sshd is not None)
+    path = folder / f"{tool}.yaml"
+    path.write_text(f"""\
+name: scaleout-{tool}
+target: {{url: "http://{target}:{PORT}/"}}
+hosts:
+  generators:
+{generators}matrix: {{tool: [{tool}], concurrency: [4], keepalive: [true]}}
+stop: {stop}
+probe: {{interval: 500ms, baseline: 3}}
+{extra}""")
+    return path
+
+
+def run_in_ctl(testnet: netns.TestNet, path: Path,
+               reports: Path) -> tuple[subprocess.CompletedProcess[bytes], list[RunResult], str]:
+    """toolbench run in the `ctl` machine: its results and its report's text."""
+    done = testnet.run("ctl", [*TOOLBENCH, "run", str(path), "--reports-dir", str(reports), "--quiet",
+                               "--known-hosts", str(testnet.known_hosts())], timeout_s=300)
+    runs = [p for p in reports.iterdir() if p.is_dir()] if reports.is_dir() else []
+    assert len(runs) == 1, (done.stdout + done.stderr).decode()
+    report = runs[0] / "report.html"
+    return done, store.RunDir.open(runs[0]).results(), report.read_text() if report.exists() else ""
+
+
+def by_client(log: Path, since: int) -> collections.Counter[str]:
+    lines = log.read_bytes()[since:].decode().splitlines()
+    return collections.Counter(line.split()[0] for line in lines)
+
+
+def check_merged(result: RunResult, testnet: netns.TestNet, log: Path, since: int) -> None:
+    parts = result.generators
+    assert [p.name for p in parts] == ["gen1", "gen2"] and all(p.status is Status.OK for p in parts)
+    merged = result.measurement.counts
+    assert merged.requests_total == sum(p.measurement.counts.requests_total for p in parts) > 0
+    assert merged.requests_ok == sum(p.measurement.counts.requests_ok for p in parts)
+    assert result.measurement.histogram == histogram.encode(
+        histogram.merge([p.measurement.histogram for p in parts]))
+    seen = by_client(log, since)
+    for part in parts:
+        assert seen[testnet.machines[part.name].address] == part.measurement.counts.requests_total
+        assert part.clock is not None and part.clock.round_trips > 1 and part.clock.rtt_ms > 0
+        assert part.cost is not None and part.cost.cpu_user_s is not None
+    assert (result.measurement.series and sum(s.requests for s in result.measurement.series)
+            == sum(sum(s.requests for s in p.measurement.series) for p in parts))
+
+
+@pytest.mark.parametrize("tool, stop", [("engine", "{requests: 2000}"), ("ab", "{requests: 400}")])
+def test_a_cell_on_two_generators_is_their_merge_and_what_nginx_served(testnet, nginx_there, tmp_path, tool, stop):
+    since = nginx_there.stat().st_size if nginx_there.exists() else 0
+    done, results, report = run_in_ctl(testnet, scenario(testnet, tmp_path, tool, stop), tmp_path / "reports")
+    assert done.returncode == 0, done.stderr.decode()
+    (result,) = results
+    assert result.outcome.status is Status.OK, result.outcome.error
+    check_merged(result, testnet, nginx_there, since)
+    asked = 2000 if tool == "engine" else 400
+    assert result.measurement.counts.requests_total == asked
+    assert [p.requests for p in result.generators] == [asked // 2, asked // 2]
+    assert [p.concurrency for p in result.generators] == [2, 2]
+    assert "Generators" in report and all(testnet.machines[g].address in report for g in ("gen1", "gen2"))
+    assert f"{result.generators[0].clock.offset_ms:+.1f} ±" in report
+
+
+def test_a_generator_whose_sshd_stops_mid_run_makes_the_cell_partial(testnet, nginx_there, tmp_path):
+    gen2 = testnet.machines["gen2"]
+    assert gen2.sshd is not None and gen2.sshd.pid is not None
+    path = scenario(testnet, tmp_path, "engine", "{duration: 6s}")
+    since = nginx_there.stat().st_size
+    stopped = threading.Event()
+
+    def stop_once_loading() -> None:
+        """gen2's sshd, with its sessions and the tool under them, once gen2's load reached nginx."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not stopped.is_set():
+            if by_client(nginx_there, since)[gen2.address] > 0:
+                netns.stop_tree(gen2.sshd.pid)
+                stopped.set()
+                return
+            time.sleep(0.05)
+
+    stopper = threading.Thread(target=stop_once_loading)
+    stopper.start()
+    try:
+        done, results, report = run_in_ctl(testnet, path, tmp_path / "reports")
+    finally:
+        stopped.set()
+        stopper.join()
+        testnet.start_sshd("gen2")  # back for the tests after this one
+    (result,) = results
+    assert result.outcome.status is Status.PARTIAL, result.outcome
+    assert "gen2" in result.outcome.error and "partial" in result.outcome.error
+    parts = {p.name: p for p in result.generators}
+    assert parts["gen1"].status is Status.OK and parts["gen2"].status is not Status.OK and parts["gen2"].error
+    assert result.measurement.counts.requests_total is None  # nothing summed from fewer machines
+    assert "engine-c4-ka-rep1 is partial" in report
