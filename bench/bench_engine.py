@@ -91,7 +91,8 @@ def run_engine(url: str, conns: int, duration: float, work: Path) -> Sample:
             "-w", "1", "--json-out", str(result), "--no-progress"]
     out, err, cpu = pinned(argv, 1, work, duration + 60)
     data = json.loads(result.read_text())
-    return Sample("engine", data["counts"]["requests_total"], data["timing"]["duration_s"], cpu)
+    measured = data.get("measurement", data)  # schema 2 on: the tool's figures under `measurement`
+    return Sample("engine", measured["counts"]["requests_total"], measured["timing"]["duration_s"], cpu)
 
 
 def run_wrk(url: str, conns: int, duration: float, work: Path) -> Sample:
