@@ -72,12 +72,12 @@ def run(tool: Generic, url: str, conns: int, duration: float | None, work: Path,
     return total, seconds, cpu
 
 
-def startup(tool: Generic, url: str, work: Path, pinned: Pinned) -> float:
-    """CPU of a one-request run (one connection), when the adapter can stop after a count; else 0."""
+def startup(tool: Generic, url: str, work: Path, pinned: Pinned) -> float | None:
+    """CPU of a one-request run (one connection), when the adapter can stop after a count; else None."""
     if not tool.adapter.supports(_cell(url, 1, None, requests=1)).ok:
-        return 0.0
+        return None
     try:
         return run(tool, url, 1, None, work, pinned, requests=1)[2]
     except (RuntimeError, subprocess.SubprocessError, ToolbenchError) as exc:
         print(f"{tool.tool}: no start-up figure ({exc})")
-        return 0.0
+        return None

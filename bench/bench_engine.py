@@ -237,7 +237,7 @@ def _one(tool: str, url: str, args: argparse.Namespace, work: Path, expected_rps
     return runners[tool]()
 
 
-def _report(samples: list[Sample], startups: dict[str, float], versions: dict[str, str]) -> list[str]:
+def _report(samples: list[Sample], startups: dict[str, float | None], versions: dict[str, str]) -> list[str]:
     """Prints the medians and returns them as a Markdown table."""
     by_tool: dict[str, list[Sample]] = {}
     for s in samples:
@@ -245,7 +245,7 @@ def _report(samples: list[Sample], startups: dict[str, float], versions: dict[st
     names = {"locust-fasthttp": "locust"}
     med: dict[str, tuple[float, float, float]] = {}
     for tool, ss in by_tool.items():
-        fixed = startups.get(names.get(tool, tool), 0.0)
+        fixed = startups.get(names.get(tool, tool)) or 0.0  # None: not measured, taken as none
         med[tool] = (statistics.median(s.us_per_request for s in ss),
                      statistics.median((s.cpu_s - fixed) / s.requests * 1e6 for s in ss),
                      statistics.median(s.rps for s in ss))
@@ -257,12 +257,14 @@ def _report(samples: list[Sample], startups: dict[str, float], versions: dict[st
     table = ["| tool | µs CPU/request | vs wrk | minus start-up | vs wrk | requests/s | vs wrk | start-up CPU s |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for tool, (us, steady, rps) in sorted(med.items(), key=lambda kv: kv[1][0]):
-        fixed = startups.get(names.get(tool, tool), 0.0)
-        print(f"  {tool:<16}{us:>11.2f}{us / wrk_us:>7.2f}x{steady:>16.2f}{steady / wrk_steady:>7.2f}x"
-              f"{rps:>9.0f}{rps / wrk_rps:>7.2f}x{fixed:>12.3f}")
+        fixed = startups.get(names.get(tool, tool))
+        start = f"{fixed:.3f}" if fixed is not None else "—"
+        less = (f"{steady:.2f}", f"{steady / wrk_steady:.2f}×") if fixed is not None else ("—", "—")
+        print(f"  {tool:<16}{us:>11.2f}{us / wrk_us:>7.2f}x{less[0]:>16}{less[1]:>8}"
+              f"{rps:>9.0f}{rps / wrk_rps:>7.2f}x{start:>12}")
         label = f"{tool} {versions[tool]}" if tool in versions else tool
-        table.append(f"| {label} | {us:.2f} | {us / wrk_us:.2f}× | {steady:.2f} | {steady / wrk_steady:.2f}× "
-                     f"| {rps:,.0f} | {rps / wrk_rps:.2f}× | {fixed:.3f} |")
+        table.append(f"| {label} | {us:.2f} | {us / wrk_us:.2f}× | {less[0]} | {less[1]} "
+                     f"| {rps:,.0f} | {rps / wrk_rps:.2f}× | {start} |")
     if "engine" in med and "wrk" in med:
         us, steady, rps = med["engine"]
         met = us <= 13.0 and us <= 1.25 * wrk_us and rps >= 0.95 * wrk_rps
