@@ -118,6 +118,22 @@ def test_the_stored_run_names_the_cheapest_tools_from_their_figures_with_ties_sa
     assert "Not measured here: http_load (not installed)." in said
 
 
+def test_the_stored_run_ranks_rate_accuracy_from_the_rates_sent():
+    said, ranked = _paragraph(STORED)
+    errors: dict[str, list[float]] = {}
+    for line in (STORED / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["outcome"]["status"] == "ok" and r["identity"].get("rate_rps"):
+            m = r["measurement"]
+            sent = m["counts"]["requests_total"] / m["timing"]["duration_s"]
+            errors.setdefault(r["identity"]["tool"], []).append(abs(sent / r["identity"]["rate_rps"] - 1) * 100)
+    accuracy = ranked[3]
+    assert {e.tool for tier in accuracy.tiers for e in tier} == set(errors)
+    best = min(errors, key=lambda t: sorted(errors[t])[len(errors[t]) // 2])
+    assert best in [e.tool for e in accuracy.tiers[0]]
+    assert "Closest to the rate asked (the open-model cells at 1,000/s" in said
+
+
 def test_the_paragraph_follows_the_figures_a_tool_made_dearer_leaves_the_lead(tmp_path):
     _, ranked = _paragraph(STORED)
     leaders = [e.tool for e in ranked[0].tiers[0]]

@@ -114,7 +114,7 @@ def _truth(points: list[Point]) -> Ranking:
                    "when the latency it prints must be right",
                    "every cell that finished ok, the tool's median against the probe's",
                    f"{stats.MIN_DIFFERENCE_PCT:g} points", "No cell was checked against the probe.",
-                   _tiers_within(entries, most_first=True, within=stats.MIN_DIFFERENCE_PCT))
+                   _tiers_within(entries, most_first=True, within=stats.MIN_DIFFERENCE_PCT, absolute=True))
 
 
 def _accuracy(points: list[Point]) -> Ranking:
