@@ -18,10 +18,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench import failures, toolsdir
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
-                               missing_program, option)
-from toolbench.errors import HostError, ParseError
+from toolbench import failures
+from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_go_tool,
+                               option)
+from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
                               Timing, Transfer)
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 BODY_FILE = "body"
 RESOLUTION_MS = 0.001
 _VERSION = re.compile(r"bombardier version (\S+)")
-_FOLDER_VERSION = re.compile(r"bombardier-(\d+\.\d+[\w.]*)$")
 _PCT_NAMES = {"50": "p50_ms", "75": "p75_ms", "90": "p90_ms", "95": "p95_ms", "99": "p99_ms"}
 # Go's and fasthttp's error texts to failure classes (toolbench.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
@@ -44,31 +43,12 @@ FAILURE_TABLE: failures.Table = (
 )
 
 
-def candidates() -> list[str]:
-    """Where bombardier is looked for: the newest <tools>/go/bombardier-*/ (scripts/install.sh),
-    then `bombardier` on PATH."""
-    return toolsdir.newest("go", "bombardier", "bombardier") + ["bombardier"]
-
-
 class BombardierAdapter(Adapter):
     name = "bombardier"
     option_types = {"timeout_s": int}
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
-        where = host.which(path) if path else next(filter(None, map(host.which, candidates())), None)
-        if where is None:
-            return missing_program(host, path or "bombardier")
-        try:
-            captured = host.capture([where, "--version"])
-        except HostError as exc:
-            return Missing(str(exc))
-        said = _VERSION.search(captured.stdout + captured.stderr)
-        if said is None:
-            return Missing(f"{host.label}: {where} --version names no bombardier version")
-        version = said.group(1).lstrip("v")
-        if not version[:1].isdigit() and (folder := _FOLDER_VERSION.search(str(Path(where).parent))):
-            version = folder.group(1)  # `go install` leaves it "unspecified"; install.sh names the folder
-        return Found(where, version)
+        return found_go_tool(host, path, "bombardier", ["--version"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None and (cell.rate_rps != int(cell.rate_rps) or cell.rate_rps < 1):

@@ -76,7 +76,8 @@ def check_contract(adapter: Adapter, tmp_path: Path) -> None:
         text = garbage(seed, size)
         assert isinstance(adapter.classify(tmp_path / "out.txt", text), str)
         files = {}
-        for role, name in invocation.outputs.items():
+        step_outputs = [(step.role, step.stdout) for step in invocation.steps]
+        for role, name in [*invocation.outputs.items(), *step_outputs]:
             (tmp_path / name).write_text(garbage(seed + 100, size), encoding="utf-8")
             files[role] = tmp_path / name
         for raw in (RawOutput(stdout=text, stderr=text, exit_code=0, source="garbage"),

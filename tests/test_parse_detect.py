@@ -31,6 +31,8 @@ RUNS = {  # one run's files per tool, as a user would point at them
     "h2load": ["h2load/1.52.0-ok.txt", "h2load/1.52.0-ok.stderr.txt"],
     "httperf": ["httperf/0.9.0-ok.txt", "httperf/0.9.0-ok.stderr.txt"],
     "bombardier": ["bombardier/1.2.6-ok.txt", "bombardier/1.2.6-ok.stderr.txt"],
+    # (its rows, vegeta/12.13.0-ok.csv, read as a headerless JTL too: with them, --tool is asked for)
+    "vegeta": ["vegeta/12.13.0-ok.json", "vegeta/12.13.0-ok.gob", "vegeta/12.13.0-ok.txt", "vegeta/12.13.0-ok.stderr.txt"],
 }
 
 

@@ -224,7 +224,7 @@ def test_a_tool_path_for_no_known_program_is_an_error(tmp_path):
     s = scenario.load(write(tmp_path, HOST_TOOLS.replace("jmeter: /opt", "jmetr: /opt")))
     with pytest.raises(ScenarioError, match=r"s.yaml:5: hosts.generator.tools.jmetr: no tool runs a program of that "
                                             r"name \(known: ab, bombardier, h2load, hey, http_load, httperf, "
-                                            r"jmeter, python, siege, wrk\)"):
+                                            r"jmeter, oha, python, siege, vegeta, wrk\)"):
         plan.expand(s)
 
 

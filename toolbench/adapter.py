@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
-from toolbench import names
+from toolbench import names, toolsdir
 from toolbench.errors import AdapterError, HostError
 from toolbench.schema import Measurement
 
@@ -24,23 +24,51 @@ if TYPE_CHECKING:
     from toolbench.scaleout import DistributedRun
 
 
+# What the runner itself writes in a cell's folder, beside the tool's files.
+RUNNER_FILES = ("stdout.txt", "stderr.txt", "command.txt")
+
+
+@dataclass(frozen=True)
+class Step:
+    """A command run after the tool has exited, on the same host and in the same folder,
+    before its output is parsed: a converter of a binary results file to text the parser
+    reads (`vegeta encode`). argv only, no shell; its stdout is kept as the file `stdout`
+    of the cell's folder and handed to parse() as the output of `role`; it is killed after
+    `timeout_s`."""
+
+    role: str
+    argv: list[str]
+    stdout: str
+    timeout_s: float = 120.0
+
+    @property
+    def stderr(self) -> str:
+        return f"{self.role}.stderr.txt"
+
+
 @dataclass(frozen=True)
 class Invocation:
     """What to run for one cell: argv, the input files to write first (name ->
-    contents, inside the cell's folder) and the output files the tool will write
-    (role -> name inside the cell's folder)."""
+    contents, inside the cell's folder), the output files the tool will write
+    (role -> name inside the cell's folder) and the steps run after it, in order."""
 
     argv: list[str]
     files: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    steps: tuple[Step, ...] = ()
 
     def __post_init__(self) -> None:
         # Each file is written or fetched as <cell folder>/<name>: a plain name can
         # neither leave that folder nor land in a subfolder.
-        for name in [*self.files, *self.outputs.values()]:
+        step_files = [name for step in self.steps for name in (step.role, step.stdout, step.stderr)]
+        for name in [*self.files, *self.outputs.values(), *step_files]:
             if why := names.problem(name):
                 raise AdapterError(f"{self.argv[0] if self.argv else 'adapter'}: input or output file {why}")
+        taken = set(RUNNER_FILES) & {step.stdout for step in self.steps}
+        if taken:
+            raise AdapterError(f"{self.argv[0] if self.argv else 'adapter'}: a step may not write {sorted(taken)[0]}, "
+                               "the runner's own file")
 
 
 @dataclass(frozen=True)
@@ -51,6 +79,9 @@ class RawOutput:
     stderr: str = ""
     exit_code: int | None = None
     files: dict[str, Path] = field(default_factory=dict)  # role -> path
+    # The steps after the tool (Invocation.steps) that failed: role -> why, in one line.
+    # What such a step wrote is in `files` all the same.
+    step_errors: dict[str, str] = field(default_factory=dict)
     source: str | None = None  # a label for error messages, e.g. the file parsed
     part: str | None = None  # one of several runs the files hold (Adapter.parts), or all of them
     # How `toolbench parse` was asked to read the files; "jmeter_subsamples": count a JMeter
@@ -222,6 +253,25 @@ def found_by_version(host: "Host", program: str, args: list[str], pattern: re.Pa
         return Missing(f"{host.label}: {shlex.join([path, *args])} names no version (exit "
                        f"{captured.exit_code}): {said[0][:200]}")
     return Found(path, match.group(1))
+
+
+def found_go_tool(host: "Host", path: str | None, name: str, args: list[str], pattern: re.Pattern[str]) -> Detection:
+    """A tool scripts/install.sh builds with `go install` into <tools>/go/<name>-<version>/
+    (toolsdir.newest), else `name` on the PATH, or the scenario's `path` alone. Its version is
+    what it prints when asked (`pattern`'s first group); `go install` leaves that unset
+    ("unspecified", empty), and then the folder's name says it."""
+    candidates = [path] if path else toolsdir.newest("go", name, name) + [name]
+    where = next(filter(None, map(host.which, candidates)), None)
+    if where is None:
+        return missing_program(host, path or name)
+    found = found_by_version(host, where, args, pattern)
+    if isinstance(found, Missing):
+        return found
+    version = found.version.lstrip("v")
+    folder = re.search(rf"{re.escape(name)}-(\d+\.\d+[\w.]*)$", str(Path(where).parent))
+    if not version[:1].isdigit() and folder:
+        version = folder.group(1)
+    return Found(found.path, version or "unknown")
 
 
 def missing_program(host: "Host", program: str) -> Missing:

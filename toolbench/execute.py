@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from toolbench import monitor, probe, serving, store
+from toolbench import monitor, probe, serving, steps, store
 from toolbench.adapter import Adapter, Found, RawOutput
 from toolbench.hosts import Completed, Host, Running
 from toolbench.plan import Cell
@@ -52,14 +52,16 @@ def staged(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host
         for name, content in invocation.files.items():
             (workdir / name).write_text(content)
         host.stage(workdir, tool_dir, list(invocation.files))
-        (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n")
+        (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n" + steps.command_lines(invocation.steps))
         completed, extra = run(invocation.argv, invocation.env, Path(tool_dir))
+        # After the tool, before its files travel: the steps read them where it wrote them.
+        made, failed = ({}, {}) if completed.interrupted else steps.run(invocation.steps, host, Path(tool_dir), workdir)
     finally:
         host.collect(tool_dir, outputs, workdir)
     files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
     raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
                     stderr=(workdir / "stderr.txt").read_text(errors="replace"),
-                    exit_code=completed.exit_code, files=files, source=str(workdir))
+                    exit_code=completed.exit_code, files=files | made, step_errors=failed, source=str(workdir))
     return completed, raw, extra
 
 

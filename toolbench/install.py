@@ -139,6 +139,9 @@ def _go(name: str, step: GoModule, tools: Path, say: Say) -> Done:
 def _script(name: str, step: Script, tools: Path, say: Say) -> Done:
     if installed(step, tools):
         return Done(name, False, str(tools / step.home))
+    if step.needs and shutil.which(step.needs) is None:
+        raise InstallError(f"{name}: {step.script} needs {step.needs}, which is not on the PATH"
+                           + (": install Rust with https://rustup.rs" if step.needs == "cargo" else ""))
     script = _checkout() / "scripts" / step.script
     say(f"{name}: {installs.how(step)}")
     out = _run(["bash", str(script)], f"{name}: {step.script}", env={**os.environ, "TOOLBENCH_TOOLS": str(tools)})

@@ -40,6 +40,7 @@ class Script:
     script: str
     home: str
     complete: str = ".toolbench-complete"
+    needs: str | None = None  # a program the script runs, looked for on the PATH first
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("h2load", (Apt(("nghttp2-client",)),), TESTS),
     Recipe("httperf", (Apt(("httperf",)),), TESTS),
     Recipe("bombardier", (GoModule("github.com/codesenberg/bombardier", "1.2.6", "bombardier"),), TESTS),
+    Recipe("vegeta", (GoModule("github.com/tsenart/vegeta/v12", "12.13.0", "vegeta"),), TESTS),
+    Recipe("oha", (Script("install_oha.sh", "cargo/oha-1.16.0", needs="cargo"),), TESTS),
     # Not load tools: the bundled target, the monitor's `ss` and `ps`, the SSH and browser tests.
     Recipe("nginx", (Apt(("nginx",)),), BOTH, load_tool=False),
     Recipe("monitor", (Apt(("iproute2", "procps")),), BOTH, load_tool=False),

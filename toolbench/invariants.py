@@ -54,7 +54,11 @@ TABLE_STEP_MS = 1.0  # ab's Connection Times table is in whole ms
 def parse_checked(adapter: "Adapter", raw: "RawOutput") -> Measurement:
     """The adapter's reading of `raw`, completed with what toolbench derives, every
     invariant checked before and after. Raises only ParseError (ParserCrash for an
-    adapter that failed in any other way)."""
+    adapter that failed in any other way). A step after a tool that ended by itself
+    (Invocation.steps) that failed is a ParseError: its output would be partial; after a
+    tool that was killed, the adapter reads what there is."""
+    if raw.step_errors and raw.exit_code is not None:
+        raise ParseError(adapter.name, "; ".join(raw.step_errors.values()), raw.source)
     try:
         parsed = adapter.parse(raw)
         if not isinstance(parsed, Measurement):
