@@ -2,7 +2,8 @@
 adapter builds its command for one closed-model, keep-alive cell (as `toolbench run` would),
 the command runs pinned to one CPU, and the adapter parses what the tool printed. Tools that
 cannot run such a cell (httperf, which has only an open model), or are not installed, are
-listed with the reason."""
+listed with the reason. An adapter's follow-up steps (Invocation.steps: vegeta's `encode` of its
+binary results) are not run here yet, so such a tool fails with its parser's reason."""
 from __future__ import annotations
 
 import os

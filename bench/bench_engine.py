@@ -205,6 +205,7 @@ def main() -> int:
                     sample = _one(tool, url, args, work, expected_rps, by_name)
                 except (RuntimeError, ToolbenchError) as exc:
                     print(f"round {rnd + 1}  {tool:<16} failed: {exc}", flush=True)
+                    skipped.setdefault(tool, f"failed in round {rnd + 1}: {str(exc).splitlines()[0][:200]}")
                     continue
                 if tool == "wrk":
                     expected_rps = sample.rps
