@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two commands of the README:
-#   ./bootstrap.sh demo   install everything, run the quickstart scenario, print the report's path
-#   ./bootstrap.sh test   install everything, run the whole test suite
+#   ./bootstrap.sh demo   install what the quickstart needs, run it, print the report's path
+#   ./bootstrap.sh test   install everything the tests use, run the whole test suite
 # Both are idempotent: a second call skips what is installed already.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -9,12 +9,12 @@ cd "$repo"
 case "${1:-}" in
     demo)
         shift
-        scripts/install.sh
+        scripts/install.sh --for quickstart
         exec .venv/bin/toolbench run scenarios/quickstart.yaml "$@"
         ;;
     test)
         shift
-        scripts/install.sh
+        scripts/install.sh --for tests
         exec .venv/bin/pytest -ra "$@"
         ;;
     *)

@@ -14,7 +14,7 @@ from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation,
 from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement,
-                              Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
+                              Omission, Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
 from toolbench.timings import SecondTally
 
 if TYPE_CHECKING:
@@ -147,6 +147,7 @@ def parse(raw: RawOutput) -> Measurement:
     rate = _lead(fields, "Transfer rate", num.decimal)
     return Measurement(
         tool="ab",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
         timing=Timing(duration_s=_lead(fields, "Time taken for tests", num.decimal)),
         counts=counts,
         rates=Rates(rps=_lead(fields, "Requests per second", num.decimal)),

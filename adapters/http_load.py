@@ -22,7 +22,7 @@ from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation,
                                missing_program, option)
 from toolbench.errors import HostError, ParseError
 from toolbench.numbers import Numbers
-from toolbench.schema import Counts, Failures, Fidelity, Latency, Measurement, Rates, Timing, Transfer
+from toolbench.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
@@ -137,6 +137,7 @@ def parse(raw: RawOutput) -> Measurement:
     notes.append("bytes are response bodies only; fetches include failed connections")
     return Measurement(
         tool="http_load",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
         timing=Timing(duration_s=num.decimal(summary.group(4), "seconds")),
         counts=counts,
         rates=Rates(rps=num.decimal(rates.group(1), "fetches/sec") if rates else None),

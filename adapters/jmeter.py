@@ -37,7 +37,7 @@ from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.adapters.jmeter_runs import MIN_GAP_S, count_runs, is_xml, read_merged, read_run, run_windows
 from toolbench.errors import AdapterError, HostError, ParseError
 from toolbench.numbers import Numbers
-from toolbench.schema import Counts, Fidelity, Latency, Measurement, Rates, Timing, Transfer
+from toolbench.schema import Counts, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 from toolbench.timings import SecondTally
 
 if TYPE_CHECKING:
@@ -374,6 +374,7 @@ def _from_summary(s: dict[str, float]) -> Measurement:
     duration = total / s["rate"] if s["rate"] > 0 else None
     return Measurement(
         tool="jmeter",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
         timing=Timing(duration_s=duration),
         counts=Counts(requests_total=total, requests_ok=total - errors, requests_failed=errors),
         rates=Rates(rps=s["rate"]),
@@ -402,6 +403,7 @@ def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
     stats = agg.elapsed_stats() or {}
     return Measurement(
         tool="jmeter",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
         timing=Timing(duration_s=agg.duration_s()),
         counts=Counts(requests_total=agg.rows, requests_ok=agg.ok, requests_failed=agg.rows - agg.ok,
                       failures=agg.failures(), status_codes=agg.status_codes()),

@@ -30,8 +30,8 @@ from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation,
 from toolbench.adapters import locust_output as out
 from toolbench.adapters.engine import request_args
 from toolbench.errors import ParseError
-from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Percentiles,
-                              Rates, SecondSample, Timing, Transfer)
+from toolbench.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Omission,
+                              Percentiles, Rates, SecondSample, Timing, Transfer)
 
 if TYPE_CHECKING:
     from toolbench.scaleout import DistributedRun
@@ -263,6 +263,7 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
     notes.append("response times include failed requests; bytes are response bodies only")
     return Measurement(
         tool="locust",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
         timing=Timing(duration_s=duration),
         counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
                       failures=failures, status_codes=codes),
@@ -288,6 +289,7 @@ def _from_csv(path: Path, raw: RawOutput) -> Measurement:
     notes += out.exception_notes(raw.files.get("exceptions_csv"))
     return Measurement(
         tool="locust",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
         timing=Timing(duration_s=duration),
         counts=Counts(requests_total=row.requests, requests_ok=row.requests - row.failures,
                       requests_failed=row.failures, failures=failures, status_codes=codes),
@@ -314,6 +316,7 @@ def _from_console(row: tuple[int, int, float, float, float], raw: RawOutput) -> 
     percentiles = summary.percentiles if summary else Percentiles()
     return Measurement(
         tool="locust",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
         timing=Timing(duration_s=total / summary.rps if summary and summary.rps else None),
         counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
                       failures=failures, status_codes=codes),

@@ -13,8 +13,8 @@ from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation,
 from toolbench.errors import ParseError
 from toolbench.exits import signal_name
 from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Rates, SiegeFigures, Timing,
-                              Transfer)
+from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, SiegeFigures,
+                              Timing, Transfer)
 
 if TYPE_CHECKING:
     from toolbench.hosts import Host
@@ -218,6 +218,7 @@ def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measuremen
     mean_ms = _mean_ms(s, notes)
     return Measurement(
         tool="siege",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
         timing=Timing(duration_s=s.get("elapsed_time")),
         counts=Counts(requests_total=transactions + failed, requests_ok=int(ok) if ok is not None else None,
                       requests_failed=failed + (http_errors or 0) if ok is not None else None,

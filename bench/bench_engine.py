@@ -1,12 +1,15 @@
-"""The engine against wrk, ab and Locust FastHttpUser: CPU per request and requests/s.
+"""The engine against every installed load tool: CPU per request and requests/s.
 
 One nginx (1 worker) pinned to CPU 0; each tool pinned to CPU 1; the 13-byte
 "Hello, World!"; 50 connections. Tools alternate within each round, and the medians
 over the rounds are compared with wrk (keep-alive on) or ab (`--keepalive off`: a new
 connection per request). CPU is the user+system time of the tool's whole process tree
-(os.wait4 on the pinned child), start-up included.
+(os.wait4 on the pinned child), start-up included. wrk, ab and Locust FastHttpUser run
+the commands below; every other installed tool runs the command its toolbench adapter
+builds (bench_adapters.py). With keep-alive on, the table is written into bench/README.md,
+between its bench_engine markers.
 
-    .venv/bin/python bench/bench_engine.py [--rounds 3] [--duration 5] [--connections 50]
+    .venv/bin/python bench/bench_engine.py [--rounds 3] [--duration 5] [--connections 50] [--tools all]
     .venv/bin/python bench/bench_engine.py --keepalive off [--rounds 5]
 """
 from __future__ import annotations
@@ -29,6 +32,8 @@ from typing import Callable
 
 import psutil
 
+import bench_adapters
+from toolbench.errors import ToolbenchError
 from toolbench.targets import nginx_static
 
 LOCUSTFILE = """\
@@ -60,18 +65,20 @@ class Sample:
         return self.requests / self.seconds if self.seconds else float("nan")
 
 
-def pinned(argv: list[str], cpu: int, cwd: Path, timeout: float) -> tuple[str, str, float]:
+def pinned(argv: list[str], cpu: int, cwd: Path, timeout: float,
+           env: dict[str, str] | None = None) -> tuple[str, str, float]:
     """Runs argv on one CPU; returns stdout, stderr and the CPU seconds of its process tree."""
-    out, err, usage = pinned_usage(argv, cpu, cwd, timeout)
+    out, err, usage = pinned_usage(argv, cpu, cwd, timeout, env)
     return out, err, usage.ru_utime + usage.ru_stime
 
 
-def pinned_usage(argv: list[str], cpu: int, cwd: Path, timeout: float) -> tuple[str, str, resource.struct_rusage]:
+def pinned_usage(argv: list[str], cpu: int, cwd: Path, timeout: float,
+                 env: dict[str, str] | None = None) -> tuple[str, str, resource.struct_rusage]:
     """Runs argv on one CPU; returns stdout, stderr and the resource usage of its process tree
     (ru_maxrss: the peak of its largest process)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(["taskset", "-c", str(cpu)] + argv, cwd=cwd, stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -93,10 +100,11 @@ def run_engine(url: str, conns: int, duration: float, work: Path, keepalive: boo
     argv = [sys.executable, "-m", "toolbench.engine", url, "-c", str(conns), "-d", f"{duration:g}s",
             "-w", "1", "--json-out", str(result), "--no-progress"] + ([] if keepalive else ["--no-keepalive"])
     out, err, cpu = pinned(argv, 1, work, duration + 60)
-    data = json.loads(result.read_text())["measurement"]
-    if data["counts"]["requests_failed"]:
-        raise RuntimeError(f"engine: {data['counts']['requests_failed']} requests failed: {err[-500:]!r}")
-    return Sample("engine", data["counts"]["requests_total"], data["timing"]["duration_s"], cpu)
+    data = json.loads(result.read_text())
+    measured = data.get("measurement", data)  # schema 2 on: the tool's figures under `measurement`
+    if measured["counts"]["requests_failed"]:
+        raise RuntimeError(f"engine: {measured['counts']['requests_failed']} requests failed: {err[-500:]!r}")
+    return Sample("engine", measured["counts"]["requests_total"], measured["timing"]["duration_s"], cpu)
 
 
 def run_wrk(url: str, conns: int, duration: float, work: Path) -> Sample:
@@ -165,6 +173,11 @@ def have_locust() -> bool:
     return importlib.util.find_spec("locust") is not None
 
 
+README = Path(__file__).resolve().parent / "README.md"
+BEGIN = "<!-- bench_engine: begin (written by bench_engine.py; edits here are overwritten) -->"
+END = "<!-- bench_engine: end -->"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -172,22 +185,33 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--keepalive", choices=("on", "off"), default="on",
                         help="off: a new connection per request, compared with ab (default tools engine,ab)")
-    parser.add_argument("--tools", help="default engine,wrk,ab,locust (keep-alive on), engine,ab (off)")
+    parser.add_argument("--tools", help="comma-separated, or `all`: every installed tool (the default with "
+                                        "keep-alive on; engine,ab with it off)")
     parser.add_argument("--json", type=Path, help="write every sample here")
+    parser.add_argument("--readme", type=Path, default=README, help="the file whose marked section gets the table")
+    parser.add_argument("--no-readme", action="store_true", help="print the table only")
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         print("needs 2 CPUs (nginx on CPU 0, the tool on CPU 1)", file=sys.stderr)
         return 2
     keepalive = args.keepalive == "on"
-    tools = (args.tools or ("engine,wrk,ab,locust" if keepalive else "engine,ab")).split(",")
     base = "wrk" if keepalive else "ab"
-    missing = [t for t in ("wrk", "ab") if t in tools and shutil.which(t) is None]
-    if "locust" in tools and not have_locust():
-        print("locust: skipped (not importable; pip install locust)")
-        tools.remove("locust")
-    for tool in missing:
-        print(f"{tool}: skipped (not installed)")
+    chosen = args.tools or ("all" if keepalive else "engine,ab")
+    wanted = None if chosen == "all" else chosen.split(",")
+    tools = [t for t in ("engine", "wrk", "ab", "locust") if wanted is None or t in wanted]
+    skipped: dict[str, str] = {}
+    for tool in [t for t in ("wrk", "ab") if t in tools and shutil.which(t) is None]:
+        skipped[tool] = "not installed"
         tools.remove(tool)
+    if "locust" in tools and not have_locust():
+        skipped["locust"] = "not importable; pip install locust"
+        tools.remove("locust")
+    generic, left_out = bench_adapters.installed(wanted)
+    skipped.update(left_out)
+    by_name = {g.tool: g for g in generic}
+    tools += list(by_name)
+    for tool, why in skipped.items():
+        print(f"{tool}: skipped ({why})")
     samples: list[Sample] = []
     with tempfile.TemporaryDirectory() as tmp, nginx_static(Path(tmp) / "nginx", workers=1) as target:
         assert target.pid is not None
@@ -198,21 +222,34 @@ def main() -> int:
         for rnd in range(args.rounds):
             order = tools[rnd % len(tools):] + tools[:rnd % len(tools)]  # rotate who goes first
             for tool in order:
-                sample = _one(tool, url, args, work, expected_rps)
+                try:
+                    sample = _one(tool, url, args, work, expected_rps, by_name)
+                except (RuntimeError, ToolbenchError) as exc:
+                    print(f"round {rnd + 1}  {tool:<16} failed: {exc}", flush=True)
+                    skipped.setdefault(tool, f"failed in round {rnd + 1}: {str(exc).splitlines()[0][:200]}")
+                    continue
                 if tool in ("wrk", "engine"):
                     expected_rps = sample.rps  # sizes ab's -n for about --duration
                 samples.append(sample)
                 print(f"round {rnd + 1}  {sample.tool:<16} {sample.requests:>9} req  {sample.rps:>9.0f} req/s"
                       f"  {sample.cpu_s:6.2f} s CPU  {sample.us_per_request:6.2f} us/req", flush=True)
                 time.sleep(1.0)
-        startups = {tool: startup_cpu(tool, url, work, keepalive) for tool in tools}
-    _report(samples, startups, base, keepalive)
+        startups = {tool: (bench_adapters.startup(by_name[tool], url, work, pinned) if tool in by_name
+                           else startup_cpu(tool, url, work, keepalive)) for tool in tools}
+    versions = {g.tool: g.found.version for g in generic}
+    table = _report(samples, startups, versions, base, keepalive)
+    if keepalive and not args.no_readme:
+        _write_readme(args.readme, table, args, skipped)
     if args.json:
         args.json.write_text(json.dumps([s.__dict__ for s in samples], indent=1))
     return 0
 
 
-def _one(tool: str, url: str, args: argparse.Namespace, work: Path, expected_rps: float) -> Sample:
+def _one(tool: str, url: str, args: argparse.Namespace, work: Path, expected_rps: float,
+         generic: dict[str, bench_adapters.Generic]) -> Sample:
+    if tool in generic:
+        requests, seconds, cpu = bench_adapters.run(generic[tool], url, args.connections, args.duration, work, pinned)
+        return Sample(tool, requests, seconds, cpu)
     runners: dict[str, Callable[[], Sample]] = {
         "engine": lambda: run_engine(url, args.connections, args.duration, work, args.keepalive == "on"),
         "wrk": lambda: run_wrk(url, args.connections, args.duration, work),
@@ -222,30 +259,45 @@ def _one(tool: str, url: str, args: argparse.Namespace, work: Path, expected_rps
     return runners[tool]()
 
 
-def _report(samples: list[Sample], startups: dict[str, float], base: str, keepalive: bool) -> None:
+def _report(samples: list[Sample], startups: dict[str, float | None], versions: dict[str, str], base: str,
+            keepalive: bool) -> list[str]:
+    """Prints the medians against `base` and returns them as a Markdown table."""
     by_tool: dict[str, list[Sample]] = {}
     for s in samples:
         by_tool.setdefault(s.tool, []).append(s)
     names = {"locust-fasthttp": "locust"}
     med: dict[str, tuple[float, float, float]] = {}
     for tool, ss in by_tool.items():
-        fixed = startups.get(names.get(tool, tool), 0.0)
+        fixed = startups.get(names.get(tool, tool)) or 0.0  # None: not measured, taken as none
         med[tool] = (statistics.median(s.us_per_request for s in ss),
                      statistics.median((s.cpu_s - fixed) / s.requests * 1e6 for s in ss),
                      statistics.median(s.rps for s in ss))
     base_us, base_steady, base_rps = med.get(base, (float("nan"),) * 3)
     vs = f"vs {base}"
-    print(f"\nkeep-alive {'on' if keepalive else 'off'}: medians over {max(len(v) for v in by_tool.values())} "
+    print(f"\nkeep-alive {'on' if keepalive else 'off'}: medians over {max((len(v) for v in by_tool.values()), default=0)} "
           "rounds (CPU: user+system of the tool's process tree; start-up: a one-request run)")
     print(f"  {'tool':<16}{'us CPU/req':>11}{vs:>8}{'minus start-up':>16}{vs:>8}{'req/s':>9}"
           f"{vs:>8}{'start-up s':>12}")
-    for tool, (us, steady, rps) in med.items():
-        fixed = startups.get(names.get(tool, tool), 0.0)
-        print(f"  {tool:<16}{us:>11.2f}{us / base_us:>7.2f}x{steady:>16.2f}{steady / base_steady:>7.2f}x"
-              f"{rps:>9.0f}{rps / base_rps:>7.2f}x{fixed:>12.3f}")
-    if "engine" not in med or base not in med:
-        return
-    us, steady, rps = med["engine"]
+    table = [f"| tool | µs CPU/request | {vs} | minus start-up | {vs} | requests/s | {vs} | start-up CPU s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for tool, (us, steady, rps) in sorted(med.items(), key=lambda kv: kv[1][0]):
+        fixed = startups.get(names.get(tool, tool))
+        start = f"{fixed:.3f}" if fixed is not None else "—"
+        less = (f"{steady:.2f}", f"{steady / base_steady:.2f}×") if fixed is not None else ("—", "—")
+        print(f"  {tool:<16}{us:>11.2f}{us / base_us:>7.2f}x{less[0]:>16}{less[1]:>8}"
+              f"{rps:>9.0f}{rps / base_rps:>7.2f}x{start:>12}")
+        label = f"{tool} {versions[tool]}" if tool in versions else tool
+        table.append(f"| {label} | {us:.2f} | {us / base_us:.2f}× | {less[0]} | {less[1]} "
+                     f"| {rps:,.0f} | {rps / base_rps:.2f}× | {start} |")
+    if "engine" in med and base in med:
+        _bar(by_tool, med["engine"], (base_us, base_rps), base, keepalive)
+    return table
+
+
+def _bar(by_tool: dict[str, list[Sample]], engine: tuple[float, float, float], base_med: tuple[float, float],
+         base: str, keepalive: bool) -> None:
+    us, _, rps = engine
+    base_us, base_rps = base_med
     if keepalive:
         met = us <= 13.0 and us <= 1.25 * base_us and rps >= 0.95 * base_rps
         print(f"  bar (<= 13 us and <= 1.25x wrk CPU/req, >= 0.95x wrk req/s), start-up included: "
@@ -259,6 +311,24 @@ def _report(samples: list[Sample], startups: dict[str, float], base: str, keepal
           f"req/s {' '.join(f'{r:.3f}' for r in rps_ratios)}")
     met = us <= 1.05 * base_us and rps >= 0.95 * base_rps
     print(f"  bar (<= 1.05x ab CPU/req, >= 0.95x ab req/s), start-up included: {'met' if met else 'NOT met'}")
+
+
+def _write_readme(readme: Path, table: list[str], args: argparse.Namespace, skipped: dict[str, str]) -> None:
+    """Replaces the marked section of the README with this run's table (the rest stays)."""
+    text = readme.read_text(encoding="utf-8")
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{readme}: no {BEGIN!r} ... {END!r} section to write the table into")
+    load = os.getloadavg()[0]
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    said = [f"Last run {when}, `--rounds {args.rounds} --duration {args.duration:g} --connections "
+            f"{args.connections}`, load average {load:.1f} at the end; medians, sorted by CPU per request:", ""]
+    said += table
+    if skipped:
+        said += ["", "Not in the table: " + "; ".join(f"{t} ({why})" for t, why in sorted(skipped.items())) + "."]
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    readme.write_text(head + BEGIN + "\n" + "\n".join(said) + "\n" + END + tail, encoding="utf-8")
+    print(f"table written into {readme}")
 
 
 if __name__ == "__main__":

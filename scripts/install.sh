@@ -1,15 +1,30 @@
 #!/usr/bin/env bash
-# Installs what toolbench and its tests need: the load tools and servers from
-# Debian's packages, and the Python packages into .venv inside the checkout.
+# Installs what toolbench needs: its Python packages into .venv inside the checkout, then the
+# load tools, targets and test helpers by `toolbench install --for PURPOSE`, whose one table
+# (toolbench/installs.py) says how each is installed (apt, go install, scripts/install_*.sh).
+#   scripts/install.sh                    everything the tests use (the default)
+#   scripts/install.sh --for quickstart   only what scenarios/quickstart.yaml needs
 # Idempotent: a second call checks and returns in a few seconds.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
-# gcc, libc6-dev and python3-dev: pip builds uWSGI from source, against the venv's own Python.
-apt_packages=(siege apache2-utils wrk hey nghttp2-client httperf nginx openssh-server iproute2 procps python3-venv
-              openjdk-17-jdk-headless maven chromium gcc libc6-dev python3-dev)
+purpose=tests
+if [ "${1:-}" = "--for" ] && [ -n "${2:-}" ]; then purpose="$2"; shift 2; fi
+case "$#:$purpose" in
+    0:quickstart|0:tests) ;;
+    *) echo "usage: scripts/install.sh [--for quickstart|tests]" >&2; exit 2 ;;
+esac
 say() { printf '[install] %s\n' "$*" >&2; }
 
+# What the venv needs before toolbench can run: python3-venv, and gcc, libc6-dev and
+# python3-dev because pip builds uWSGI from source, against the venv's own Python. The tools'
+# own packages come from the table, asked with the system's Python (standard library only),
+# so that a user who is not root gets one apt line for everything.
+apt_packages=(python3-venv gcc libc6-dev python3-dev)
+if command -v python3 >/dev/null; then
+    read -r -a listed <<< "$(cd "$repo" && python3 -m toolbench.installs --apt-packages "$purpose")"
+    apt_packages+=("${listed[@]}")
+fi
 missing=()
 for pkg in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
@@ -44,36 +59,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "$want" > "$stamp"
 fi
 
-# Go tools, built by `go install` from the Go module proxy into .tools/go/<name>-<version>/, once:
-# a second call finds the binary and skips (about a minute each the first time, on 2 cores).
-go_tools=(github.com/codesenberg/bombardier@v1.2.6 github.com/tsenart/vegeta/v12@v12.13.0)
-tools="${TOOLBENCH_TOOLS:-$repo/.tools}"
-for module in "${go_tools[@]}"; do
-    name="${module%@*}"; name="${name##*/}"; version="${module##*@v}"
-    # A module path ending in its major version (.../vegeta/v12) names its binary by the part before.
-    if [[ "$name" =~ ^v[0-9]+$ ]]; then name="${module%@*}"; name="${name%/*}"; name="${name##*/}"; fi
-    dest="$tools/go/$name-$version"
-    [ -x "$dest/$name" ] && continue
-    if ! command -v go >/dev/null; then
-        say "go is not installed: $name is not built (its adapter reports it missing)"
-        continue
-    fi
-    say "go install $module"
-    rm -rf "$dest.partial" && mkdir -p "$dest.partial"
-    GOBIN="$dest.partial" GOFLAGS="${GOFLAGS:-} -buildvcs=false" go install "$module"
-    mv "$dest.partial" "$dest"
-done
-
-if [ -x "$repo/scripts/install_jmeter.sh" ]; then
-    "$repo/scripts/install_jmeter.sh" >/dev/null
-fi
-# oha, built by `cargo install` (minutes the first time; its build cache outlives the clone).
-if command -v cargo >/dev/null; then
-    "$repo/scripts/install_oha.sh" >/dev/null
-else
-    say "cargo is not installed: oha is not built (its adapter reports it missing)"
-fi
-if [ -x "$repo/scripts/install_gatling.sh" ]; then
-    "$repo/scripts/install_gatling.sh" >/dev/null
-fi
+# The tools: apt packages (done above, or now on a machine that had no python3), go modules
+# into .tools/go/<name>-<version>/ and the install_<tool>.sh scripts into .tools/.
+"$venv/bin/toolbench" install --for "$purpose" >&2
 say "ready"

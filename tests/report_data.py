@@ -17,7 +17,7 @@ from toolbench.manifest import (Environment, Finding, Manifest, Prerequisites, R
 from toolbench.schema import Artifact, GeneratorCost, Identity, Outcome, ProbeSummary, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
-VERSIONS = {"ab": "2.3", "siege": "4.0.7"}  # as the runner detects them
+VERSIONS = {"ab": "2.3", "siege": "4.0.7", "engine": "0.1.0"}  # as the runner detects them
 ENVIRONMENT = Environment(host="local", hostname="bench-1", cpu_count=2, cpu_model="Test CPU @ 2.0GHz",
                           memory_bytes=8 * 1024 ** 3, kernel="6.1.0-test", os="Debian GNU/Linux 12 (bookworm)",
                           python="3.11.7")

@@ -89,7 +89,7 @@ def test_one_self_contained_file_with_relative_links_to_raw_artifacts(root: Path
 def test_sections_in_order_and_absent_never_zero(root: Path) -> None:
     html = render.render_run(run_named(root, "study-")).read_text()
     ids = re.findall(r'<section id="([a-z]+)"', html)
-    assert ids == ["verdict", "environment", "ranking", "peaks", "throughput", "latency", "truth", "cost", "errors", "series",
+    assert ids == ["verdict", "environment", "choice", "ranking", "peaks", "throughput", "latency", "truth", "cost", "errors", "series",
                    "results"]
     absent = render.render_run(run_named(root, "siege-only-")).read_text()
     assert "Generator cost was not measured" in absent

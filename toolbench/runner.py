@@ -234,7 +234,7 @@ def _fail_cells(scenario: Scenario, cells: list[PlannedCell], target: str, why: 
     for planned in cells:
         observer.cell_started(progress.index, planned.cell)
         identity = _identity(scenario, planned.cell, _version(found[planned.cell.tool]), target)
-        result = _not_runnable(planned, found[planned.cell.tool], identity) or RunResult(
+        result = _not_runnable(scenario, planned, found[planned.cell.tool], identity) or RunResult(
             identity, Outcome(Status.FAILED, error=why))
         run_dir.append(result)
         progress.finished(observer, run_dir, result)
@@ -281,9 +281,12 @@ def _version(found: Detection) -> str | None:
     return found.version if isinstance(found, Found) else None
 
 
-def _not_runnable(planned: PlannedCell, found: Detection, identity: Identity) -> RunResult | None:
+def _not_runnable(scenario: Scenario, planned: PlannedCell, found: Detection, identity: Identity) -> RunResult | None:
     if not planned.support.ok:
         return RunResult(identity, Outcome(Status.UNSUPPORTED, error=planned.support.reason))
+    if isinstance(found, Missing) and scenario.missing_tools == "skip":
+        # Planned as not run, like an unsupported cell: the scenario runs whichever tools this machine has.
+        return RunResult(identity, Outcome(Status.UNSUPPORTED, error=f"skipped, not installed: {found.reason}"))
     if isinstance(found, Missing):
         return RunResult(identity, Outcome(Status.TOOL_MISSING, error=found.reason))
     return None
@@ -293,7 +296,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
              found: Detection, target: Serving) -> RunResult:
     version = _version(found)
     identity = _identity(scenario, cell, version, target.name)
-    skipped = _not_runnable(planned, found, identity)
+    skipped = _not_runnable(scenario, planned, found, identity)
     if skipped is not None:
         return skipped
     assert isinstance(found, Found), "_not_runnable() stops a Missing tool"

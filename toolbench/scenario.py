@@ -18,9 +18,12 @@ __all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
-            "criteria")
+            "criteria", "missing_tools")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
+# A tool not installed: its cells fail the run (`fail`), or are skipped with the reason (`skip`,
+# for a scenario that runs whichever of many tools a machine has).
+MISSING_TOOLS = ("fail", "skip")
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ class Scenario:
     profile: str | None = None  # the profile applied, if any
     profiles: tuple[str, ...] = ()  # every profile the file declares
     criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.criteria)
+    missing_tools: str = "fail"  # one of MISSING_TOOLS
 
     @property
     def generator(self) -> HostSpec:
@@ -195,6 +199,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         locations=locations,
         raw_text=path.read_text(encoding="utf-8"),
         compare=key("compare", lambda node: node.choice(COMPARES), "tools"),
+        missing_tools=key("missing_tools", lambda node: node.choice(MISSING_TOOLS), "fail"),
         profile=profile,
         profiles=declared,
         criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())

@@ -7,15 +7,21 @@ import os
 from pathlib import Path
 
 
-def tools_dir() -> Path | None:
-    """$TOOLBENCH_TOOLS, else the .tools folder of the source tree this package runs from
-    (the folder with pyproject.toml and scripts/install.sh); None for an installed package."""
-    if os.environ.get("TOOLBENCH_TOOLS"):
-        return Path(os.environ["TOOLBENCH_TOOLS"])
+def checkout() -> Path | None:
+    """The source tree this package runs from (the folder with pyproject.toml and
+    scripts/install.sh); None for an installed package."""
     for folder in Path(__file__).resolve().parents:
         if (folder / "pyproject.toml").is_file() and (folder / "scripts" / "install.sh").is_file():
-            return folder / ".tools"
+            return folder
     return None
+
+
+def tools_dir() -> Path | None:
+    """$TOOLBENCH_TOOLS, else the .tools folder of the checkout; None for an installed package."""
+    if os.environ.get("TOOLBENCH_TOOLS"):
+        return Path(os.environ["TOOLBENCH_TOOLS"])
+    repo = checkout()
+    return repo / ".tools" if repo is not None else None
 
 
 def _version_key(folder: Path, prefix: str) -> list[int]:

@@ -172,11 +172,13 @@ def tools(args: argparse.Namespace) -> int:
         found = adapter.detect(host)
         if isinstance(found, Found):
             listed.append({"tool": name, "found": True, "version": found.version, "path": str(found.path),
-                           "reason": None})
+                           "reason": None, "install": None})
         else:
-            listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": found.reason})
+            listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": found.reason,
+                           "install": _install_command(name)})
     for name, why in registry.broken().items():
-        listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": f"adapter broken: {why}"})
+        listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": f"adapter broken: {why}",
+                       "install": None})
     if args.json:
         print_json(listed)
     for tool in listed if not args.json else ():
@@ -184,9 +186,25 @@ def tools(args: argparse.Namespace) -> int:
             if tool["found"]:
                 print(tool["tool"])
             continue
-        shown = f"{tool['version']}  {tool['path']}" if tool["found"] else f"- ({tool['reason']})"
+        if tool["found"]:
+            shown = f"{tool['version']}  {tool['path']}"
+        else:
+            shown = f"- ({tool['reason']})" + (f"; install: {tool['install']}" if tool["install"] else "")
         print(f"{tool['tool']:<12} {shown}")
     return 0
+
+
+def _install_command(name: str) -> str | None:
+    """The exact command that installs a missing tool, with what it comes to; None when
+    toolbench does not install it (the adapter's reason says why)."""
+    from toolbench import installs
+
+    found = installs.recipe(name)
+    if found is None:
+        return None
+    if isinstance(found, installs.NotInstallable):
+        return f"not by toolbench: {found.reason}"
+    return f"toolbench install {name}  ({'; '.join(installs.how(s) for s in found.steps)})"
 
 
 def report(args: argparse.Namespace) -> int:

@@ -105,9 +105,10 @@ def _version() -> str:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    from toolbench.cli import check_cmd, completion, export_cmd, prereq_cmd, setup_cmd
+    from toolbench.cli import check_cmd, completion, export_cmd, install_cmd, prereq_cmd, setup_cmd
 
     found = [prereq_cmd.add_parser, setup_cmd.add_parser, check_cmd.add_parser, export_cmd.add_parser,
+             install_cmd.add_parser,
              completion.add_parser]
     try:
         from toolbench.engine.command import add_parser

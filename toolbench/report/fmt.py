@@ -2,7 +2,10 @@
 tool's resolution reads as "<1 ms", not as 0."""
 from __future__ import annotations
 
+from typing import Iterable
+
 from toolbench.ramp import RAMP_MULTIPLE
+from toolbench.schema import Omission
 
 ABSENT = "—"
 
@@ -65,3 +68,18 @@ SHORT_OF_RAMP = (f"measured over less than {RAMP_MULTIPLE:g} times the tool's ra
 
 def resolution_flag(value: float | None, resolution: float | None) -> str:
     return "below the tool's resolution" if below_resolution(value, resolution) else ""
+
+
+# Coordinated omission, as a result records it (schema: Measurement.coordinated_omission).
+OMISSION_TITLE = ("coordinated omission: 'corrected' times each request from when it was meant to be sent, so "
+                  "a request held back behind a slow one counts its wait; 'not corrected' times it from when "
+                  "it was actually sent, so that wait is missing and the tail reads better than it was; "
+                  "— the tool's adapter does not say")
+OMISSION_TEXT = {"corrected": "corrected", "not_corrected": "not corrected"}
+
+
+def omission(values: Iterable[Omission | None]) -> str:
+    """What the results of one row say about coordinated omission: one word, `mixed` when
+    repetitions disagree, absent when none says."""
+    said = {OMISSION_TEXT[v.value] for v in values if v is not None}
+    return ABSENT if not said else said.pop() if len(said) == 1 else "mixed"

@@ -36,10 +36,11 @@ def percentiles_section(ctx: Context) -> Section:
     rows = [Row(tuple(_row(ctx, p)), note=_uncorrected_note(p)) for p in shown]
     labels = (["run"] if ctx.several else []) + ["tool", "keep-alive", "concurrency"] + \
              [(f"{name} ms", f"{q:g}th percentile, as the tool reported it") for name, _, q in SHOWN] + \
-             [("max ms", "the slowest request"), ("resolution ms", "the tool's rounding step")]
-    table = Table(columns(*labels, numeric_from=3 if ctx.several else 2), tuple(rows))
+             [("max ms", "the slowest request"), ("resolution ms", "the tool's rounding step"),
+              ("coordinated omission", fmt.OMISSION_TITLE)]
+    table = Table(columns(*labels, numeric_from=3 if ctx.several else 2, text=("coordinated omission",)), tuple(rows))
     intro = ("Response time percentiles as each tool reported them, median over repetitions. "
-             "† marks a value toolbench derived from the tool's per-request data.")
+             "† marks a value toolbench derived from the tool's per-request data. " + _omission_said(shown))
     figure = _figure(ctx, shown)
     return Section("latency", "Latency percentiles", intro=intro, tables=(table,),
                    figures=(figure,) if figure else (), points=points)
@@ -56,7 +57,29 @@ def _row(ctx: Context, p: groups.Point) -> list[Value]:
     top = p.median(lambda r: r.measurement.latency.max_ms)
     values.append(num(fmt.number(top, res), top, flag=fmt.resolution_flag(top, res)))
     values.append(num(fmt.number(res), res))
+    values.append(text(fmt.omission(r.measurement.coordinated_omission for r in p.ok)))
     return values
+
+
+def _omission_said(shown: list[groups.Point]) -> str:
+    """Which tools' percentiles count the wait of a request held back behind a slow one."""
+    def tools(word: str) -> list[str]:
+        return sorted({p.key.name for p in shown if fmt.omission(r.measurement.coordinated_omission
+                                                                    for r in p.ok) == word})
+
+    corrected, not_corrected, unsaid = tools("corrected"), tools("not corrected"), tools(fmt.ABSENT)
+    said = []
+    if corrected:
+        said.append(f"{', '.join(corrected)} time{'s' if len(corrected) == 1 else ''} each request from when it "
+                    "was meant to be sent (coordinated omission corrected): a request held back behind a slow "
+                    "one counts its wait.")
+    if not_corrected:
+        said.append(f"{', '.join(not_corrected)} time{'s' if len(not_corrected) == 1 else ''} each request from "
+                    "when it was actually sent (not corrected): while a response is slow, the requests not yet "
+                    "sent count none of that wait, so their tail percentiles read lower than a user's would.")
+    if unsaid:
+        said.append(f"For {', '.join(unsaid)} the result does not record which (the adapter does not say).")
+    return " ".join(said)
 
 
 def _uncorrected_note(p: groups.Point) -> str:

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from toolbench.report import (compare, cost, environment, failed_requests, generators, latency, latency_time,
+from toolbench.report import (choice, compare, cost, environment, failed_requests, generators, latency, latency_time,
                               latency_views, perf, ranking, results, targets, truth, verdict)
 from toolbench.report.context import Context, RunView
 from toolbench.report.criteria_section import criteria_section
@@ -48,6 +48,7 @@ def build(runs: list[RunView]) -> ReportData:
     sections = [
         environment.environment_section(ctx),
         *[s for s in (criteria_section(ctx),) if s is not None],
+        *[s for s in (choice.choice_section(ctx),) if s is not None],
         ranking.ranking_section(ctx),
         *[s for s in (targets.targets_section(ctx),) if s is not None],
         perf.peaks_section(ctx),

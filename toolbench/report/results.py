@@ -43,7 +43,8 @@ def results_section(ctx: Context) -> Section:
         Column("ok req/s", True, "successful requests per second: what rankings and peaks use"),
         Column("attempted req/s", True, "every request, failed ones included"),
         Column("error %", True, "failed requests of all requests"), Column("mean ms", True),
-        Column("p50 ms", True), Column("p99 ms", True), Column("max ms", True)]
+        Column("p50 ms", True), Column("p99 ms", True), Column("max ms", True),
+        Column("coordinated omission", title=fmt.OMISSION_TITLE)]
     if with_cost:
         cols.append(Column("CPU µs/req", True, "generator CPU time per request"))
     if with_server:
@@ -82,7 +83,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
         num(fmt.number(tried), tried, derived=r.measurement.rates.rps is None and tried is not None),
         num(fmt.percent(errors), errors),
         _mean(lat), _ms(lat.percentiles.p50_ms, res), _ms(lat.percentiles.p99_ms, res),
-        _ms(lat.max_ms, res)]
+        _ms(lat.max_ms, res), text(fmt.omission([r.measurement.coordinated_omission]))]
     if with_cost:
         cpu, derived = cpu_us_per_request(r)
         values.append(num(fmt.number(cpu), cpu, derived=derived))
