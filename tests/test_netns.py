@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +53,10 @@ def test_leftovers_of_a_dead_owner_are_removed_and_a_live_ones_kept(testnet: net
     assert all(m.name not in removed for m in testnet.machines.values())
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert all(m.name in listed for m in testnet.machines.values())
+
+
+def test_without_root_the_machines_are_skipped_with_the_reason(monkeypatch):
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
+    assert netns.usable() == "network namespaces need root (ip netns add)"
+    with pytest.raises(pytest.skip.Exception, match="need root"):
+        next(netns.testnet(Path("/nonexistent"), ("ctl",)))

@@ -17,7 +17,7 @@ import netns
 from toolbench import histogram, store
 from toolbench.schema import RunResult, Status
 
-REPO = Path(__file__).parent.parent
+pytestmark = pytest.mark.integration
 TOOLBENCH = [sys.executable, "-m", "toolbench.cli.main"]
 PORT = 8080
 _NGINX = """\
@@ -70,11 +70,11 @@ probe: {{interval: 500ms, baseline: 3}}
     return path
 
 
-def run_in_ctl(testnet: netns.TestNet, path: Path,
-               reports: Path) -> tuple[subprocess.CompletedProcess[bytes], list[RunResult], str]:
+def run_in_ctl(testnet: netns.TestNet, path: Path, reports: Path,
+               known_hosts: Path | None = None) -> tuple[subprocess.CompletedProcess[bytes], list[RunResult], str]:
     """toolbench run in the `ctl` machine: its results and its report's text."""
     done = testnet.run("ctl", [*TOOLBENCH, "run", str(path), "--reports-dir", str(reports), "--quiet",
-                               "--known-hosts", str(testnet.known_hosts())], timeout_s=300)
+                               "--known-hosts", str(known_hosts or testnet.known_hosts())], timeout_s=300)
     runs = [p for p in reports.iterdir() if p.is_dir()] if reports.is_dir() else []
     assert len(runs) == 1, (done.stdout + done.stderr).decode()
     report = runs[0] / "report.html"
@@ -151,3 +151,20 @@ def test_a_generator_whose_sshd_stops_mid_run_makes_the_cell_partial(testnet, ng
     assert parts["gen1"].status is Status.OK and parts["gen2"].status is not Status.OK and parts["gen2"].error
     assert result.measurement.counts.requests_total is None  # nothing summed from fewer machines
     assert "engine-c4-ka-rep1 is partial" in report
+
+
+def test_a_generator_whose_host_key_changed_fails_its_part_with_the_reason(testnet, nginx_there, tmp_path):
+    lines = testnet.known_hosts().read_text().splitlines()
+    gen1, gen2 = (testnet.machines[g].address for g in ("gen1", "gen2"))
+    key_of_gen1 = next(line for line in lines if line.startswith(gen1 + " ")).split(" ", 1)[1]
+    forged = tmp_path / "known_hosts"  # gen2 listed with another machine's key
+    forged.write_text("".join(f"{gen2} {key_of_gen1}\n" if line.startswith(gen2 + " ") else line + "\n"
+                              for line in lines))
+    done, results, report = run_in_ctl(testnet, scenario(testnet, tmp_path, "ab", "{requests: 200}"),
+                                       tmp_path / "reports", forged)
+    (result,) = results
+    assert result.outcome.status is Status.PARTIAL, result.outcome
+    parts = {p.name: p for p in result.generators}
+    assert parts["gen1"].status is Status.OK and parts["gen1"].measurement.counts.requests_total == 100
+    assert parts["gen2"].status is Status.FAILED and "not reached" in parts["gen2"].error
+    assert "key" in parts["gen2"].error.lower()

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import scenario
-from toolbench.errors import ScenarioErrors
+from toolbench import plan, scenario
+from toolbench.errors import ScenarioError, ScenarioErrors
 
 BASE = """\
 name: demo
@@ -58,3 +58,13 @@ def test_bad_generators_name_their_line_and_key(tmp_path, hosts, line, message):
         load(tmp_path, hosts)
     said = str(caught.value)
     assert f"s.yaml:{line}:" in said and message in said, said
+
+
+def test_a_tool_path_on_any_generator_is_for_a_program_an_adapter_runs(tmp_path):
+    s = load(tmp_path, """\
+  generators:
+    - {address: a, tools: {ab: /opt/ab}}
+    - {address: b, tools: {abb: /opt/abb}}
+""")
+    with pytest.raises(ScenarioError, match=r"s.yaml:7: hosts.generators\[1\].tools.abb: no tool runs a program"):
+        plan.expand(s)

@@ -148,10 +148,11 @@ def _check_tools_section(scenario: Scenario, known: dict[str, Adapter]) -> None:
 
 
 def _check_tool_paths(scenario: Scenario, known: dict[str, Adapter]) -> None:
-    """A path under `hosts.generator.tools` is for a program some adapter runs."""
+    """A path under `hosts.generator.tools` (or any of `hosts.generators`) is for a program some adapter runs."""
     programs = sorted({adapter.program for adapter in known.values() if not adapter.read_only})  # k6: never run
-    for program in scenario.generator.tools:
-        if program not in programs:
-            key = f"hosts.generator.tools.{program}"
+    for i, generator in enumerate(scenario.generators):
+        where = "hosts.generator" if scenario.generators_key == "hosts.generator" else f"hosts.generators[{i}]"
+        for program in (p for p in generator.host.tools if p not in programs):
+            key = f"{where}.tools.{program}"
             raise ScenarioError(f"{scenario.locations.get(key, scenario.source)}: {key}: no tool runs a program "
                                 f"of that name (known: {', '.join(programs)})")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from toolbench import (derive, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe, registry,
-                       scaleout, serving, ssh, store, warmup)
+from toolbench import (derive, detection, diagnose, invariants, lifeline, manifest, monitor, plan, prereq, probe,
+                       registry, scaleout, serving, ssh, store, warmup)
 from toolbench.adapter import Adapter, Detection, Found, Missing, RawOutput
 from toolbench.execute import Watched, execute_with_retries
 from toolbench.errors import HostError, Interrupted, Notice, ParseError, ScenarioError, TargetError, ToolbenchError
@@ -78,7 +78,7 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         fleet = None
         if host is None and scenario.scaled_out:
             fleet = scaleout.connect(scenario, stack, known_hosts, trust_new_key)
-            host = fleet.generators[0].host
+            host = fleet.reached[0].host
         elif host is None:
             host = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))
@@ -147,7 +147,7 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
     complete, interrupted, or failed with the error."""
     try:
         done = run_dir.finished_cells() if resumed else set()
-        found = _detect_tools(scenario, host, {c.cell.tool for c in cells}, progress.fleet)
+        found = detection.detect_tools(scenario, host, {c.cell.tool for c in cells}, progress.fleet)
         if resumed is None:
             run_dir.write_manifest(_manifest(scenario, host, found, checked))
         else:
@@ -386,35 +386,6 @@ def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | 
         return invariants.parse_checked(adapter, raw), None
     except ParseError as exc:
         return None, str(exc)
-
-
-def _detect_tools(scenario: Scenario, host: Host, tools: set[str],
-                  fleet: scaleout.Fleet | None = None) -> dict[str, Detection]:
-    """Each tool looked for on the host that runs it: at the path the scenario gives for its
-    program on that host (`hosts.generator.tools`), else where it is usually installed. With
-    several generators, on each; a tool missing on one is missing for the run."""
-    if fleet is not None:
-        for i, generator in enumerate(fleet.generators):
-            fleet.found[generator.name] = _detect_on(scenario, generator.host, tools, generator.spec.host.tools,
-                                                     f"{scenario.generators_key}[{i}].tools")
-        return {tool: fleet.detection(tool) for tool in tools}
-    return _detect_on(scenario, host, tools, scenario.generator.tools, "hosts.generator.tools")
-
-
-def _detect_on(scenario: Scenario, host: Host, tools: set[str], paths: dict[str, str], where: str) -> dict[str, Detection]:
-    found: dict[str, Detection] = {}
-    for tool in sorted(tools):
-        adapter = registry.get(tool)
-        path = paths.get(adapter.program)
-        try:
-            detection = adapter.detect(host, path)
-        except HostError as exc:  # the host failed (a lost connection), not the tool
-            detection = Missing(str(exc))
-        if isinstance(detection, Missing) and path is not None:
-            key = f"{where}.{adapter.program}"
-            detection = Missing(f"{scenario.locations.get(key, scenario.source)}: {key}: {detection.reason}")
-        found[tool] = detection
-    return found
 
 
 def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:

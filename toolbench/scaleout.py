@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol, Sequence
 
 from toolbench import clocks, derive, execute, invariants, merge, registry, ssh, warmup
-from toolbench.adapter import Detection, Found, RawOutput
+from toolbench.adapter import Detection, Found, Missing, RawOutput
 from toolbench.errors import HostError, ParseError, ScenarioError
 from toolbench.generator_watch import GeneratorWatch
 from toolbench.hosts import Completed, Host
@@ -44,8 +44,9 @@ _GO = 'printf %s "$1" > "$2.tmp" && mv -f "$2.tmp" "$2"'
 @dataclass(frozen=True)
 class Generator:
     spec: GeneratorSpec
-    host: Host
+    host: Host | None  # None: it could not be reached at the start (`error` says why)
     clock: ClockOffset | None  # None: this machine's own clock
+    error: str | None = None
 
     @property
     def name(self) -> str:
@@ -59,13 +60,19 @@ class Fleet:
     generators: list[Generator]
     found: dict[str, dict[str, Detection]] = field(default_factory=dict)  # generator -> tool -> detection
 
+    @property
+    def reached(self) -> list[Generator]:
+        return [g for g in self.generators if g.host is not None]
+
     def detection(self, tool: str) -> Detection:
-        """The tool as the first generator has it, or the first generator's reason it has not."""
-        for generator in self.generators:
+        """The tool as the first generator reached has it, or the first reason one has not."""
+        for generator in self.reached:
             detection = self.found[generator.name][tool]
+            if not isinstance(detection, Found) and len(self.generators) > 1:
+                return Missing(f"generator {generator.name}: {detection.reason}")
             if not isinstance(detection, Found):
                 return detection
-        return self.found[self.generators[0].name][tool]
+        return self.found[self.reached[0].name][tool]
 
 
 class DistributedRun(Protocol):
@@ -79,13 +86,20 @@ class DistributedRun(Protocol):
 def connect(scenario: Scenario, stack: contextlib.ExitStack, known_hosts: Path | None,
             trust_new_key: bool) -> Fleet:
     """Every generator connected (closed with `stack`), its tools given the scenario's
-    ulimits, its clock's offset measured."""
+    ulimits, its clock's offset measured. One that cannot be reached (refused, its host key
+    changed) fails its part of every cell with the reason; none reached is a HostError."""
     generators = []
     for spec in scenario.generators:
-        host = stack.enter_context(contextlib.closing(ssh.connect(spec.host, known_hosts=known_hosts,
-                                                                  trust_new_key=trust_new_key)))
-        generators.append(Generator(spec, host.with_limits(scenario.prerequisites.ulimit), clocks.offset(host)))
-    return Fleet(generators)
+        try:
+            host = stack.enter_context(contextlib.closing(ssh.connect(spec.host, known_hosts=known_hosts,
+                                                                      trust_new_key=trust_new_key)))
+            generators.append(Generator(spec, host.with_limits(scenario.prerequisites.ulimit), clocks.offset(host)))
+        except HostError as exc:
+            generators.append(Generator(spec, None, None, f"not reached at the start: {exc}"))
+    fleet = Fleet(generators)
+    if not fleet.reached:
+        raise HostError("; ".join(f"generator {g.name}: {g.error}" for g in generators))
+    return fleet
 
 
 def split(cell: Cell, generators: Sequence[GeneratorSpec]) -> list[Cell]:
@@ -172,19 +186,20 @@ def _run_part(part: _PartRun, start: _Start, scenario: Scenario, run_dir: store.
               found: Found) -> None:
     """One generator's part, in a thread of its own: staged, warmed up, then at the common
     start. A failure before the start breaks the barrier, so no other part starts alone."""
-    generator, cell = part.generator, part.cell
+    generator, cell, host = part.generator, part.cell, part.generator.host
+    assert host is not None, "run only on a generator reached"
     adapter = registry.get(cell.tool)
     ready_s = READY_TIMEOUT_S + cell.warmup_s
 
     def run(argv: list[str], env: dict[str, str], tool_dir: Path) -> tuple[Completed, None]:
-        part.watch = GeneratorWatch(scenario, cell, generator.host, tool_dir, part.workdir)
+        part.watch = GeneratorWatch(scenario, cell, host, tool_dir, part.workdir)
         part.watch.prepare()
-        running = generator.host.start(on_go(argv, tool_dir), cwd=tool_dir, stdout=part.workdir / "stdout.txt",
-                                       stderr=part.workdir / "stderr.txt", env=env)
+        running = host.start(on_go(argv, tool_dir), cwd=tool_dir, stdout=part.workdir / "stdout.txt",
+                             stderr=part.workdir / "stderr.txt", env=env)
         try:
             part.watch.start(running)
             epoch = start.wait(ready_s)
-            go(generator.host, tool_dir, epoch, generator.clock)
+            go(host, tool_dir, epoch, generator.clock)
         except BaseException:
             running.wait(0)  # killed: it must not start alone
             part.watch.stop()
@@ -196,13 +211,16 @@ def _run_part(part: _PartRun, start: _Start, scenario: Scenario, run_dir: store.
             part.watch.stop()
 
     try:
-        _, part.notes = warmup.before(adapter, found, cell, part.workdir, generator.host, run_dir.relative)
-        part.completed, part.raw, _ = execute.staged(adapter, found, cell, part.workdir, generator.host, run)
+        _, part.notes = warmup.before(adapter, found, cell, part.workdir, host, run_dir.relative)
+        part.completed, part.raw, _ = execute.staged(adapter, found, cell, part.workdir, host, run)
     except threading.BrokenBarrierError:
         part.error = "did not start: another generator was not ready"
     except (HostError, warmup.WarmupFailed, OSError) as exc:
         start.barrier.abort()
         part.error = exc.reason if isinstance(exc, warmup.WarmupFailed) else str(exc)
+    except Exception as exc:  # noqa: BLE001 -- said as this part's failure, in the thread that met it
+        start.barrier.abort()
+        part.error = f"{type(exc).__name__}: {exc}"
 
 
 def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, fleet: Fleet,
@@ -215,12 +233,12 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
         return own(scenario, planned, cell, run_dir, fleet, target, identity)
     workdir = run_dir.cell_dir(cell.id)
     shares = split(cell, [g.spec for g in fleet.generators])
-    parts = [_PartRun(g, share, _folder(workdir, g.name)) for g, share in zip(fleet.generators, shares)]
-    start = _Start.of(len(parts))
+    parts = [_PartRun(g, share, _folder(workdir, g.name), error=g.error) for g, share in zip(fleet.generators, shares)]
+    start = _Start.of(len(fleet.reached))
     started_at = store.utc_now()
     with execute.CellWatchers(scenario, cell, target, workdir) as watchers:
         threads = []
-        for part in parts:
+        for part in (p for p in parts if p.generator.host is not None):
             found = fleet.found[part.generator.name][cell.tool]
             assert isinstance(found, Found), "the runner stops a tool missing on a generator"
             threads.append(threading.Thread(target=_run_part, name=f"generator {part.generator.name}",
@@ -243,7 +261,8 @@ def _folder(workdir: Path, name: str) -> Path:
 
 def _part(run: _PartRun, run_dir: store.RunDir, adapter: "registry.Adapter") -> GeneratorPart:
     generator, cell = run.generator, run.cell
-    common = dict(name=generator.name, host=generator.host.label, concurrency=cell.concurrency,
+    common = dict(name=generator.name, host=generator.host.label if generator.host else generator.spec.host.address,
+                  concurrency=cell.concurrency,
                   rate_rps=cell.rate_rps, requests=cell.stop.requests, clock=generator.clock,
                   path=run_dir.relative(run.workdir))
     if run.completed is None or run.raw is None:
