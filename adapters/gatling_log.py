@@ -20,7 +20,6 @@ from typing import Iterator
 import numpy as np
 
 from toolbench import failures, histogram
-from toolbench.errors import ParseError
 from toolbench.numbers import Numbers
 from toolbench.timings import SecondTally
 
