@@ -3,7 +3,8 @@ adapter builds its command for one closed-model, keep-alive cell (as `toolbench 
 the command runs pinned to one CPU, and the adapter parses what the tool printed. Tools that
 cannot run such a cell (httperf, which has only an open model), or are not installed, are
 listed with the reason. An adapter's follow-up steps (Invocation.steps: vegeta's `encode` of its
-binary results) are not run here yet, so such a tool fails with its parser's reason."""
+binary results) run after the tool, as toolbench.steps runs them, outside the CPU measured: the
+runner runs them after the tool has ended too."""
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from toolbench import registry
+from toolbench import registry, steps
 from toolbench.adapter import Adapter, Found, RawOutput
 from toolbench.errors import ToolbenchError
 from toolbench.hosts import LocalHost
@@ -66,6 +67,10 @@ def run(tool: Generic, url: str, conns: int, duration: float | None, work: Path,
         (folder / name).write_text(contents)
     out, err, cpu = pinned(invocation.argv, 1, folder, (duration or 10) * 4 + 60, {**os.environ, **invocation.env})
     files = {role: folder / name for role, name in invocation.outputs.items() if (folder / name).exists()}
+    converted, failed = steps.run(invocation.steps, LocalHost(), folder, folder)
+    if failed:
+        raise RuntimeError(f"{tool.tool}: " + "; ".join(failed.values()))
+    files.update(converted)
     measured = tool.adapter.parse(RawOutput(stdout=out, stderr=err, exit_code=0, files=files, source=tool.tool))
     total, seconds = measured.counts.requests_total, measured.timing.duration_s
     if not total or not seconds:

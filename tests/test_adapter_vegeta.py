@@ -146,7 +146,8 @@ def test_detect_names_the_version_from_the_install_folder():
     assert ADAPTER.detect(LocalHost()) == Found(installed[0], version)
     from test_cli import cli
     listed = [t for t in json.loads(cli("tools", "--json").stdout) if t["tool"] == "vegeta"]
-    assert listed == [{"tool": "vegeta", "found": True, "version": version, "path": installed[0], "reason": None}]
+    assert listed == [{"tool": "vegeta", "found": True, "version": version, "path": installed[0], "reason": None,
+                       "install": None}]
     assert "/bin/echo -version names no version" in ADAPTER.detect(LocalHost(), "/bin/echo").reason
     assert (HERE / "12.13.0-version.txt").read_text().startswith("Version: \n")  # what it says of itself
 

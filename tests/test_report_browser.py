@@ -39,7 +39,7 @@ def test_report_renders_with_no_failed_load_no_console_error_and_a_real_screensh
         browser: report_cdp.Browser, report: Path, tmp_path: Path) -> None:
     page = browser.open(report.as_uri(), width=1280)
     assert_clean(page)
-    assert browser.evaluate(page, "document.querySelectorAll('main section').length") == 13
+    assert browser.evaluate(page, "document.querySelectorAll('main section').length") == 14  # choice: which tool for which purpose
     # No time series: the recorded ab runs last under a second, so none has a whole second.
     assert browser.evaluate(page, "document.querySelectorAll('figure svg').length") == 7
     # Every chart drew with a size: inline SVG scaled by the stylesheet.
