@@ -133,20 +133,26 @@ def parse(raw: RawOutput) -> Measurement:
                                         reset=by_class["reset"], other=by_class["other"],
                                         http_4xx=status[3], http_5xx=status[4])),
         rates=Rates(rps=num.decimal(m.group(1), "request rate") if (m := _REQ_RATE.search(raw.stdout)) else None),
-        latency=_latency(raw.stdout, replies, num),
+        latency=_latency(raw.stdout, replies, num, notes),
         coordinated_omission=Omission.NOT_CORRECTED,
         fidelity={name: Fidelity.DERIVED for name in ("counts.requests_ok", "counts.requests_failed")},
         notes=notes,
     )
 
 
-def _latency(text: str, replies: int, num: Numbers) -> Latency:
-    """No reply: httperf prints zeros, which time nothing."""
+def _latency(text: str, replies: int, num: Numbers, notes: list[str]) -> Latency:
+    """No reply: httperf prints zeros, which time nothing. Its median is not a time it measured
+    but the middle of the 1 ms histogram bin holding it (stat/basic.c): with sub-millisecond
+    times it can lie above the maximum, and is then left out, said in a note."""
     row = _CONN_TIME.search(text)
     if not replies or row is None:
         return Latency()
     low, mean, high, median, sd = (num.decimal(v, f"connection time {what}")
                                    for v, what in zip(row.groups(), ("min", "avg", "max", "median", "stddev")))
+    if not low <= median <= high:
+        notes.append(f"httperf's median, {median:g} ms, is the middle of its 1 ms histogram bin and lies outside "
+                     f"its min..max ({low:g}..{high:g} ms): left out")
+        median = None
     connect = _CONNECT.search(text)
     reply = _REPLY_TIME.search(text)
     return Latency(min_ms=low, mean_ms=mean, max_ms=high, stdev_ms=sd, percentiles=Percentiles(p50_ms=median),

@@ -144,6 +144,13 @@ def test_httperf_summary():
     assert parsed("httperf", "0.9.0-404").counts.failures.http_4xx == 50
 
 
+def test_httperf_median_outside_its_min_max_is_left_out_not_a_parse_error():
+    # httperf's median is the middle of a 1 ms bin: 0.5 ms when every time is under 1 ms.
+    m = parsed("httperf", "0.9.0-median-above-max")
+    assert m.counts.requests_ok == 1000 and m.latency.max_ms == 0.3 and m.latency.percentiles.p50_ms is None
+    assert any("median, 0.5 ms, is the middle of its 1 ms histogram bin" in n for n in m.notes)
+
+
 def test_httperf_runs_the_open_model_only():
     adapter = registry.get("httperf")
     assert not adapter.supports(cell("httperf", keepalive=False)).ok

@@ -91,9 +91,9 @@ def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
 
     completed, raw, _ = staged(adapter, found, warm, folder, host, run)
     try:
-        measurement = invariants.parse_checked(adapter, raw)
-    except ParseError:
-        measurement = None  # judged below as a run without output
+        measurement, unread = invariants.parse_checked(adapter, raw), ""
+    except ParseError as exc:
+        measurement, unread = None, f" ({exc})"  # judged below as a run without output, its reason kept
     status, error = derive.cell_status(measurement, completed.exit_code, timed_out=completed.timed_out,
                                        interrupted=completed.interrupted, timeout_s=warm.timeout_s,
                                        stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes,
@@ -110,5 +110,5 @@ def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
         raise WarmupFailed(status, "interrupted during the warm-up; --resume runs the cell again")
     if status is not Status.OK:
         raise WarmupFailed(Status.FAILED, f"the {warm.stop.duration_s:g}s warm-up failed, so the cell did not "
-                                          f"run: {error}")
+                                          f"run: {error}{unread}")
     return done, []
