@@ -86,7 +86,7 @@ class JMeterDistributed(OwnDistribution):
         if samples[""]:
             notes.append(f"{samples['']} samples of the controller's JTL name no server in their thread name: in "
                          "the merged figures, in no generator's")
-        if hostnames:
+        if any(hostnames.values()):
             notes.append("hostnames the samples were saved with, by server: " + "; ".join(
                 f"{remote}: {', '.join(sorted(hostnames[remote]))}" for remote in remotes if hostnames[remote]))
         return Outcome(completed, raw, ended, tuple(notes))
