@@ -6,17 +6,20 @@ port and address is a real one (JMeter's pinned defaults too)."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
+import psutil
 import pytest
 
 import netns
 from logged_nginx import config, need_nginx
-from test_scaleout_netns import by_client, run_in_ctl
+from test_scaleout_netns import TOOLBENCH, by_client, run_in_ctl
 from test_scaleout_netns import scenario as scaleout_scenario
+from toolbench import store
 from toolbench.schema import Status
 from toolbench.servers import nginx
 
@@ -115,3 +118,36 @@ def test_toolbench_run_hands_a_tool_with_its_own_distribution_the_whole_fleet(
         assert f"{gen2}:1100: {parts[1].measurement.counts.requests_total}" in result.notes[0]
     duration = result.measurement.timing.duration_s
     assert duration is not None and (duration >= 2.7) == (not any("s of load in the 3s asked" in n for n in result.notes))
+
+
+def test_ctrl_c_in_a_distributed_cell_stops_the_controller_and_every_generator(
+        testnet: netns.TestNet, served: tuple[str, Path], tmp_path: Path) -> None:
+    url, log = served
+    since = log.stat().st_size if log.exists() else 0
+    path = scaleout_scenario(testnet, tmp_path, "locust", "{duration: 60s}", "tools: {locust: {workers_per_host: 1}}\n")
+    path.write_text(path.read_text().replace(f"http://{testnet.machines['target'].address}:8080/", url))
+    reports = tmp_path / "reports"
+    gens = [testnet.machines[role].address for role in ("gen1", "gen2")]
+    run = testnet.spawn("ctl", [*TOOLBENCH, "run", str(path), "--reports-dir", str(reports), "--quiet",
+                                "--known-hosts", str(testnet.known_hosts())], tmp_path / "run.out")
+    deadline = time.monotonic() + 120
+    while not all(by_client(log, since)[g] for g in gens) and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert run.poll() is None, (tmp_path / "run.out").read_text()[-2000:]
+    run.send_signal(signal.SIGINT)  # `ip netns exec` became toolbench: the signal is toolbench's
+    assert run.wait(timeout=90) != 0
+    (folder,) = reports.iterdir()
+    (result,) = store.RunDir.open(folder).results()
+    assert result.outcome.status is Status.INTERRUPTED, result.outcome
+    parts = result.generators
+    assert [p.name for p in parts] == ["gen1", "gen2"]
+    assert all(p.status is Status.FAILED and "interrupted with the controller" in (p.error or "") for p in parts)
+    assert all(p.cost is not None and p.cost.samples for p in parts)  # their monitors' figures kept
+    # Killed before they wrote their own requests: none is made up, and the notes say why.
+    assert all(p.measurement.counts.requests_total is None for p in parts)
+    assert sum("its own figures are absent: " in note and "no worker stats" in note for note in result.notes) == 2
+    port = (folder / "raw" / result.identity.cell_id / "command.txt").read_text().split("--master-bind-port ")[1].split()[0]
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if "--master-port" in (p.info["cmdline"] or [])
+            and port in (p.info["cmdline"] or [])]
+    assert left == []  # no worker outlived the cell
+    assert all((folder / part.path / "stdout.txt").exists() for part in parts if part.path)

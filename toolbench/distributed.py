@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
@@ -152,10 +153,11 @@ def launch(gen: Generator, folder: Path, argv: list[str], files: Mapping[str, st
     return Launched(gen, folder, tool_dir, running, list(outputs), watch)
 
 
-def finish(part: Launched, timeout_s: float, ok_codes: tuple[int, ...] = (0,)) -> Part:
-    """Waits for the part (killed at the timeout), brings its files back and says how it ended."""
+def finish(part: Launched, timeout_s: float, ok_codes: tuple[int, ...] = (0,), stopped: str | None = None) -> Part:
+    """Waits up to `timeout_s` more for the part (then kills it), brings its files back and
+    says how it ended; `stopped`: why it is not waited for (killed at once)."""
     try:
-        completed = part.running.wait(timeout_s)
+        completed = part.running.wait(time.monotonic() - part.running.started + timeout_s)
     except HostError as exc:
         return Part(part.gen.label, part.folder, None, str(exc), watch=part.watch)
     finally:
@@ -164,7 +166,7 @@ def finish(part: Launched, timeout_s: float, ok_codes: tuple[int, ...] = (0,)) -
         part.gen.host.collect(part.tool_dir, part.outputs, part.folder)
     error = None
     if completed.timed_out:
-        error = f"still running {timeout_s:g}s after the controller ended; killed"
+        error = f"{stopped}; killed" if stopped else f"still running {timeout_s:g}s after the controller ended; killed"
     elif completed.interrupted:
         error = "interrupted"
     elif completed.exit_code not in ok_codes:
@@ -175,8 +177,11 @@ def finish(part: Launched, timeout_s: float, ok_codes: tuple[int, ...] = (0,)) -
 def finish_all(parts: Sequence[Launched], controller: Completed | None) -> tuple[Part, ...]:
     """Every part finished once the controller ended: given the grace to end as the tool ends
     it, or killed at once when the controller was interrupted or did not run to its end."""
-    stopped = controller is None or controller.interrupted or controller.timed_out
-    return tuple(finish(part, 0 if stopped else PART_GRACE_S) for part in parts)
+    if controller is not None and not (controller.interrupted or controller.timed_out):
+        return tuple(finish(part, PART_GRACE_S) for part in parts)
+    why = ("stopped before the controller ran to its end" if controller is None else
+           "interrupted with the controller" if controller.interrupted else "the controller was killed at the time limit")
+    return tuple(finish(part, 0, stopped=why) for part in parts)
 
 
 def _last_line(path: Path) -> str:
