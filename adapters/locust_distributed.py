@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from toolbench import distributed
-from toolbench.adapter import SUPPORTED, Found, RawOutput, Support
+from toolbench.adapter import SUPPORTED, Found, RawOutput, Support, option
 from toolbench.adapters import locust, locust_workers
 from toolbench.distributed import Generator, Outcome, Part
 from toolbench.distributed_cell import OwnDistribution
@@ -72,7 +72,12 @@ class LocustDistributed(OwnDistribution):
             distributed.finish_all(parts, None)
             raise
         completed = master.wait(cell.timeout_s)
-        ended = tuple(_figures(part, count) for part, count in zip(distributed.finish_all(parts, completed), counts))
+        ended = distributed.finish_all(parts, completed)
+        if option(cell, "locustfile", None):
+            ended = tuple(dataclasses.replace(part, why_no_figures="the scenario's own locustfile ran: it keeps no "
+                                              "requests per worker") for part in ended)
+        else:
+            ended = tuple(_figures(part, count) for part, count in zip(ended, counts))
         files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
         raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
                         stderr=(workdir / "stderr.txt").read_text(errors="replace"),
