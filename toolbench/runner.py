@@ -128,6 +128,7 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
         with life:
             if isinstance(host, LocalHost):
                 host = host.with_lifeline(life)
+            fleet = fleet.with_lifeline(life) if fleet is not None else None
             checked = manifest.Prerequisites(
                 checked_at=store.utc_now(), host=host.label, went_on=bool(prereq.blocking(findings)),
                 findings=[manifest.Finding(**f.to_dict()) for f in findings])
