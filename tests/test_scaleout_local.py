@@ -40,6 +40,10 @@ probe: {{enabled: false}}
         histogram.merge([one.measurement.histogram, two.measurement.histogram]))
     assert (summary.run_dir / one.path / "stdout.txt").exists() and one.path.endswith("gen-one")
     assert one.cost is not None and one.cost.cpu_user_s is not None
+    recorded = store.RunDir.open(summary.run_dir).manifest().generators  # every generator, not only the first
+    assert [(g.name, g.host, g.weight, g.clock, g.error) for g in recorded] == [
+        ("one", "local", 1.0, None, None), ("two", "local", 3.0, None, None)]
+    assert all([t.tool for t in g.tools] == ["engine"] and g.tools[0].version for g in recorded)
 
 
 def test_ctrl_c_mid_cell_stops_every_generator_and_keeps_what_was_measured(tmp_path, nginx):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from toolbench import clocks, derive, execute, invariants, merge, registry, ssh, warmup
+from toolbench import clocks, derive, execute, invariants, manifest, merge, registry, ssh, warmup
 from toolbench.adapter import Detection, Found, Missing, RawOutput
 from toolbench.errors import HostError, ParseError, ScenarioError
 from toolbench.generator_watch import GeneratorWatch
@@ -68,6 +68,14 @@ class Fleet:
         generators = [dataclasses.replace(g, host=g.host.with_lifeline(life)) if isinstance(g.host, LocalHost) else g
                       for g in self.generators]
         return Fleet(generators, self.found)
+
+    def records(self) -> list[manifest.GeneratorRecord]:
+        """Every generator as the run's manifest keeps it, with the versions found on it."""
+        return [manifest.GeneratorRecord(
+            name=g.name, host=g.host.label if g.host is not None else g.spec.host.address, weight=g.spec.weight,
+            tools=[manifest.ToolRecord(tool, d.version if isinstance(d, Found) else None)
+                   for tool, d in sorted(self.found.get(g.name, {}).items())],
+            clock=g.clock, error=g.error) for g in self.generators]
 
     @property
     def reached(self) -> list[Generator]:
