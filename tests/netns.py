@@ -13,8 +13,8 @@ The same machines for a user, outside pytest (scenarios/scale-out.yaml runs on t
     .venv/bin/python tests/netns.py up     # tbn-ctl, tbn-target, tbn-gen1, tbn-gen2; nginx in tbn-target
     .venv/bin/python tests/netns.py down   # every process in them, then the namespaces and the bridge
 
-Both are idempotent. Their names carry no pid (`tbn-…`), so a test session leaves them alone;
-their keys, known_hosts and logs are in STATE."""
+Both are idempotent. Their names carry no pid (`tbn-…`; a `tag` of letters other than a-f goes
+after `tbn`), so a test session leaves them alone; their keys, known_hosts and logs are in STATE."""
 from __future__ import annotations
 
 import contextlib
@@ -232,12 +232,12 @@ def _ip(*args: str, check: bool = True) -> bool:
     return done.returncode == 0
 
 
-def up(state: Path = STATE) -> TestNet:
+def up(state: Path = STATE, tag: str = "") -> TestNet:
     """The user's test net (see the module's doc): made anew after a `down` of whatever part
     of an earlier one is left; its processes outlive this one, their pids in STATE/pids.json."""
-    down(state)
+    down(state, tag)
     state.mkdir(mode=0o700, parents=True)
-    net = TestNet(state, tag="")
+    net = TestNet(state, tag=tag)
     try:
         net.create_bridge()
         for role in ROLES:
@@ -254,7 +254,7 @@ def up(state: Path = STATE) -> TestNet:
     return net
 
 
-def is_up(state: Path = STATE) -> bool:
+def is_up(state: Path = STATE, tag: str = "") -> bool:
     """Every namespace there and every process `up` started alive."""
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     spaces = {line.split()[0] for line in listed.splitlines() if line.strip()}
@@ -262,10 +262,10 @@ def is_up(state: Path = STATE) -> bool:
         pids = json.loads((state / "pids.json").read_text())
     except (OSError, ValueError):
         return False
-    return {f"{PREFIX}-{role}" for role in ROLES} <= spaces and all(_ours(entry) for entry in pids)
+    return {f"{PREFIX}{tag}-{role}" for role in ROLES} <= spaces and all(_ours(entry) for entry in pids)
 
 
-def down(state: Path = STATE) -> list[str]:
+def down(state: Path = STATE, tag: str = "") -> list[str]:
     """Whatever of the user's test net exists, removed: what `up` started (by its recorded pid
     and create time) and anything else running inside its namespaces, then the namespaces,
     the bridge and STATE. Returns what was removed."""
@@ -276,14 +276,15 @@ def down(state: Path = STATE) -> list[str]:
                 stop_tree(entry["pid"])
                 removed.append(f"pid {entry['pid']}")
     for role in ROLES:
-        name = f"{PREFIX}-{role}"
+        name = f"{PREFIX}{tag}-{role}"
         inside = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False)
         for pid in (int(word) for word in inside.stdout.split() if word.isdigit()):
             stop_tree(pid)
         if _ip("netns", "del", name, check=False):
             removed.append(name)
-    if _ip("link", "del", TestNet(state, tag="").bridge, check=False):
-        removed.append(TestNet(state, tag="").bridge)
+    bridge = TestNet(state, tag=tag).bridge
+    if _ip("link", "del", bridge, check=False):
+        removed.append(bridge)
     shutil.rmtree(state, ignore_errors=True)
     return removed
 
