@@ -67,29 +67,28 @@ def test_the_scale_out_scenario_runs_three_tools_on_two_generators_and_reports_e
     for result in results:
         _check_cell(result, seen, addresses)
     rows = generators_rows((run_dir / "report.html").read_text())
-    assert sorted((row[0], row[1], row[3]) for row in rows) == sorted(
-        (r.identity.cell_id, g, "ok") for r in results for g in ("gen1", "gen2"))
+    assert sorted((row[0], row[1], row[3], row[6]) for row in rows) == sorted(
+        (r.identity.cell_id, p.name, "ok", f"{p.measurement.counts.requests_total:,}") for r in results
+        for p in r.generators)
     recorded = store.RunDir.open(run_dir).manifest().generators
     assert [(g.name, g.host) for g in recorded] == [(g, f"root@{a}:22") for g, a in addresses.items()]
     assert all(g.clock is not None and {t.tool for t in g.tools} == set(AGENT) for g in recorded)
 
 
 def _check_cell(result: RunResult, seen: collections.Counter[tuple[str, str]], addresses: dict[str, str]) -> None:
-    """The merged count is the sum of the parts' where they carry figures, and what nginx
-    served from both generators: all of it, or up to one request per connection more (those
-    in flight when a duration stop cut them off, served but not counted)."""
+    """The merged count is the sum of the parts', and each part's is what nginx served from its
+    generator: all of it, or up to one request per connection of it more (those in flight when
+    a duration stop cut them off, served but not counted)."""
     tool, parts = result.identity.tool, result.generators
     assert [(p.name, p.status) for p in parts] == [("gen1", Status.OK), ("gen2", Status.OK)]
     merged = result.measurement.counts.requests_total
     assert merged is not None and merged > 0 and result.measurement.counts.requests_failed == 0
     figures = [p.measurement.counts.requests_total for p in parts]
-    if tool == "engine" or None not in figures:
-        assert merged == sum(figures), (tool, merged, figures)
+    assert None not in figures and merged == sum(figures), (tool, merged, figures)
+    assert result.measurement.counts.requests_ok == sum(p.measurement.counts.requests_ok for p in parts)
     for part, counted in zip(parts, figures):
         logged = seen[(addresses[part.name], tool)]
-        assert logged > 0, (tool, part.name)  # both generators loaded the target
-        if counted is not None:
-            assert counted <= logged <= counted + CONCURRENCY, (tool, part.name, counted, logged)
+        assert 0 < counted <= logged <= counted + CONCURRENCY // 2, (tool, part.name, counted, logged)
     logged = sum(seen[(a, tool)] for a in addresses.values())
     assert merged <= logged <= merged + CONCURRENCY, (tool, merged, logged)
 
