@@ -1,8 +1,7 @@
-"""The tools' own distributed modes between machines (tests/netns.py): the controller (Locust's
-master, JMeter's controller) in `ctl`, a worker or server in each of `gen1` and `gen2` over SSH,
-nginx in `target`. Each merged count is checked against its generators' own counts and those
-against nginx's access log, by client address; with each machine its own network stack, every
-port and address is a real one (JMeter's pinned defaults too)."""
+"""The tools' own distributed modes between machines (tests/netns.py), beyond the run of
+scenarios/scale-out.yaml that tests/test_scaleout_scenario_netns.py checks against nginx's log:
+`toolbench setup` of both generators, and a Ctrl-C in the middle of a Locust cell (master in
+`ctl`, a worker in each of `gen1` and `gen2` over SSH, nginx in `target`)."""
 from __future__ import annotations
 
 import json
@@ -17,14 +16,13 @@ import pytest
 
 import netns
 from logged_nginx import config, need_nginx
-from test_scaleout_netns import TOOLBENCH, by_client, run_in_ctl
+from test_scaleout_netns import TOOLBENCH, by_client
 from test_scaleout_netns import scenario as scaleout_scenario
 from toolbench import store
 from toolbench.schema import Status
 from toolbench.servers import nginx
 
 pytestmark = pytest.mark.integration
-CONCURRENCY = 4
 PORT = 8081  # test_scaleout_netns.py leaves its nginx on 8080 in the same machine
 
 
@@ -77,47 +75,6 @@ def test_setup_prepares_both_generators_and_a_second_run_has_nothing_to_do(testn
     assert [line.split(" (")[0] for line in said[1] if "nothing to do" in line] == [
         f"{label}: nothing to do" for label in labels], said[1]
     assert not any(": changed: " in line for line in said[1])
-
-
-@pytest.mark.parametrize("tool, options", [("locust", "tools: {locust: {workers_per_host: 1}}\n"),
-                                           ("jmeter", "tools: {jmeter: {heap: 256m}}\n")])
-def test_toolbench_run_hands_a_tool_with_its_own_distribution_the_whole_fleet(
-        testnet: netns.TestNet, served: tuple[str, Path], tmp_path: Path, tool: str, options: str) -> None:
-    url, log = served
-    since = log.stat().st_size if log.exists() else 0
-    path = scaleout_scenario(testnet, tmp_path, tool, "{duration: 3s}", options)
-    path.write_text(path.read_text().replace(f"http://{testnet.machines['target'].address}:8080/", url))
-    assert url in path.read_text()
-    done, results, report = run_in_ctl(testnet, path, tmp_path / "reports")
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    (result,) = results
-    assert result.outcome.status is Status.OK, result.outcome.error
-    parts = result.generators
-    assert [(p.name, p.status) for p in parts] == [("gen1", Status.OK), ("gen2", Status.OK)]
-    merged = result.measurement.counts
-    assert merged.requests_failed == 0
-    # Each generator's own figures (Locust: its workers' own requests; JMeter: its rows of the
-    # controller's JTL) add up to the controller's merge, exactly.
-    assert merged.requests_total == sum(p.measurement.counts.requests_total for p in parts)
-    assert merged.requests_ok == sum(p.measurement.counts.requests_ok for p in parts)
-    seen = by_client(log, since)
-    for part in parts:
-        mine = part.measurement.counts.requests_total
-        # nginx logs a request the tool cut off at the stop, which the tool does not count:
-        # at most one per connection of that generator (half the cell's).
-        assert 0 < mine <= seen[testnet.machines[part.name].address] <= mine + CONCURRENCY // 2, (part.name, mine, seen)
-        assert part.measurement.latency.percentiles.p99_ms is not None and part.measurement.rates.rps_ok
-        assert part.cost is not None and part.cost.cpu_user_s is not None and part.cost.samples, part.cost
-        assert part.cost.sockets_peak and part.generator_bound is not None
-        assert f"{mine:,}" in report
-    gen1, gen2 = (testnet.machines[role].address for role in ("gen1", "gen2"))
-    if tool == "locust":
-        assert "2 workers on 2 generators" in result.notes[0]
-    else:  # the servers at JMeter's pinned ports, one per generator
-        assert f"{gen1}:1099: {parts[0].measurement.counts.requests_total}" in result.notes[0]
-        assert f"{gen2}:1100: {parts[1].measurement.counts.requests_total}" in result.notes[0]
-    duration = result.measurement.timing.duration_s
-    assert duration is not None and (duration >= 2.7) == (not any("of the 3s asked" in n for n in result.notes))
 
 
 def test_ctrl_c_in_a_distributed_cell_stops_the_controller_and_every_generator(

@@ -91,6 +91,18 @@ def _check_cell(result: RunResult, seen: collections.Counter[tuple[str, str]], a
         assert 0 < counted <= logged <= counted + CONCURRENCY // 2, (tool, part.name, counted, logged)
     logged = sum(seen[(a, tool)] for a in addresses.values())
     assert merged <= logged <= merged + CONCURRENCY, (tool, merged, logged)
+    for part in parts:  # each generator's own latency, rate and cost, from its own monitor
+        assert part.measurement.latency.percentiles.p99_ms is not None and part.measurement.rates.rps_ok, part
+        assert part.cost is not None and part.cost.cpu_user_s is not None and part.cost.samples, part.cost
+        assert part.cost.sockets_peak and part.generator_bound is not None, part.cost
+    if tool == "locust":
+        assert any("2 workers on 2 generators" in note for note in result.notes), result.notes
+    elif tool == "jmeter":  # the servers at JMeter's pinned ports, one per generator
+        said = next(note for note in result.notes if ":1099: " in note)
+        assert f"{addresses['gen1']}:1099: {figures[0]}" in said and f"{addresses['gen2']}:1100: {figures[1]}" in said
+    duration, asked = result.measurement.timing.duration_s, 2.0  # the scenario's stop
+    assert duration is not None and (duration >= 0.9 * asked) == (
+        not any(f"of the {asked:g}s asked" in note for note in result.notes)), (tool, duration, result.notes)
 
 
 def test_ctrl_c_mid_cell_stops_the_tool_on_every_generator_and_keeps_what_was_measured(
