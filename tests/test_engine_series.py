@@ -2,7 +2,7 @@
 series as the one per-request aggregator (histogram.PerRequest) makes of them."""
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolbench import histogram
@@ -20,6 +20,7 @@ def _worker(index: int, series: list[Second]) -> WorkerResult:
                         ttfb_sum_ns=0, ttfb_count=0, window_start_ns=0, window_end_ns=0, series=series)
 
 
+@settings(deadline=None)  # the first example imports numpy (for PerRequest): no timing here
 @given(st.lists(st.lists(_SECOND, max_size=8), max_size=4))
 def test_the_workers_seconds_sum_as_the_per_request_aggregator_sums_them(workers: list[list[Second]]) -> None:
     results = [_worker(i, series) for i, series in enumerate(workers)]
