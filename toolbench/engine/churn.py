@@ -159,10 +159,10 @@ class Churn:
         self.epoll.modify(f.fd, events)
 
     def ready(self) -> None:
-        """The loop's callback: the epoll set has ready sockets. The usual case (a whole
-        response in one read, in the closed model) is handled here without another Python
-        call but send(): this is most of the engine's own CPU per request. Every response
-        is still timed into the recorder's latency array."""
+        """The loop's callback: the epoll set has ready sockets. A response is read, timed
+        and closed here, and in the closed model the slot's next connect made, without
+        another Python call but send() in the usual case: this is most of the engine's
+        own CPU per request. Every response is still timed into the recorder's array."""
         by_fd = self.by_fd
         rec = self.rec
         lat, ulat = self.lat, self.ulat
@@ -174,9 +174,6 @@ class Churn:
             if f.connecting or f.out:  # a connect in progress, or the rest of a large request
                 self._writable(f)
                 continue
-            if f.t_first:
-                self._readable(f)  # the rest of a response
-                continue
             sock = f.sock
             try:
                 data = sock.recv(READ_SIZE)  # type: ignore[union-attr]
@@ -187,9 +184,10 @@ class Churn:
             if not data:
                 self._eof(f, now)
                 continue
-            f.t_first = now
-            f.first = data
-            rx = len(data)
+            if not f.t_first:
+                f.t_first = now
+                f.first = data
+            f.rx += len(data)
             try:
                 f.parser.feed_data(data)  # type: ignore[union-attr]
             except HttpParserError:
@@ -197,21 +195,20 @@ class Churn:
                     continue
             code = f.code
             if not code:
-                f.rx = rx  # more of the response is to come
-                continue
-            # Complete in one read: as _complete() and _close(), with TTFB = latency - gap.
+                continue  # more of the response is to come
+            # Complete: as _complete() and _close() do.
             if code != 200:
                 self.codes[code] += 1  # 200s are the responses not counted here
             t_sched = f.t_sched
             lat(now - t_sched)
             if ulat is not None:
                 ulat(now - f.t_start)
-            rec.gap_ns += f.t_sent - t_sched
+            rec.gap_ns += (f.t_sent - t_sched) + (now - f.t_first)  # TTFB = latency - gap
             del by_fd[fd]
             sock.close()  # type: ignore[union-attr]  # and out of the epoll set with it
-            rec.received_bytes += rx
+            rec.received_bytes += f.rx
             f.sock = None
-            f.code = f.t_first = 0
+            f.code = f.rx = f.t_first = 0
             load.last_done_ns = now
             if self.closed and load.budget > 0 and not load.stopped:
                 load.budget -= 1  # as Slot.issue does
@@ -249,29 +246,6 @@ class Churn:
         f.out = f.out[sent:]
         if not f.out:
             self.epoll.modify(f.fd, EPOLLIN)
-
-    def _readable(self, f: Fresh) -> None:
-        """The general case of ready(): a response in several reads, or the open model."""
-        try:
-            data = f.sock.recv(READ_SIZE)  # type: ignore[union-attr]
-        except OSError as exc:
-            self._read_failed(f, exc)
-            return
-        now = clock()
-        if not data:
-            self._eof(f, now)
-            return
-        if not f.t_first:
-            f.t_first = now
-            f.first = data
-        f.rx += len(data)
-        try:
-            f.parser.feed_data(data)  # type: ignore[union-attr]
-        except HttpParserError:
-            if self._bad_bytes(f):
-                return
-        if f.code:
-            self._complete(f, f.code, now)
 
     def _read_failed(self, f: Fresh, exc: OSError) -> None:
         if not isinstance(exc, BlockingIOError):
