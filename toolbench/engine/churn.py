@@ -143,13 +143,8 @@ class Churn:
 
     def _connected(self, f: Fresh, sent: int) -> None:
         """A connect that was in progress is over, and `sent` bytes of the request went out."""
-        now = f.t_sent = clock()
-        rec = self.rec
-        elapsed = now - f.t_start
-        rec.connects += 1
-        rec.connect_sum_ns += elapsed
-        if elapsed > rec.connect_max_ns:
-            rec.connect_max_ns = elapsed
+        f.t_sent = clock()
+        self.rec.connected(f.t_sent - f.t_start)  # (send() does the same inline)
         if f.parser is None:
             f.parser = _parser(f)
         events = EPOLLIN
