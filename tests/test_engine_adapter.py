@@ -149,9 +149,11 @@ def test_recorder_flush_is_exact() -> None:
         direct = histogram.new()
         for v in values_ns:
             direct.record_value((v + 500) // 1000)
-        assert histogram.encode(rec.hist) == histogram.encode(direct)
+        assert histogram.encode(rec.histograms()[0]) == histogram.encode(direct)
         assert sample.responses == n and sample.max_us == (max(values_ns) + 500) // 1000
-        assert rec.moments.sum_us == sum((v + 500) // 1000 for v in values_ns)
+        values_us = [(v + 500) // 1000 for v in values_ns]
+        assert rec.moments.sum_us == sum(values_us) and rec.moments.sumsq_us == sum(v * v for v in values_us)
+        assert rec.moments.min_us == min(values_us) and rec.moments.max_us == max(values_us)
         assert len(rec.lat) == 0
 
 

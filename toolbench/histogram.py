@@ -18,14 +18,20 @@ import operator
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from toolbench.errors import SchemaError
 from toolbench.numbers import MAX_VALUE, Numbers, problem
 from toolbench.schema import PERCENTILES, Percentiles, SecondSample
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported where it is used, not here: the engine imports this module for its
+# histograms and needs none of numpy, whose import is 0.1 s of CPU in every engine run
+# (which its CPU per request counts).
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
@@ -76,8 +82,7 @@ def decode(text: str) -> HdrHistogram:
         hist = HdrHistogram.decode(text.encode("ascii"))
     except Exception as exc:  # the library raises bare exceptions on bad input
         raise SchemaError(f"not an HDR histogram: {exc}") from None
-    counts = np.ctypeslib.as_array(hist.counts)
-    if hist.get_total_count() > MAX_COUNT or (len(counts) and int(counts.max()) > MAX_COUNT):
+    if hist.get_total_count() > MAX_COUNT or max(hist.counts[: hist.counts_len], default=0) > MAX_COUNT:
         raise SchemaError(f"not an HDR histogram of toolbench: counts beyond {MAX_COUNT}")
     return hist
 
@@ -151,6 +156,8 @@ class PerRequest:
 
     def __init__(self, tool: str, source: str | None = None, unit_ms: float = 1.0,
                  seconds_field: str = "seconds") -> None:
+        import numpy as np
+
         self.num = Numbers(tool, source)
         self.seconds_field = seconds_field  # how the tool's output names its seconds, for errors
         self.unit_ms = unit_ms
@@ -165,6 +172,8 @@ class PerRequest:
 
     def add(self, seconds: np.ndarray, times: np.ndarray, failed: np.ndarray | None = None) -> None:
         """One request per element: its second, its time in whole unit_ms, whether it failed."""
+        import numpy as np
+
         if not len(seconds):
             return
         seconds, times = self._checked(seconds, "second"), self._checked(times, "time")
@@ -182,6 +191,8 @@ class PerRequest:
 
     def add_tally(self, counts: Mapping[int, int]) -> None:
         """Requests by whole ms, without their seconds (Locust's response time buckets)."""
+        import numpy as np
+
         if not counts:
             return
         ms = self._checked(np.fromiter(counts.keys(), np.int64, len(counts)), "time")
@@ -196,6 +207,8 @@ class PerRequest:
                     time_max: Sequence[int | None] | None = None) -> None:
         """Requests already summed by second (Locust's per-second counts, the engine's
         workers): `timed` of them with a time, summing to `time_sum` (unit_ms)."""
+        import numpy as np
+
         if not len(seconds):
             return
         secs = self._checked(np.asarray(seconds, np.int64), "second")
@@ -212,6 +225,8 @@ class PerRequest:
     def merge(self, other: "PerRequest", series: bool = True) -> None:
         """Adds the sums of another part of the same run; with series=False, of another run
         (days apart, say): the tally only, and no per-second series is kept."""
+        import numpy as np
+
         self._tally(other.tally)
         self.parts.extend(other.parts)
         self.has_errors |= other.has_errors
@@ -242,6 +257,8 @@ class PerRequest:
 
     def _index(self, lo: int, hi: int, seconds: np.ndarray | None) -> Any:
         """Grows the per-second arrays to hold seconds lo..hi; the index of `seconds` (of lo without)."""
+        import numpy as np
+
         size = self.sec.shape[1]
         first = lo if size == 0 else min(lo, self.sec_base)
         last = hi if size == 0 else max(hi, self.sec_base + size - 1)
@@ -261,6 +278,8 @@ class PerRequest:
 
     def stats_ms(self) -> dict[str, float] | None:
         """Exact min, max, mean and (population) stdev of the tallied times, in ms."""
+        import numpy as np
+
         total = int(self.tally.sum())
         if total == 0:
             return None
@@ -272,6 +291,8 @@ class PerRequest:
 
     def histogram(self) -> HdrHistogram | None:
         """The tally and the histograms added, in one HDR histogram; None without a value."""
+        import numpy as np
+
         if self.count > MAX_COUNT:
             raise self.num.error("histogram", f"more than {MAX_COUNT} requests")
         hist = new()
@@ -351,6 +372,8 @@ def _next_level(level: float, ticks: int) -> float:
 
 def nonzero(hist: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
     """The histogram's buckets that hold a value: their indices and counts."""
+    import numpy as np
+
     counts = np.ctypeslib.as_array(hist.counts)[: hist.counts_len]
     indices = np.flatnonzero(counts)
     return indices, counts[indices].astype(np.int64)

@@ -172,10 +172,11 @@ async def _receive(loop: asyncio.AbstractEventLoop, pipe: Connection) -> tuple[A
 
 def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) -> WorkerResult:
     rx, gap, silent = load.totals()
+    hist, uhist = rec.histograms()
     return WorkerResult(
         index=plan.index,
-        hist=histogram.encode(rec.hist),
-        uhist=histogram.encode(rec.uhist) if rec.uhist is not None else None,
+        hist=histogram.encode(hist),
+        uhist=histogram.encode(uhist) if uhist is not None else None,
         moments=rec.moments,
         umoments=rec.umoments,
         codes=rec.codes_by_status(),
