@@ -12,6 +12,7 @@ JMeter sends the same plan to every server, and each runs all of its threads: th
 built for the cell's concurrency divided by the generators (and a request budget likewise)."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import socket
@@ -20,13 +21,13 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from toolbench import distributed
+from toolbench import distributed, invariants
 from toolbench.adapter import Found, Invocation, RawOutput, Support
 from toolbench.adapters import jmeter
 from toolbench.adapters.jmeter_runs import is_xml
 from toolbench.distributed import Generator, Outcome, Part
 from toolbench.distributed_cell import OwnDistribution
-from toolbench.errors import HostError
+from toolbench.errors import HostError, ParseError
 from toolbench.hosts import Completed, LocalHost
 from toolbench.scenario import StopSpec
 
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 
 SERVER_PORT, RMI_PORT, CLIENT_RMI_PORT = 1099, 50000, 50100
 SERVER_START_S = 120.0  # a JVM's start on a busy machine
+# Each sample saved with the hostname of the machine that made it; the thread name says the server.
+HOSTNAME = "-Jjmeter.save.saveservice.hostname=true"
+PART_JTL = "samples.jtl"  # in each part's folder: its rows of the controller's JTL
 SSL_NOTE = ("JMeter distributed: server.rmi.ssl.disable=true was set on the controller and every server: the RMI "
             "traffic between them (plan and samples) is not encrypted; run it on a trusted network only")
 
@@ -51,7 +55,7 @@ class JMeterDistributed(OwnDistribution):
 
     def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator]) -> Outcome:
         invocation = jmeter.ADAPTER.build(per_server(cell, len(generators)), workdir, controller)
-        saved = [word for word in invocation.argv if word.startswith("-Jjmeter.save.saveservice.")]
+        saved = [word for word in invocation.argv if word.startswith("-Jjmeter.save.saveservice.")] + [HOSTNAME]
         ports = [_option(cell, "server_port", SERVER_PORT) + i for i in range(len(generators))]
         servers = []
         try:
@@ -65,27 +69,33 @@ class JMeterDistributed(OwnDistribution):
                 _wait_ready(server, port)
             completed = self._control(cell, workdir, invocation, generators, ports)
         except BaseException:
-            for server in servers:
-                distributed.finish(server, 0)
+            distributed.finish_all(servers, None)
             raise
-        ended = tuple(distributed.finish(server, distributed.PART_GRACE_S) for server in servers)
+        ended = distributed.finish_all(servers, completed)
         files = {role: workdir / name for role, name in invocation.outputs.items() if (workdir / name).exists()}
         raw = RawOutput(stdout=(workdir / "stdout.txt").read_text(errors="replace"),
                         stderr=(workdir / "stderr.txt").read_text(errors="replace"),
                         exit_code=completed.exit_code, files=files, source=str(workdir))
-        samples = samples_by_server(files.get("jtl"))
         remotes = [f"{distributed.host_address(gen)}:{port}" for gen, port in zip(generators, ports)]
-        ended = tuple(_silent(part, samples.get(remote, 0)) for part, remote in zip(ended, remotes))
+        samples, hostnames = split_by_server(files.get("jtl"), remotes, [part.folder / PART_JTL for part in ended])
+        ended = tuple(_figures(part, samples[remote]) for part, remote in zip(ended, remotes))
         note = (f"JMeter distributed: a controller here and a server on each of {len(generators)} generators, "
                 f"{cell.concurrency // len(generators)} threads each; samples by server: "
-                + ", ".join(f"{remote}: {samples.get(remote, 0)}" for remote in remotes))
-        return Outcome(completed, raw, ended, (note, SSL_NOTE))
+                + ", ".join(f"{remote}: {samples[remote]}" for remote in remotes))
+        notes = [note, SSL_NOTE]
+        if samples[""]:
+            notes.append(f"{samples['']} samples of the controller's JTL name no server in their thread name: in "
+                         "the merged figures, in no generator's")
+        if any(hostnames.values()):
+            notes.append("hostnames the samples were saved with, by server: " + "; ".join(
+                f"{remote}: {', '.join(sorted(hostnames[remote]))}" for remote in remotes if hostnames[remote]))
+        return Outcome(completed, raw, ended, tuple(notes))
 
     @staticmethod
     def _control(cell: "Cell", workdir: Path, invocation: Invocation, generators: Sequence[Generator],
                  ports: list[int]) -> Completed:
         reach = {distributed.reach_address(gen) for gen in generators}
-        argv = [*invocation.argv, "-R", ",".join(f"{distributed.host_address(g)}:{p}" for g, p in zip(generators, ports)),
+        argv = [*invocation.argv, HOSTNAME, "-R", ",".join(f"{distributed.host_address(g)}:{p}" for g, p in zip(generators, ports)),
                 "-X", "-Jserver.rmi.ssl.disable=true",
                 f"-Jclient.rmi.localport={_option(cell, 'client_rmi_port', CLIENT_RMI_PORT)}"]
         # The servers call the controller back at this address: one that every generator reaches.
@@ -105,23 +115,52 @@ def per_server(cell: "Cell", generators: int) -> "Cell":
     return dataclasses.replace(cell, concurrency=max(1, cell.concurrency // generators), stop=stop)
 
 
-def samples_by_server(jtl: Path | None) -> Counter[str]:
-    """Samples in the controller's JTL by the server that ran them: JMeter names a remote
-    thread `<host>:<port>-<thread group> <n>-<m>`."""
-    counts: Counter[str] = Counter()
+def split_by_server(jtl: Path | None, remotes: Sequence[str],
+                    into: Sequence[Path]) -> tuple[Counter[str], dict[str, set[str]]]:
+    """The controller's JTL split by the server that ran each sample into one JTL per server
+    (`into`, same header, rows as they were), for each part's own figures. JMeter names a
+    remote thread `<host>:<port>-<thread group> <n>-<m>`, `<host>:<port>` as given in -R: the
+    server's identity even where machines share a hostname. Says the samples by server ("":
+    none named) and the hostnames each server's samples were saved with."""
+    counts: Counter[str] = Counter({remote: 0 for remote in (*remotes, "")})
+    hostnames: dict[str, set[str]] = {remote: set() for remote in remotes}
     if jtl is None or is_xml(jtl):
-        return counts
-    with open(jtl, newline="", errors="replace") as fh:
-        for row in csv.DictReader(fh):
-            name = row.get("threadName") or ""
-            counts[name.split("-", 1)[0] if "-" in name else ""] += 1
-    return counts
+        return counts, hostnames
+    with contextlib.ExitStack() as stack, open(jtl, newline="", errors="replace") as fh:
+        rows = csv.reader(fh)
+        header = next(rows, None)
+        if header is None or "threadName" not in header:
+            return counts, hostnames
+        thread, host = header.index("threadName"), header.index("Hostname") if "Hostname" in header else None
+        writers = {}
+        for remote, path in zip(remotes, into):
+            writers[remote] = csv.writer(stack.enter_context(open(path, "w", newline="")), lineterminator="\n")
+            writers[remote].writerow(header)
+        for row in rows:
+            name = row[thread] if len(row) == len(header) else ""
+            remote = next((r for r in remotes if name.startswith(r + "-")), "")
+            counts[remote] += 1
+            if remote:
+                writers[remote].writerow(row)
+                if host is not None:
+                    hostnames[remote].add(row[host])
+    return counts, hostnames
 
 
-def _silent(part: Part, samples: int) -> Part:
+def _figures(part: Part, samples: int) -> Part:
+    """The part with its own figures, read from its share of the controller's JTL."""
     if part.error is None and samples == 0:
         return dataclasses.replace(part, error="its server ran no sample (none in the controller's JTL)")
-    return part
+    path = part.folder / PART_JTL
+    if not path.exists():
+        return dataclasses.replace(part, why_no_figures="no JTL from the controller to split by server")
+    raw = RawOutput(stdout="", stderr="", exit_code=0, files={"jtl": path}, source=str(path))
+    try:
+        measurement = invariants.parse_checked(jmeter.ADAPTER, raw)
+    except ParseError as exc:
+        return dataclasses.replace(part, why_no_figures=str(exc))
+    note = "this server's samples: its rows of the controller's JTL (by the server named in each thread name)"
+    return dataclasses.replace(part, measurement=dataclasses.replace(measurement, notes=[note, *measurement.notes]))
 
 
 def _wait_ready(server: distributed.Launched, port: int) -> None:

@@ -56,3 +56,10 @@ def testnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netns.TestNet]
     the generators `gen1` and `gen2`, each a network namespace with an sshd. Skips when
     namespaces cannot be made here (not root)."""
     yield from netns.testnet(tmp_path_factory.mktemp("testnet"), ("ctl", "target", "gen1", "gen2"))
+
+
+@pytest.fixture(scope="session")
+def nginx_there(testnet: netns.TestNet, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """nginx in the `target` machine on port 8080, for every test that uses the machines; its
+    access log, one line per request by client address (tests/netns.py)."""
+    return testnet.start_nginx(tmp_path_factory.mktemp("nginx-netns"))

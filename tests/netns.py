@@ -6,14 +6,25 @@ toolbench under test too) runs inside one of them.
 
 Every name carries this process's id (`tbn<pid hex>-…`), so that sessions running side by
 side do not collide and a crashed session's leftovers are recognised by their dead owner and
-removed by the next one."""
+removed by the next one.
+
+The same machines for a user, outside pytest (scenarios/scale-out.yaml runs on them), as root:
+
+    .venv/bin/python tests/netns.py up     # tbn-ctl, tbn-target, tbn-gen1, tbn-gen2; nginx in tbn-target
+    .venv/bin/python tests/netns.py down   # every process in them, then the namespaces and the bridge
+
+Both are idempotent. Their names carry no pid (`tbn-…`; a `tag` of letters other than a-f goes
+after `tbn`), so a test session leaves them alone; their keys, known_hosts and logs are in STATE."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator, Sequence
@@ -25,6 +36,25 @@ import sshd_server
 
 PREFIX = "tbn"
 SUBNET = "198.18.0"  # the namespaces' addresses: SUBNET.2, .3, ... /24
+ROLES = ("ctl", "target", "gen1", "gen2")  # in this order: ctl at .2, target .3, gen1 .4, gen2 .5
+STATE = Path("/run/toolbench-testnet")  # `up`'s keys, known_hosts, logs and pids: gone with a reboot, as the net is
+NGINX_PORT = 8080
+_NGINX = """\
+worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log;
+daemon off;
+events {{ worker_connections 1024; }}
+http {{
+    access_log {folder}/access.log;
+    client_body_temp_path {folder}; proxy_temp_path {folder}; fastcgi_temp_path {folder};
+    uwsgi_temp_path {folder}; scgi_temp_path {folder};
+    server {{
+        listen {address}:{port};
+        location / {{ return 200 "hello\\n"; }}
+    }}
+}}
+"""
 _OWNED = re.compile(rf"^{PREFIX}([0-9a-f]+)-")
 
 
@@ -108,6 +138,19 @@ class TestNet:
         return subprocess.run([*self.machines[role].prefix(), *argv], stdout=stdout, stderr=subprocess.PIPE,
                               stdin=subprocess.DEVNULL, timeout=timeout_s, check=False)
 
+    def start_nginx(self, folder: Path, port: int = NGINX_PORT) -> Path:
+        """nginx in `target` at its address, answering every path; its access log (one line per
+        request: the client's address first, its User-Agent last)."""
+        address = self.machines["target"].address
+        (folder / "nginx.conf").write_text(_NGINX.format(folder=folder, address=address, port=port))
+        self.spawn("target", ["/usr/sbin/nginx", "-c", str(folder / "nginx.conf")], folder / "stdout.txt")
+        deadline = time.monotonic() + 10
+        while not (folder / "nginx.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not (folder / "nginx.pid").exists():
+            raise RuntimeError(f"nginx did not start in the target namespace: {(folder / 'error.log').read_text()}")
+        return folder / "access.log"
+
     def close(self) -> None:
         """Our processes by pid (each with what it started), then the namespaces and the bridge."""
         for proc in reversed(self._procs):
@@ -187,3 +230,99 @@ def _ip(*args: str, check: bool = True) -> bool:
     if check and done.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
     return done.returncode == 0
+
+
+def up(state: Path = STATE, tag: str = "") -> TestNet:
+    """The user's test net (see the module's doc): made anew after a `down` of whatever part
+    of an earlier one is left; its processes outlive this one, their pids in STATE/pids.json."""
+    down(state, tag)
+    state.mkdir(mode=0o700, parents=True)
+    net = TestNet(state, tag=tag)
+    try:
+        net.create_bridge()
+        for role in ROLES:
+            net.add(role)
+            net.start_sshd(role)
+        net.known_hosts()
+        (state / "nginx").mkdir()
+        net.start_nginx(state / "nginx")
+    except BaseException:
+        net.close()
+        raise
+    pids = [{"pid": p.pid, "create_time": psutil.Process(p.pid).create_time()} for p in net._procs]
+    (state / "pids.json").write_text(json.dumps(pids))
+    return net
+
+
+def is_up(state: Path = STATE, tag: str = "") -> bool:
+    """Every namespace there and every process `up` started alive."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    spaces = {line.split()[0] for line in listed.splitlines() if line.strip()}
+    try:
+        pids = json.loads((state / "pids.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return {f"{PREFIX}{tag}-{role}" for role in ROLES} <= spaces and all(_ours(entry) for entry in pids)
+
+
+def down(state: Path = STATE, tag: str = "") -> list[str]:
+    """Whatever of the user's test net exists, removed: what `up` started (by its recorded pid
+    and create time) and anything else running inside its namespaces, then the namespaces,
+    the bridge and STATE. Returns what was removed."""
+    removed = []
+    with contextlib.suppress(OSError, ValueError):
+        for entry in json.loads((state / "pids.json").read_text()):
+            if _ours(entry):
+                stop_tree(entry["pid"])
+                removed.append(f"pid {entry['pid']}")
+    for role in ROLES:
+        name = f"{PREFIX}{tag}-{role}"
+        inside = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False)
+        for pid in (int(word) for word in inside.stdout.split() if word.isdigit()):
+            stop_tree(pid)
+        if _ip("netns", "del", name, check=False):
+            removed.append(name)
+    bridge = TestNet(state, tag=tag).bridge
+    if _ip("link", "del", bridge, check=False):
+        removed.append(bridge)
+    shutil.rmtree(state, ignore_errors=True)
+    return removed
+
+
+def _ours(entry: dict) -> bool:
+    try:
+        return abs(psutil.Process(int(entry["pid"])).create_time() - float(entry["create_time"])) < 0.01
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        return False
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) != 1 or argv[0] not in ("up", "down"):
+        print("usage: python tests/netns.py up|down (as root)", file=sys.stderr)
+        return 2
+    why = usable()
+    if why is not None:
+        print(f"tests/netns.py: cannot make the test network: {why}", file=sys.stderr)
+        return 1
+    if argv[0] == "down":
+        removed = down()
+        print(f"removed: {', '.join(removed)}" if removed else "nothing to remove: the test network is not up")
+        return 0
+    if is_up():
+        print(f"already up: {', '.join(f'{PREFIX}-{role}' for role in ROLES)} ({STATE})")
+        return 0
+    try:
+        net = up()
+    except (RuntimeError, OSError, pytest.fail.Exception, pytest.skip.Exception) as exc:
+        down()
+        print(f"tests/netns.py: cannot make the test network: {getattr(exc, 'msg', None) or exc}", file=sys.stderr)
+        return 1
+    for role, machine in net.machines.items():
+        print(f"{machine.name}: {machine.address} (sshd as {machine.sshd.user if machine.sshd else '?'})")
+    print(f"nginx: http://{net.machines['target'].address}:{NGINX_PORT}/ (log {STATE / 'nginx' / 'access.log'})")
+    print(f"key: {STATE / 'client_key'}  known_hosts: {STATE / 'known_hosts'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

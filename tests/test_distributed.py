@@ -18,7 +18,6 @@ from logged_nginx import LoggedNginx, logged_nginx, need_nginx
 from sshd_server import Sshd
 from toolbench import invariants, plan, scenario
 from toolbench.adapter import Found
-from toolbench.adapters.jmeter_distributed import samples_by_server
 from toolbench.distributed import Generator, Outcome
 from toolbench.hosts import LocalHost
 from toolbench.registry import get
@@ -78,6 +77,9 @@ def _run(tool: str, cell: plan.Cell, gens: list[Generator], target: LoggedNginx,
     assert total and measured.counts.requests_failed == 0
     # A request in flight when the tool stops its users may reach nginx's log uncounted: at most one per user.
     assert total <= served <= total + CONCURRENCY, (total, served)
+    # Each generator's own figures, told apart from the tool's output, add up to the merge.
+    mine = [p.measurement.counts.requests_total if p.measurement else p.why_no_figures for p in outcome.parts]
+    assert all(isinstance(n, int) and n > 0 for n in mine) and sum(mine) == total, (mine, total)
     return outcome
 
 
@@ -116,8 +118,9 @@ def test_jmeter_controller_here_and_a_server_on_each_of_two_generators(target: L
     assert not distributed.supports(dataclasses.replace(cell, concurrency=3), 2).ok  # one plan for every server
     outcome = _run("jmeter", cell, _generators("jmeter", far), target, tmp_path / "cell")
     total = invariants.parse_checked(get("jmeter"), outcome.raw).counts.requests_total
-    by_server = samples_by_server(outcome.raw.files["jtl"])
-    assert sorted(by_server) == sorted(f"127.0.0.1:{p}" for p in _ports(cell)) and sum(by_server.values()) == total
+    mine = [part.measurement.counts.requests_total for part in outcome.parts if part.measurement]
+    said = ", ".join(f"127.0.0.1:{port}: {n}" for port, n in zip(_ports(cell), mine))
+    assert sum(mine) == total and f"samples by server: {said}" in outcome.notes[0], outcome.notes
     assert "server.rmi.ssl.disable=true" in outcome.notes[1]
     assert all((part.folder / "server.log").exists() for part in outcome.parts)  # fetched from each generator
 

@@ -1,55 +1,31 @@
 """The tools' own distributed modes between machines (tests/netns.py): the controller (Locust's
 master, JMeter's controller) in `ctl`, a worker or server in each of `gen1` and `gen2` over SSH,
-nginx in `target`. Each merged count is checked against nginx's access log; with each machine
-its own network stack, every port and address is a real one (JMeter's pinned defaults too)."""
+nginx in `target`. Each merged count is checked against its generators' own counts and those
+against nginx's access log, by client address; with each machine its own network stack, every
+port and address is a real one (JMeter's pinned defaults too)."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
+import psutil
 import pytest
 
 import netns
 from logged_nginx import config, need_nginx
-from test_scaleout_netns import by_client, run_in_ctl
+from test_scaleout_netns import TOOLBENCH, by_client, run_in_ctl
 from test_scaleout_netns import scenario as scaleout_scenario
+from toolbench import store
 from toolbench.schema import Status
 from toolbench.servers import nginx
 
 pytestmark = pytest.mark.integration
 CONCURRENCY = 4
 PORT = 8081  # test_scaleout_netns.py leaves its nginx on 8080 in the same machine
-
-# Run inside `ctl`, as toolbench would be: one distributed run, its outcome as JSON.
-_DRIVE = """
-import json, sys
-from pathlib import Path
-from toolbench import invariants, plan, scenario, ssh
-from toolbench.adapter import Found
-from toolbench.distributed import Generator
-from toolbench.hosts import LocalHost
-from toolbench.registry import get
-from toolbench.scenario import HostSpec
-args = json.loads(sys.argv[1])
-adapter = get(args["tool"])
-(planned,) = plan.expand(scenario.load(args["scenario"]))
-cell = planned.cell.at(args["url"])
-gens = []
-for address in args["generators"]:
-    host = ssh.SSHHost(HostSpec(address=address, user=args["user"], key=args["key"]), known_hosts=Path(args["known"]))
-    found = adapter.detect(host)
-    assert isinstance(found, Found), found
-    gens.append(Generator(host, found, workers=1))
-controller = adapter.detect(LocalHost())
-outcome = adapter.distributed().run(cell, Path(args["workdir"]), controller, gens)
-m = invariants.parse_checked(adapter, outcome.raw)
-print(json.dumps({"exit": outcome.completed.exit_code, "failed": [p.error for p in outcome.failed_parts],
-                  "parts": [p.label for p in outcome.parts], "total": m.counts.requests_total,
-                  "bad": m.counts.requests_failed, "notes": list(outcome.notes)}))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -77,50 +53,6 @@ def served(testnet: netns.TestNet, tmp_path_factory: pytest.TempPathFactory) -> 
         finally:
             netns.stop_tree(proc.pid)
             proc.wait(timeout=10)
-
-
-def _drive(testnet: netns.TestNet, tool: str, url: str, folder: Path, options: str = "") -> dict:
-    lab = folder / "lab.yaml"
-    lab.write_text(f"name: lab\ntarget: {{url: '{url}'}}\nmatrix: {{tool: [{tool}], concurrency: [{CONCURRENCY}]}}\n"
-                   f"stop: {{duration: 3s}}\ntimeout: 120s\n{options}")
-    gens = [testnet.machines[role] for role in ("gen1", "gen2")]
-    sshd = gens[0].sshd
-    assert sshd is not None
-    workdir = folder / "cell"
-    workdir.mkdir()
-    args = {"tool": tool, "scenario": str(lab), "url": url, "generators": [m.address for m in gens],
-            "user": sshd.user, "key": str(sshd.client_key), "known": str(testnet.known_hosts()),
-            "workdir": str(workdir)}
-    done = testnet.run("ctl", [sys.executable, "-c", _DRIVE, json.dumps(args)], timeout_s=300)
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    return json.loads(done.stdout.decode().strip().splitlines()[-1])
-
-
-def _lines(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
-
-
-def test_locust_master_in_one_machine_and_workers_in_two_others(testnet: netns.TestNet, served: tuple[str, Path],
-                                                                tmp_path: Path) -> None:
-    url, log = served
-    before = _lines(log)
-    outcome = _drive(testnet, "locust", url, tmp_path)
-    logged = _lines(log) - before
-    assert outcome["exit"] == 0 and outcome["failed"] == [] and outcome["bad"] == 0, outcome
-    assert outcome["total"] <= logged <= outcome["total"] + CONCURRENCY, (outcome["total"], logged)
-    assert "2 workers on 2 generators" in outcome["notes"][0]
-
-
-def test_jmeter_controller_in_one_machine_and_servers_in_two_others(testnet: netns.TestNet,
-                                                                   served: tuple[str, Path], tmp_path: Path) -> None:
-    url, log = served
-    before = _lines(log)
-    outcome = _drive(testnet, "jmeter", url, tmp_path, "tools: {jmeter: {heap: 256m}}\n")
-    logged = _lines(log) - before
-    assert outcome["exit"] == 0 and outcome["failed"] == [] and outcome["bad"] == 0, outcome
-    assert outcome["total"] <= logged <= outcome["total"] + CONCURRENCY, (outcome["total"], logged)
-    gen1, gen2 = (testnet.machines[role].address for role in ("gen1", "gen2"))
-    assert f"{gen1}:1099: " in outcome["notes"][0] and f"{gen2}:1100: " in outcome["notes"][0]
 
 
 def test_setup_prepares_both_generators_and_a_second_run_has_nothing_to_do(testnet: netns.TestNet,
@@ -156,15 +88,66 @@ def test_toolbench_run_hands_a_tool_with_its_own_distribution_the_whole_fleet(
     path = scaleout_scenario(testnet, tmp_path, tool, "{duration: 3s}", options)
     path.write_text(path.read_text().replace(f"http://{testnet.machines['target'].address}:8080/", url))
     assert url in path.read_text()
-    done, results, _ = run_in_ctl(testnet, path, tmp_path / "reports")
+    done, results, report = run_in_ctl(testnet, path, tmp_path / "reports")
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     (result,) = results
     assert result.outcome.status is Status.OK, result.outcome.error
-    assert [(p.name, p.status) for p in result.generators] == [("gen1", Status.OK), ("gen2", Status.OK)]
+    parts = result.generators
+    assert [(p.name, p.status) for p in parts] == [("gen1", Status.OK), ("gen2", Status.OK)]
+    merged = result.measurement.counts
+    assert merged.requests_failed == 0
+    # Each generator's own figures (Locust: its workers' own requests; JMeter: its rows of the
+    # controller's JTL) add up to the controller's merge, exactly.
+    assert merged.requests_total == sum(p.measurement.counts.requests_total for p in parts)
+    assert merged.requests_ok == sum(p.measurement.counts.requests_ok for p in parts)
     seen = by_client(log, since)
+    for part in parts:
+        mine = part.measurement.counts.requests_total
+        # nginx logs a request the tool cut off at the stop, which the tool does not count:
+        # at most one per connection of that generator (half the cell's).
+        assert 0 < mine <= seen[testnet.machines[part.name].address] <= mine + CONCURRENCY // 2, (part.name, mine, seen)
+        assert part.measurement.latency.percentiles.p99_ms is not None and part.measurement.rates.rps_ok
+        assert part.cost is not None and part.cost.cpu_user_s is not None and part.cost.samples, part.cost
+        assert part.cost.sockets_peak and part.generator_bound is not None
+        assert f"{mine:,}" in report
     gen1, gen2 = (testnet.machines[role].address for role in ("gen1", "gen2"))
-    total = result.measurement.counts.requests_total
-    assert seen[gen1] > 0 and seen[gen2] > 0  # both generators loaded the target
-    assert total is not None and total <= seen[gen1] + seen[gen2] <= total + CONCURRENCY, (total, seen)
+    if tool == "locust":
+        assert "2 workers on 2 generators" in result.notes[0]
+    else:  # the servers at JMeter's pinned ports, one per generator
+        assert f"{gen1}:1099: {parts[0].measurement.counts.requests_total}" in result.notes[0]
+        assert f"{gen2}:1100: {parts[1].measurement.counts.requests_total}" in result.notes[0]
     duration = result.measurement.timing.duration_s
-    assert duration is not None and (duration >= 2.7) == (not any("s of load in the 3s asked" in n for n in result.notes))
+    assert duration is not None and (duration >= 2.7) == (not any("of the 3s asked" in n for n in result.notes))
+
+
+def test_ctrl_c_in_a_distributed_cell_stops_the_controller_and_every_generator(
+        testnet: netns.TestNet, served: tuple[str, Path], tmp_path: Path) -> None:
+    url, log = served
+    since = log.stat().st_size if log.exists() else 0
+    path = scaleout_scenario(testnet, tmp_path, "locust", "{duration: 60s}", "tools: {locust: {workers_per_host: 1}}\n")
+    path.write_text(path.read_text().replace(f"http://{testnet.machines['target'].address}:8080/", url))
+    reports = tmp_path / "reports"
+    gens = [testnet.machines[role].address for role in ("gen1", "gen2")]
+    run = testnet.spawn("ctl", [*TOOLBENCH, "run", str(path), "--reports-dir", str(reports), "--quiet",
+                                "--known-hosts", str(testnet.known_hosts())], tmp_path / "run.out")
+    deadline = time.monotonic() + 120
+    while not all(by_client(log, since)[g] for g in gens) and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert run.poll() is None, (tmp_path / "run.out").read_text()[-2000:]
+    run.send_signal(signal.SIGINT)  # `ip netns exec` became toolbench: the signal is toolbench's
+    assert run.wait(timeout=90) != 0
+    (folder,) = reports.iterdir()
+    (result,) = store.RunDir.open(folder).results()
+    assert result.outcome.status is Status.INTERRUPTED, result.outcome
+    parts = result.generators
+    assert [p.name for p in parts] == ["gen1", "gen2"]
+    assert all(p.status is Status.FAILED and "interrupted with the controller" in (p.error or "") for p in parts)
+    assert all(p.cost is not None and p.cost.samples for p in parts)  # their monitors' figures kept
+    # Killed before they wrote their own requests: none is made up, and the notes say why.
+    assert all(p.measurement.counts.requests_total is None for p in parts)
+    assert sum("its own figures are absent: " in note and "no worker stats" in note for note in result.notes) == 2
+    port = (folder / "raw" / result.identity.cell_id / "command.txt").read_text().split("--master-bind-port ")[1].split()[0]
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if "--master-port" in (p.info["cmdline"] or [])
+            and port in (p.info["cmdline"] or [])]
+    assert left == []  # no worker outlived the cell
+    assert all((folder / part.path / "stdout.txt").exists() for part in parts if part.path)

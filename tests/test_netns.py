@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 import netns
@@ -60,3 +61,34 @@ def test_without_root_the_machines_are_skipped_with_the_reason(monkeypatch):
     assert netns.usable() == "network namespaces need root (ip netns add)"
     with pytest.raises(pytest.skip.Exception, match="need root"):
         next(netns.testnet(Path("/nonexistent"), ("ctl",)))
+
+
+def test_up_and_down_outside_pytest_are_idempotent_and_leave_nothing(tmp_path: Path) -> None:
+    """`tests/netns.py up|down` as a user runs them (another tag and folder than theirs): a
+    second `up` finds it up, the generators answer SSH from ctl and nginx answers from a
+    generator; `down` stops every process in the machines and removes them, twice harmlessly."""
+    why = netns.usable()
+    if why is not None:
+        pytest.skip(why)
+    state, tag = tmp_path / "state", "x"
+    try:
+        net = netns.up(state, tag)
+        assert netns.is_up(state, tag)
+        pids = [p.pid for p in net._procs]
+        names = [m.name for m in net.machines.values()]
+        assert names == [f"tbnx-{role}" for role in netns.ROLES]
+        gen1 = net.machines["gen1"]
+        done = net.run("ctl", [sys.executable, "-c", _WHO, gen1.address, gen1.sshd.user, str(state / "client_key"),
+                               str(state / "known_hosts")], timeout_s=60)
+        assert done.returncode == 0 and f"inet {gen1.address}/24" in json.loads(done.stdout), done.stderr.decode()
+        fetched = net.run("gen2", ["curl", "-s", f"http://{net.machines['target'].address}:{netns.NGINX_PORT}/"])
+        assert fetched.stdout == b"hello\n"
+        assert netns.up(state, tag).machines.keys() == net.machines.keys()  # made anew, the same machines
+        assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                       for pid in pids)  # the first one's processes were stopped by the second `up`
+    finally:
+        removed = netns.down(state, tag)
+    assert set(names) | {"tbnx-b"} <= set(removed)
+    assert netns.down(state, tag) == [] and not state.exists() and not netns.is_up(state, tag)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert not any(name in listed for name in names)

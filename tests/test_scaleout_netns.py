@@ -19,37 +19,7 @@ from toolbench.schema import RunResult, Status
 
 pytestmark = pytest.mark.integration
 TOOLBENCH = [sys.executable, "-m", "toolbench.cli.main"]
-PORT = 8080
-_NGINX = """\
-worker_processes 1;
-pid {folder}/nginx.pid;
-error_log {folder}/error.log;
-daemon off;
-events {{ worker_connections 1024; }}
-http {{
-    access_log {folder}/access.log;
-    client_body_temp_path {folder}; proxy_temp_path {folder}; fastcgi_temp_path {folder};
-    uwsgi_temp_path {folder}; scgi_temp_path {folder};
-    server {{
-        listen {address}:{port};
-        location / {{ return 200 "hello\\n"; }}
-    }}
-}}
-"""
-
-
-@pytest.fixture(scope="module")
-def nginx_there(testnet: netns.TestNet, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """nginx in the target namespace; its access log, one line per request, by client address."""
-    folder = tmp_path_factory.mktemp("nginx-netns")
-    address = testnet.machines["target"].address
-    (folder / "nginx.conf").write_text(_NGINX.format(folder=folder, address=address, port=PORT))
-    testnet.spawn("target", ["/usr/sbin/nginx", "-c", str(folder / "nginx.conf")], folder / "stdout.txt")
-    deadline = time.monotonic() + 10
-    while not (folder / "nginx.pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert (folder / "nginx.pid").exists(), (folder / "error.log").read_text()
-    return folder / "access.log"
+PORT = netns.NGINX_PORT
 
 
 def scenario(testnet: netns.TestNet, folder: Path, tool: str, stop: str, extra: str = "") -> Path:

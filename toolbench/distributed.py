@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
 
 from toolbench.adapter import Found, RawOutput, Support
 from toolbench.errors import HostError
 from toolbench.hosts import Completed, Host, Running
 
 if TYPE_CHECKING:
+    from toolbench.generator_watch import GeneratorWatch
     from toolbench.plan import Cell
+    from toolbench.schema import Measurement
+
+# Makes the monitor of a generator's part: (its host, the part's folder there, its folder here).
+Watcher = Callable[[Host, "Path | PurePosixPath", Path], "GeneratorWatch"]
 
 # How long a generator's part may take to end once the controller has ended (the tool tells it to).
 PART_GRACE_S = 15.0
@@ -34,6 +40,7 @@ class Generator:
     address: str | None = None  # how this machine reaches the generator; None: its SSH address (host_address)
     reach: str | None = None  # how the generator reaches this machine; None: from the route (reach_address)
     workers: int | None = None  # processes of the tool there, where the tool runs several; None: one per core
+    watcher: Watcher | None = None  # None: the part is not watched
 
     @property
     def label(self) -> str:
@@ -48,6 +55,10 @@ class Part:
     folder: Path
     exit_code: int | None
     error: str | None = None
+    completed: Completed | None = None  # None: it could not be waited for
+    watch: "GeneratorWatch | None" = None  # its monitor, stopped
+    measurement: "Measurement | None" = None  # its own figures, where the tool's output tells them apart
+    why_no_figures: str | None = None  # why `measurement` is None, when it is
 
 
 @dataclass(frozen=True)
@@ -110,41 +121,67 @@ class Launched:
     tool_dir: str | Path
     running: Running
     outputs: list[str] = field(default_factory=list)
+    watch: "GeneratorWatch | None" = None
 
 
 def launch(gen: Generator, folder: Path, argv: list[str], files: Mapping[str, str], outputs: Sequence[str] = (),
            env: Mapping[str, str] | None = None) -> Launched:
-    """Writes the part's input files into `folder`, puts them where it runs and starts it."""
+    """Writes the part's input files into `folder`, puts them where it runs and starts it,
+    watched by its generator's monitor from its start."""
     for name, content in files.items():
         (folder / name).write_text(content)
     tool_dir = gen.host.workspace(folder)
+    there = PurePosixPath(tool_dir) if isinstance(tool_dir, str) else tool_dir
+    watch = gen.watcher(gen.host, there, folder) if gen.watcher is not None else None
     try:
         gen.host.stage(folder, tool_dir, list(files))
         (folder / "command.txt").write_text(" ".join(argv) + "\n")
+        if watch is not None:
+            watch.prepare()
         running = gen.host.start(argv, cwd=tool_dir, stdout=folder / "stdout.txt", stderr=folder / "stderr.txt",
                                  env=dict(env or {}))
     except BaseException:
         gen.host.collect(tool_dir, [], folder)
         raise
-    return Launched(gen, folder, tool_dir, running, list(outputs))
+    if watch is not None:
+        try:
+            watch.start(running)
+        except BaseException:
+            running.wait(0)
+            gen.host.collect(tool_dir, [], folder)
+            raise
+    return Launched(gen, folder, tool_dir, running, list(outputs), watch)
 
 
-def finish(part: Launched, timeout_s: float, ok_codes: tuple[int, ...] = (0,)) -> Part:
-    """Waits for the part (killed at the timeout), brings its files back and says how it ended."""
+def finish(part: Launched, timeout_s: float, ok_codes: tuple[int, ...] = (0,), stopped: str | None = None) -> Part:
+    """Waits up to `timeout_s` more for the part (then kills it), brings its files back and
+    says how it ended; `stopped`: why it is not waited for (killed at once)."""
     try:
-        completed = part.running.wait(timeout_s)
+        completed = part.running.wait(time.monotonic() - part.running.started + timeout_s)
     except HostError as exc:
-        return Part(part.gen.label, part.folder, None, str(exc))
+        return Part(part.gen.label, part.folder, None, str(exc), watch=part.watch)
     finally:
+        if part.watch is not None:
+            part.watch.stop()
         part.gen.host.collect(part.tool_dir, part.outputs, part.folder)
     error = None
     if completed.timed_out:
-        error = f"still running {timeout_s:g}s after the controller ended; killed"
+        error = f"{stopped}; killed" if stopped else f"still running {timeout_s:g}s after the controller ended; killed"
     elif completed.interrupted:
         error = "interrupted"
     elif completed.exit_code not in ok_codes:
         error = f"exited {completed.exit_code}{_last_line(part.folder / 'stderr.txt')}"
-    return Part(part.gen.label, part.folder, completed.exit_code, error)
+    return Part(part.gen.label, part.folder, completed.exit_code, error, completed, part.watch)
+
+
+def finish_all(parts: Sequence[Launched], controller: Completed | None) -> tuple[Part, ...]:
+    """Every part finished once the controller ended: given the grace to end as the tool ends
+    it, or killed at once when the controller was interrupted or did not run to its end."""
+    if controller is not None and not (controller.interrupted or controller.timed_out):
+        return tuple(finish(part, PART_GRACE_S) for part in parts)
+    why = ("stopped before the controller ran to its end" if controller is None else
+           "interrupted with the controller" if controller.interrupted else "the controller was killed at the time limit")
+    return tuple(finish(part, 0, stopped=why) for part in parts)
 
 
 def _last_line(path: Path) -> str:

@@ -5,12 +5,14 @@ generator saying how its part ended, the cell partial when one failed (nothing r
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING
 
 from toolbench import derive, execute, invariants, registry, store
 from toolbench.adapter import Found
 from toolbench.distributed import Generator, Outcome, Part
 from toolbench.errors import HostError, ParseError
+from toolbench.generator_watch import GeneratorWatch
 from toolbench.hosts import LocalHost
 from toolbench.schema import Artifact, GeneratorPart, Identity, Measurement, RunResult, Status, Timing
 from toolbench.schema import Outcome as CellOutcome
@@ -46,7 +48,7 @@ def cell_result(tool: "DistributedTool", scenario: "Scenario", planned: "Planned
     for g in fleet.generators:
         found = fleet.found[g.name][cell.tool]
         assert isinstance(found, Found), "the runner stops a tool missing on a generator"
-        gens.append(Generator(g.host, found))
+        gens.append(Generator(g.host, found, watcher=functools.partial(GeneratorWatch, scenario, cell)))
     workdir = run_dir.cell_dir(cell.id)
     started_at = store.utc_now()
     with execute.CellWatchers(scenario, cell, target, workdir) as watchers:
@@ -57,9 +59,12 @@ def cell_result(tool: "DistributedTool", scenario: "Scenario", planned: "Planned
                              Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
     timing = Timing(started_at=started_at, ended_at=store.utc_now(), wall_s=outcome.completed.wall_s)
     parts = [_part(g, part, cell, run_dir) for g, part in zip(fleet.generators, outcome.parts)]
+    notes = list(outcome.notes) + [f"generator {g.name}: its own figures are absent: {part.why_no_figures}"
+                                   for g, part in zip(fleet.generators, outcome.parts) if part.why_no_figures]
+    outcome = dataclasses.replace(outcome, notes=tuple(notes))
     artifacts = [Artifact(role=role, path=run_dir.relative(path)) for role, path in
                  [("stdout", workdir / "stdout.txt"), ("stderr", workdir / "stderr.txt"), *outcome.raw.files.items()]]
-    if outcome.failed_parts:
+    if outcome.failed_parts and not outcome.completed.interrupted:
         said = "; ".join(f"generator {p.name}: {p.error}" for p in parts if p.error)
         return RunResult(identity, CellOutcome(Status.PARTIAL, outcome.completed.exit_code,
                                                f"partial: {len(outcome.failed_parts)} of {len(parts)} generators "
@@ -80,8 +85,10 @@ def _merged(adapter: "registry.Adapter", outcome: Outcome, identity: Identity, t
     status, error = derive.cell_status(measurement, completed.exit_code, timed_out=completed.timed_out,
                                        interrupted=completed.interrupted, timeout_s=cell.timeout_s,
                                        stderr=raw.stderr, ok_exit_codes=adapter.ok_exit_codes, wall_s=completed.wall_s)
-    if parse_error:
-        status, error = Status.FAILED, "; ".join(e for e in (error, parse_error) if e)
+    if parse_error and status is Status.OK:
+        status, error = Status.FAILED, parse_error
+    elif parse_error:
+        error = f"{error}; {parse_error}"
     outcome_ = CellOutcome(status, completed.exit_code, error, artifacts)
     if measurement is None:
         return RunResult(identity, outcome_, Measurement(cell.tool, timing=timing), notes=list(outcome.notes),
@@ -95,18 +102,29 @@ def _merged(adapter: "registry.Adapter", outcome: Outcome, identity: Identity, t
 
 
 def _part(generator: "FleetGenerator", part: Part, cell: "Cell", run_dir: store.RunDir) -> GeneratorPart:
-    """The generator's part: how it ended; its figures are in the controller's merge, not apart."""
+    """The generator's part: how it ended, its own figures where the tool's output tells them
+    apart (else none, said in the cell's notes), what it cost that host."""
+    measurement = part.measurement or Measurement(cell.tool)
+    if part.completed is not None:
+        measurement = dataclasses.replace(measurement, timing=dataclasses.replace(measurement.timing,
+                                                                                wall_s=part.completed.wall_s))
+    cost, bound = (part.watch.summary(part.completed, measurement.counts.requests_total)
+                   if part.watch is not None and part.completed is not None else (None, None))
     return GeneratorPart(name=generator.name, host=generator.host.label,
                          status=Status.OK if part.error is None else Status.FAILED,
-                         measurement=Measurement(cell.tool), exit_code=part.exit_code, error=part.error,
-                         clock=generator.clock, path=run_dir.relative(part.folder))
+                         measurement=measurement, exit_code=part.exit_code, error=part.error, cost=cost,
+                         generator_bound=bound, clock=generator.clock, path=run_dir.relative(part.folder))
 
 
 def _short(cell: "Cell", duration_s: float | None) -> list[str]:
-    """Locust's run time runs from the master's order to spawn, before the workers' users have
-    all started: measured in namespaces, 1.7 s of load in a 3 s cell. Said, not corrected."""
+    """A merged run whose samples span clearly less than the duration asked. Measured in
+    namespaces: JMeter's servers run their threads for the scheduled time, but on a cold JVM
+    their first samples start half a second in (2.4 s of samples in a 3 s cell). Said, not
+    corrected. (Locust's master counts its run time from the moment every worker's users
+    have started: adapters/locust_distributed.py.)"""
     asked = cell.stop.duration_s
     if asked is None or duration_s is None or duration_s >= 0.9 * asked:
         return []
-    return [f"the tool measured {duration_s:.2f}s of load in the {asked:g}s asked: its distributed mode counts the "
-            "run time from the controller's start order, before every generator's load has begun"]
+    return [f"the tool's samples span {duration_s:.2f}s of the {asked:g}s asked: the generators' load began after "
+            "the tool's own timer started (JMeter's servers time their threads from their start; on a cold JVM the "
+            "first samples come late); rates are over the span measured"]

@@ -72,6 +72,9 @@ class Running(Protocol):
 
     def wait(self, timeout_s: float) -> Completed: ...
 
+    def kill(self) -> None:
+        """From another thread than the one waiting: its wait then returns soon."""
+
 
 class Host(Protocol):
     label: str
@@ -211,8 +214,14 @@ class LocalProcess:
         self._proc = proc
         self._files = (out, err)
         self._lifeline = lifeline
+        self._reaping = threading.Lock()  # a kill() from another thread never meets a reaped (reusable) pid
         self.pid = proc.pid
         self.started = time.monotonic()
+
+    def kill(self) -> None:
+        with self._reaping:
+            if self._proc.returncode is None:
+                kill_tree(self.pid)
 
     def wait(self, timeout_s: float) -> Completed:
         try:
@@ -254,11 +263,12 @@ class LocalProcess:
     def _reap(self, timed_out: bool, interrupted: bool) -> Completed:
         # Whatever the tool left behind in its session must not load the next cell. Done
         # before reaping: while the leader is a zombie its pid (the group id) cannot be reused.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
-        _, status, usage = os.wait4(self.pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        self._proc.returncode = code  # reaped here: Popen must not wait for it again
+        with self._reaping:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+            _, status, usage = os.wait4(self.pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+            self._proc.returncode = code  # reaped here: Popen must not wait for it again
         if self._lifeline is not None:
             self._lifeline.release(self.pid)
         wall = time.monotonic() - self.started

@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -96,6 +97,7 @@ class Lifeline:
             self._log.close()
             raise
         self._groups: dict[int, tuple[int, float]] = {}  # pid -> (pgid, create time)
+        self._lock = threading.Lock()  # the generators of a scaled-out cell start their tools from threads
         self._watchdog_created = _create_time(self._watchdog.pid)
         try:
             self._write({"event": "started", "role": "watchdog", "pid": self._watchdog.pid,
@@ -141,15 +143,16 @@ class Lifeline:
         self.close()
 
     def _tell(self, line: str) -> None:
-        with contextlib.suppress(OSError):  # a dead watchdog leaves PDEATHSIG and the ledger
+        with self._lock, contextlib.suppress(OSError):  # a dead watchdog leaves PDEATHSIG and the ledger
             assert self._watchdog.stdin is not None
             self._watchdog.stdin.write(line + "\n")
             self._watchdog.stdin.flush()
 
     def _write(self, entry: dict[str, Any]) -> None:
         # Flushed, not synced: what must survive is toolbench's death, not the machine's.
-        self._log.write(json.dumps(entry, sort_keys=True) + "\n")
-        self._log.flush()
+        with self._lock:
+            self._log.write(json.dumps(entry, sort_keys=True) + "\n")
+            self._log.flush()
 
 
 @contextlib.contextmanager

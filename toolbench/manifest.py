@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from toolbench import codec
+from toolbench.schema import ClockOffset
 
-MANIFEST_VERSION = 2  # 1: untyped, under "toolbench_manifest"; 2: this record
+MANIFEST_VERSION = 3  # 1: untyped, under "toolbench_manifest"; 2: this record; 3: with its generators
 
 
 class RunStatus(str, enum.Enum):
@@ -49,6 +50,19 @@ class Environment:
 class ToolRecord:
     tool: str
     version: str | None = None  # None: not found on the host
+
+
+@dataclass(frozen=True)
+class GeneratorRecord:
+    """One generator of a run on several (`hosts.generators`): where it is, the tools found
+    there, and its clock against toolbench's as measured at the start."""
+
+    name: str
+    host: str  # toolbench's label for it: "local", user@address:port
+    weight: float = 1.0
+    tools: list[ToolRecord] = field(default_factory=list)  # empty when it was not reached
+    clock: ClockOffset | None = None  # None: this machine's own clock, or not reached
+    error: str | None = None  # why it was not reached at the start
 
 
 @dataclass(frozen=True)
@@ -123,7 +137,8 @@ class Manifest:
     status: RunStatus = RunStatus.STARTING
     error: str | None = None
     environment: Environment = field(default_factory=Environment)
-    tools: list[ToolRecord] = field(default_factory=list)
+    tools: list[ToolRecord] = field(default_factory=list)  # of several generators: as every one has them
+    generators: list[GeneratorRecord] = field(default_factory=list)  # empty: one generator, `environment`'s
     prerequisites: Prerequisites | None = None
     targets: list[TargetRecord] = field(default_factory=list)
     observation: Observation = field(default_factory=Observation)

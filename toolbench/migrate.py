@@ -69,6 +69,14 @@ def _manifest_1_to_2(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+def _manifest_2_to_3(old: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 lists the generators of a run on several; every older run had one."""
+    new = dict(old)
+    new["generators"] = []
+    new["manifest_version"] = 3
+    return new
+
+
 def _description(text: object) -> str:
     """The description a version-1 manifest kept only inside the scenario's text."""
     import yaml
@@ -82,7 +90,7 @@ def _description(text: object) -> str:
 
 
 RESULT_STEPS: dict[int, Step] = {1: _result_1_to_2, 2: _result_2_to_3, 3: _result_3_to_4}
-MANIFEST_STEPS: dict[int, Step] = {1: _manifest_1_to_2}
+MANIFEST_STEPS: dict[int, Step] = {1: _manifest_1_to_2, 2: _manifest_2_to_3}
 
 
 def result(data: Mapping[str, Any]) -> dict[str, Any]:

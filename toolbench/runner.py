@@ -128,6 +128,7 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
         with life:
             if isinstance(host, LocalHost):
                 host = host.with_lifeline(life)
+            fleet = fleet.with_lifeline(life) if fleet is not None else None
             checked = manifest.Prerequisites(
                 checked_at=store.utc_now(), host=host.label, went_on=bool(prereq.blocking(findings)),
                 findings=[manifest.Finding(**f.to_dict()) for f in findings])
@@ -149,7 +150,7 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         done = run_dir.finished_cells() if resumed else set()
         found = detection.detect_tools(scenario, host, {c.cell.tool for c in cells}, progress.fleet)
         if resumed is None:
-            run_dir.write_manifest(_manifest(scenario, host, found, checked))
+            run_dir.write_manifest(_manifest(scenario, host, found, checked, progress.fleet))
         else:
             earlier = run_dir.manifest().resumed
             run_dir.update_manifest(prerequisites=checked, status=manifest.RunStatus.STARTING,
@@ -396,8 +397,8 @@ def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:
         raise ToolbenchError(f"{run_dir.path}: this run was started with {said}; resume it the same way")
 
 
-def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection],
-              prerequisites: manifest.Prerequisites) -> manifest.Manifest:
+def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection], prerequisites: manifest.Prerequisites,
+              fleet: scaleout.Fleet | None) -> manifest.Manifest:
     facts = host.facts()
     return manifest.Manifest(
         scenario=manifest.ScenarioRecord(name=scenario.name, description=scenario.description,
@@ -407,6 +408,7 @@ def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection],
         environment=manifest.Environment(host=host.label, **dataclasses.asdict(facts),
                                          python=platform.python_version(), argv=list(sys.argv)),
         tools=[manifest.ToolRecord(tool, _version(f)) for tool, f in sorted(found.items())],
+        generators=fleet.records() if fleet is not None else [],
         prerequisites=prerequisites,
         observation=manifest.Observation(monitor=manifest.MonitorSettings(**dataclasses.asdict(scenario.monitor)),
                                          probe=manifest.ProbeSettings(**dataclasses.asdict(scenario.probe))),

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from toolbench import clocks, derive, execute, invariants, merge, registry, ssh, warmup
+from toolbench import clocks, derive, execute, invariants, manifest, merge, registry, ssh, warmup
 from toolbench.adapter import Detection, Found, Missing, RawOutput
 from toolbench.errors import HostError, ParseError, ScenarioError
 from toolbench.generator_watch import GeneratorWatch
-from toolbench.hosts import Completed, Host
+from toolbench.hosts import Completed, Host, LocalHost, Running
+from toolbench.lifeline import Lifeline
 from toolbench.plan import Cell, PlannedCell
 from toolbench.scenario import GeneratorSpec, Scenario
 from toolbench.schema import (Artifact, ClockOffset, GeneratorPart, Identity, Measurement, Outcome, RunResult, Status,
@@ -33,6 +34,7 @@ from toolbench import store
 
 START_LEAD_S = 1.5  # from the barrier to the common start: time enough to tell every generator when
 READY_TIMEOUT_S = 120.0  # staging and starting on every generator, the warm-up's length added
+STOP_WAIT_S = 30.0  # after Ctrl-C: how long the parts may take to end once their tools are killed
 GO_FILE = ".toolbench-go"  # in the tool's folder: the start instant, in ns of that host's clock
 # Waits for the go file ($1), sleeps until the instant it holds by this host's clock, then
 # becomes the tool: started ahead, the tool's process exists (and is watched) before it runs.
@@ -59,6 +61,21 @@ class Fleet:
 
     generators: list[Generator]
     found: dict[str, dict[str, Detection]] = field(default_factory=dict)  # generator -> tool -> detection
+
+    def with_lifeline(self, life: Lifeline) -> "Fleet":
+        """Local generators' tools recorded in the run's lifeline, as every process toolbench
+        starts on this machine is (remote ones die with their SSH channel)."""
+        generators = [dataclasses.replace(g, host=g.host.with_lifeline(life)) if isinstance(g.host, LocalHost) else g
+                      for g in self.generators]
+        return Fleet(generators, self.found)
+
+    def records(self) -> list[manifest.GeneratorRecord]:
+        """Every generator as the run's manifest keeps it, with the versions found on it."""
+        return [manifest.GeneratorRecord(
+            name=g.name, host=g.host.label if g.host is not None else g.spec.host.address, weight=g.spec.weight,
+            tools=[manifest.ToolRecord(tool, d.version if isinstance(d, Found) else None)
+                   for tool, d in sorted(self.found.get(g.name, {}).items())],
+            clock=g.clock, error=g.error) for g in self.generators]
 
     @property
     def reached(self) -> list[Generator]:
@@ -141,6 +158,7 @@ class _Start:
 
     barrier: threading.Barrier
     epoch_s: float = 0.0
+    stopped: threading.Event = field(default_factory=threading.Event)  # Ctrl-C: no part starts any more
 
     @classmethod
     def of(cls, parties: int) -> "_Start":
@@ -155,6 +173,10 @@ class _Start:
         self.barrier.wait(timeout_s)
         return self.epoch_s
 
+    def stop(self) -> None:
+        self.stopped.set()
+        self.barrier.abort()
+
 
 @dataclass
 class _PartRun:
@@ -163,6 +185,7 @@ class _PartRun:
     workdir: Path
     completed: Completed | None = None
     raw: RawOutput | None = None
+    running: Running | None = None  # its tool while it runs, for a Ctrl-C to kill from the main thread
     watch: GeneratorWatch | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -196,7 +219,10 @@ def _run_part(part: _PartRun, start: _Start, scenario: Scenario, run_dir: store.
         part.watch.prepare()
         running = host.start(on_go(argv, tool_dir), cwd=tool_dir, stdout=part.workdir / "stdout.txt",
                              stderr=part.workdir / "stderr.txt", env=env)
+        part.running = running
         try:
+            if start.stopped.is_set():  # Ctrl-C came between the start and the line above
+                raise threading.BrokenBarrierError
             part.watch.start(running)
             epoch = start.wait(ready_s)
             go(host, tool_dir, epoch, generator.clock)
@@ -214,7 +240,8 @@ def _run_part(part: _PartRun, start: _Start, scenario: Scenario, run_dir: store.
         _, part.notes = warmup.before(adapter, found, cell, part.workdir, host, run_dir.relative)
         part.completed, part.raw, _ = execute.staged(adapter, found, cell, part.workdir, host, run)
     except threading.BrokenBarrierError:
-        part.error = "did not start: another generator was not ready"
+        part.error = "did not start: " + ("interrupted" if start.stopped.is_set() else
+                                          "another generator was not ready")
     except (HostError, warmup.WarmupFailed, OSError) as exc:
         start.barrier.abort()
         part.error = exc.reason if isinstance(exc, warmup.WarmupFailed) else str(exc)
@@ -241,16 +268,38 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
         for part in (p for p in parts if p.generator.host is not None):
             found = fleet.found[part.generator.name][cell.tool]
             assert isinstance(found, Found), "the runner stops a tool missing on a generator"
+            # A daemon: one left busy after a Ctrl-C (see _join) must not hold toolbench's exit.
             threads.append(threading.Thread(target=_run_part, name=f"generator {part.generator.name}",
-                                            args=(part, start, scenario, run_dir, target, found)))
+                                            args=(part, start, scenario, run_dir, target, found), daemon=True))
+        interrupted = _join(threads, parts, start)
+    ended_at = store.utc_now()
+    kept = [_part(p, run_dir, adapter, interrupted) for p in parts]
+    return _result(identity, cell, kept, watchers, Timing(started_at=started_at, ended_at=ended_at), run_dir,
+                   workdir, [note for p in parts for note in p.notes], interrupted)
+
+
+def _join(threads: list[threading.Thread], parts: list[_PartRun], start: _Start) -> bool:
+    """Every part's thread started and ended. Ctrl-C (in this, the main thread) kills every
+    part's tool, on its own host, and waits for the parts to end: True then. A part still
+    busy after STOP_WAIT_S (a stalled copy) is left to the lifeline and the closing SSH
+    connections, which end whatever toolbench started there."""
+    try:
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-    ended_at = store.utc_now()
-    kept = [_part(p, run_dir, adapter) for p in parts]
-    return _result(identity, cell, kept, watchers, Timing(started_at=started_at, ended_at=ended_at), run_dir,
-                   workdir, [note for p in parts for note in p.notes])
+        return False
+    except KeyboardInterrupt:
+        start.stop()
+        for part in parts:
+            if part.running is not None:
+                with contextlib.suppress(HostError, OSError):
+                    part.running.kill()
+        deadline = time.monotonic() + STOP_WAIT_S
+        for thread in threads:
+            if thread.ident is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        return True
 
 
 def _folder(workdir: Path, name: str) -> Path:
@@ -259,12 +308,15 @@ def _folder(workdir: Path, name: str) -> Path:
     return folder
 
 
-def _part(run: _PartRun, run_dir: store.RunDir, adapter: "registry.Adapter") -> GeneratorPart:
+def _part(run: _PartRun, run_dir: store.RunDir, adapter: "registry.Adapter", interrupted: bool) -> GeneratorPart:
     generator, cell = run.generator, run.cell
     common = dict(name=generator.name, host=generator.host.label if generator.host else generator.spec.host.address,
                   concurrency=cell.concurrency,
                   rate_rps=cell.rate_rps, requests=cell.stop.requests, clock=generator.clock,
                   path=run_dir.relative(run.workdir))
+    if interrupted:  # killed mid-run: its files stay on disk, its figures are not a run's
+        return GeneratorPart(status=Status.INTERRUPTED, measurement=Measurement(cell.tool),
+                             error=run.error or "interrupted before the tool ended", **common)
     if run.completed is None or run.raw is None:
         return GeneratorPart(status=Status.FAILED, measurement=Measurement(cell.tool), error=run.error, **common)
     measurement: Measurement | None
@@ -288,10 +340,14 @@ def _part(run: _PartRun, run_dir: store.RunDir, adapter: "registry.Adapter") -> 
 
 
 def _result(identity: Identity, cell: Cell, parts: list[GeneratorPart], watchers: "execute.CellWatchers",
-            timing: Timing, run_dir: store.RunDir, workdir: Path, notes: list[str]) -> RunResult:
+            timing: Timing, run_dir: store.RunDir, workdir: Path, notes: list[str], interrupted: bool) -> RunResult:
     artifacts = [Artifact(role=f"{p.name} {path.stem}", path=run_dir.relative(path))
                  for p in parts for path in sorted((workdir / f"gen-{p.name}").glob("*.*")) if path.is_file()]
     failed = [p for p in parts if p.status is not Status.OK]
+    if interrupted:
+        return RunResult(identity, Outcome(Status.INTERRUPTED, error="interrupted before the cell ended; --resume "
+                                           "runs it again", artifacts=artifacts),
+                         Measurement(cell.tool, timing=timing), notes=notes, generators=parts)
     if failed:
         said = "; ".join(f"generator {p.name}: {p.error or p.status.value}" for p in failed)
         status = Status.PARTIAL if len(failed) < len(parts) else Status.FAILED

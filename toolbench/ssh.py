@@ -334,9 +334,14 @@ class SSHHost:
             raise HostError(f"{self.label}: cannot copy {local_path} to {remote_path}: {_os_why(exc)}") from None
 
     def get(self, remote_path: str, local_path: Path) -> None:
+        existed = local_path.exists()
         try:
             self._sftp_client().get(remote_path, str(local_path))
         except OSError as exc:
+            # paramiko creates the local file before it opens the remote one: a file the tool
+            # never wrote must not come back as an empty one.
+            if not existed:
+                local_path.unlink(missing_ok=True)
             raise HostError(f"{self.label}: cannot copy {remote_path} to {local_path}: {_os_why(exc)}") from None
 
     def _sftp_client(self) -> paramiko.SFTPClient:

@@ -199,6 +199,10 @@ class RemoteProcess:
                                  time.monotonic() + timeout_s)
         return done()
 
+    def kill(self) -> None:
+        """Its remote group killed, from any thread: the channel then ends and wait() returns."""
+        self._kill_group(self.pid)
+
     def wait(self, timeout_s: float) -> Completed:
         """Waits up to timeout_s from the start, then kills the remote group. Whatever the
         tool left running in its group is killed too, so it cannot load the next cell."""

@@ -4,12 +4,15 @@ This file is the same for every cell: what a cell asks for (method, path, header
 the user class, a request budget) is data, read from the JSON file toolbench writes
 beside it. Nothing from a scenario is ever pasted into code."""
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 import gevent
 from locust import FastHttpUser, HttpUser, constant, events, task
+from locust.runners import MasterRunner, WorkerRunner
+from locust.stats import RequestStats
 
 PARAMS = json.loads(Path(__file__).with_name("locust_params.json").read_text(encoding="utf-8"))
 USER_CLASSES = {"FastHttpUser": FastHttpUser, "HttpUser": HttpUser}
@@ -27,6 +30,14 @@ BUDGET = PARAMS["budget"]
 # time limit: no success for this long, with failures meanwhile, stops the run.
 STALL_S = float(PARAMS["stall_s"])
 NOTE = PARAMS["note_prefix"]
+# In a distributed run: where each worker process keeps its own requests, as Locust's --json
+# would print them (`<prefix>.<n>.json`, n claimed by the process), since the master only
+# ever holds the merge of its workers' stats. None: not asked for.
+WORKER_STATS = PARAMS.get("worker_stats")
+# In a distributed run, the master's run time in seconds counted from the moment every
+# worker's users have started (its --run-time counts from the order to spawn them, which
+# reaches remote workers late). None: --run-time alone.
+RUN_S_SPAWNED = PARAMS.get("run_s_after_spawn")
 _issued = 0
 _done = 0
 _ok = 0
@@ -102,3 +113,59 @@ def _watchdog(environment, started):
                   f"({_done} ended)", file=sys.stderr, flush=True)
             environment.runner.quit()
             return
+
+
+class _OwnStats:
+    """This worker process's own requests, logged exactly as Locust's runner logs them, never
+    reset (the runner resets its stats at every report to the master)."""
+
+    def __init__(self, environment):
+        self.stats = RequestStats()
+        self.path = _claim(Path.cwd(), WORKER_STATS)
+        environment.events.request.add_listener(self.log)
+        environment.events.test_stop.add_listener(self.save)
+        environment.events.quitting.add_listener(self.save)
+
+    def log(self, request_type, name, response_time, response_length, exception=None, **_kwargs):
+        self.stats.log_request(request_type, name, response_time, response_length)
+        if exception:
+            self.stats.log_error(request_type, name, exception)
+
+    def save(self, **_kwargs):
+        entries = [entry.serialize() for entry in self.stats.entries.values()
+                   if entry.num_requests or entry.num_failures]
+        errors = [error.to_dict() for error in self.stats.errors.values()]
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"stats": entries, "errors": errors}, indent=1), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def _claim(folder, prefix):
+    """The first `<prefix>.<n>.json` no other worker process here has claimed."""
+    n = 0
+    while True:
+        try:
+            os.close(os.open(folder / f"{prefix}.{n}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return folder / f"{prefix}.{n}.json"
+        except FileExistsError:
+            n += 1
+
+
+@events.init.add_listener
+def _own_stats(environment, **_kwargs):
+    if WORKER_STATS is not None and isinstance(environment.runner, WorkerRunner):
+        environment.toolbench_own_stats = _OwnStats(environment)
+
+
+@events.init.add_listener
+def _run_time_from_spawned(environment, **_kwargs):
+    if RUN_S_SPAWNED is None or not isinstance(environment.runner, MasterRunner):
+        return
+    timer = []
+
+    def start_once(**_kwargs):
+        # Spawning completes again whenever the users are rebalanced: the first time counts.
+        if not timer:
+            timer.append(gevent.spawn_later(float(RUN_S_SPAWNED), environment.runner.quit))
+
+    environment.events.spawning_complete.add_listener(start_once)

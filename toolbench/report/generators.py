@@ -29,7 +29,11 @@ def generators_section(ctx: Context) -> Section | None:
     intro = ("Cells run on several generators at once, each with its share of the load, started at one instant "
              "(each host's clock offset taken off). A cell's figures elsewhere in this report are the merge of "
              "these parts (counts and bytes summed, latency from the merged histograms); a cell with a failed "
-             "part is partial and nothing of it is summed.")
+             "part is partial and nothing of it is summed. Where the tool's own distributed mode ran the cell "
+             "(Locust's workers, JMeter's servers), the merge is the tool's and each part's figures are told "
+             "apart from its output: a Locust worker's own requests, a JMeter server's rows of the "
+             "controller's result file; a part whose figures cannot be told apart shows none, with the "
+             "reason in the cell's notes.")
     table = Table(columns(*_LABELS, numeric_from=4, text=("bound",)), rows)
     return Section("generators", "Generators", intro=intro, tables=(table,), points=points)
 
