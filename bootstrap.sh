@@ -15,7 +15,7 @@ case "${1:-}" in
     test)
         shift
         scripts/install.sh --for tests
-        exec .venv/bin/pytest -ra "$@"
+        exec .venv/bin/pytest -ra --durations=25 "$@"
         ;;
     *)
         echo "usage: ./bootstrap.sh demo|test [extra arguments]" >&2

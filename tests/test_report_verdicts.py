@@ -4,6 +4,7 @@ and two runs of the quickstart that must not contradict each other."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import statistics
 from pathlib import Path
@@ -24,6 +25,7 @@ def views(*names: str) -> list[RunView]:
     return render.load_views([store.RunDir.open(RUNS / name) for name in names], RUNS)
 
 
+@functools.cache  # a build renders every chart (seconds); the tests only read what it returns
 def build(*names: str) -> model.ReportData:
     return model.build(views(*names))
 
