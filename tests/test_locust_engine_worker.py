@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from toolbench import plan, runner, scenario, store
-from toolbench.engine import locust_cell, locust_worker
+from toolbench.engine import locust_cell
 from toolbench.errors import ScenarioError
 from toolbench.schema import Status
 from toolbench.targets import RunningTarget
@@ -165,8 +165,8 @@ def test_a_worker_that_loses_its_master_stops_by_itself(tmp_path, nginx):
 
 
 def test_a_worker_without_a_master_stops_by_itself(nginx):
-    hand = worker(nginx.base_url + "/", locust_cell.free_port(), "--master-timeout", "1s")
-    _, err = hand.communicate(timeout=locust_worker.JOIN_WAIT_S + 60)
+    hand = worker(nginx.base_url + "/", locust_cell.free_port(), "--master-timeout", "1s", "--join-timeout", "2s")
+    _, err = hand.communicate(timeout=30)  # well under the 60 s it would wait without --join-timeout
     assert hand.returncode == 1 and "no Locust master answered at 127.0.0.1" in err
 
 

@@ -68,7 +68,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     locust.add_argument("--user-throughput", type=_positive_float, metavar="R",
                         help="each user's requests/s, as Locust's constant_throughput(R) (default: no wait)")
     locust.add_argument("--master-timeout", type=_duration, metavar="S",
-                        help="stop when the master has been silent this long (default 10s; 60s for its first answer)")
+                        help="stop when the master has been silent this long (default 10s)")
+    locust.add_argument("--join-timeout", type=_duration, metavar="S",
+                        help="stop when the master has not answered at all after this long (default 60s)")
     parser.set_defaults(func=run_command)
 
 
@@ -91,8 +93,9 @@ def run_command(args: argparse.Namespace) -> int:
         from toolbench.engine import locust_worker
 
         return locust_worker.run(locust_worker.options_from_args(args, options_from_args))
-    if args.user_throughput is not None or args.master_timeout is not None:
-        raise UsageError("--user-throughput and --master-timeout are for a Locust worker (--locust-master)")
+    if args.user_throughput is not None or args.master_timeout is not None or args.join_timeout is not None:
+        raise UsageError("--user-throughput, --master-timeout and --join-timeout are for a Locust worker "
+                         "(--locust-master)")
     if args.connections is None or (args.duration is None and args.requests is None):
         raise UsageError("give -c/--connections and one of -d/--duration or -n/--requests "
                          "(or --locust-master HOST:PORT)")

@@ -6,7 +6,7 @@ heartbeat, stats, stop, client_stopped, quit), runs as many users as the master 
 (each user one connection sending the engine's one request in a closed loop) and sends
 Locust's stats every report interval, so the master's output counts the engine's
 requests as it counts its own workers'. A worker that hears nothing from its master for
-`master_timeout_s` (or, before it first answers, JOIN_WAIT_S) stops by itself."""
+`master_timeout_s` (or, before it first answers, `join_timeout_s`) stops by itself."""
 from __future__ import annotations
 
 import asyncio
@@ -41,6 +41,7 @@ class WorkerOptions:
     request: EngineOptions  # url, method, headers, body, keep-alive and timeout of the one request
     throughput: float | None = None  # requests/s per user, as Locust's constant_throughput; None: no wait
     master_timeout_s: float = 10.0
+    join_timeout_s: float = JOIN_WAIT_S
     report_interval_s: float = proto.REPORT_INTERVAL_S
 
 
@@ -57,8 +58,9 @@ def options_from_args(args: Any, request_of: Callable[[Any], EngineOptions]) -> 
     host, port = parse_master(args.locust_master)
     request = dataclasses.replace(request_of(args), connections=1, duration_s=1.0)
     timeout = args.master_timeout if args.master_timeout is not None else WorkerOptions.master_timeout_s
+    join = args.join_timeout if args.join_timeout is not None else WorkerOptions.join_timeout_s
     return WorkerOptions(master_host=host, master_port=port, request=request, throughput=args.user_throughput,
-                         master_timeout_s=timeout)
+                         master_timeout_s=timeout, join_timeout_s=join)
 
 
 def parse_master(text: str) -> tuple[str, int]:
@@ -178,7 +180,7 @@ class Worker:
         elif now - self.asked >= CONNECT_RETRY_S:
             self._ready()
         silent = now - self.heard
-        if silent > (self.opts.master_timeout_s if self.acked else max(self.opts.master_timeout_s, JOIN_WAIT_S)):
+        if silent > (self.opts.master_timeout_s if self.acked else self.opts.join_timeout_s):
             where = f"{self.opts.master_host}:{self.opts.master_port}"
             self.say(f"no Locust master answered at {where} for {silent:.0f}s; stopped" if not self.acked else
                      f"lost the Locust master at {where}: no heartbeat for {silent:.0f}s; stopped")
