@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -115,9 +116,23 @@ def long_master(folder: Path, host: str, port: int) -> subprocess.Popen[str]:
     boss = subprocess.Popen([sys.executable, "-m", "locust", "-f", "locustfile.py", "--master", "--headless",
                              "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
                              "--expect-workers", "1", "-u", "2", "-r", "2", "-t", "60s", "--host", host,
-                             "--json", "--only-summary", "--loglevel", "INFO"],
+                             "--json", "--only-summary", "--loglevel", "INFO", "--csv", "stats"],
                             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return boss
+
+
+def wait_for_requests(folder: Path, boss: subprocess.Popen[str], timeout_s: float = 60) -> None:
+    """Until the master has counted requests from its worker (its stats history, written
+    every second): on a busy machine the users may not have sent any yet at "spawned"."""
+    history = folder / "stats_stats_history.csv"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and boss.poll() is None:
+        if history.exists():
+            rows = list(csv.DictReader(history.read_text().splitlines()))
+            if any(int(row["Total Request Count"]) > 0 for row in rows if row.get("Total Request Count")):
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the master counted no request within {timeout_s:g}s")
 
 
 def wait_for_spawn(boss: subprocess.Popen[str]) -> None:
@@ -133,6 +148,7 @@ def test_a_worker_stopped_by_sigterm_tells_its_master_and_reports_first(tmp_path
     hand = worker(nginx.base_url + "/", port)
     try:
         wait_for_spawn(boss)
+        wait_for_requests(tmp_path, boss)
         hand.send_signal(signal.SIGTERM)
         _, said = hand.communicate(timeout=60)
         out, _ = boss.communicate(timeout=60)  # the master ends with its last worker
