@@ -12,7 +12,8 @@ class ProcessCost:
     """What a watched process tree cost its machine, the figures every monitor of toolbench gives
     alike: the generator's (GeneratorCost) and the target's (ServerCost). CPU seconds are those the
     kernel counted for the tree; CPU % is of one core (a tree on several cores can exceed 100).
-    Peaks are over the monitor's samples."""
+    Peaks are over the monitor's samples. Connections and TIME-WAIT are not among them: each
+    kind counts them on sockets of its own (the tool's to the target, the server's port)."""
 
     cpu_user_s: float | None = None
     cpu_system_s: float | None = None
