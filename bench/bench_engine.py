@@ -35,6 +35,7 @@ import psutil
 
 import bench_adapters
 import toolbench
+from toolbench.engine.churn_native import churn_path
 from toolbench.errors import ToolbenchError
 from toolbench.targets import nginx_static
 
@@ -214,6 +215,8 @@ def main() -> int:
     tools += list(by_name)
     for tool, why in skipped.items():
         print(f"{tool}: skipped ({why})")
+    if not keepalive and "engine" in tools:
+        print(f"engine: keep-alive off on its {churn_path()} connection path")
     # An installed toolbench has its bytecode compiled (pip does it at install); a checkout run
     # with PYTHONDONTWRITEBYTECODE=1 (as here) would compile every changed module again in every
     # engine run, 0.05-0.1 s of CPU that no user pays: compile them once first.
