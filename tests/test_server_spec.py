@@ -181,6 +181,25 @@ def test_server_cost_round_trips_in_a_run_result(tmp_path: Path):
     assert RunResult.from_dict(old).server_cost is None
 
 
+def test_a_samplers_server_cost_read_as_a_generator_cost_keeps_only_the_shared_figures():
+    # A generator watched over SSH is sampled by the server's sampler; its connections and
+    # TIME-WAIT are those of a port it does not serve, so they do not become the tool's.
+    from toolbench.schema import GeneratorCost
+    server = ServerCost(cpu_user_s=1.5, cpu_system_s=0.5, cpu_mean_pct=80.0, cpu_peak_pct=100.0,
+                        cpu_us_per_request=20.0, rss_peak_bytes=4096, threads_peak=3, processes_peak=2,
+                        open_files_peak=9, sockets_peak=4, connections_peak=7, time_wait_peak=3,
+                        connections_by_state_peak={"ESTAB": 7}, wall_s=2.0, samples=4, interval_s=0.5,
+                        monitor_cpu_s=0.01, notes=["n"])
+    generator = GeneratorCost.from_shared(server)
+    assert type(generator) is GeneratorCost
+    assert (generator.cpu_user_s, generator.cpu_system_s, generator.cpu_mean_pct, generator.cpu_peak_pct) == (
+        1.5, 0.5, 80.0, 100.0)
+    assert (generator.cpu_us_per_request, generator.rss_peak_bytes, generator.threads_peak,
+            generator.processes_peak, generator.open_files_peak, generator.sockets_peak) == (20.0, 4096, 3, 2, 9, 4)
+    assert (generator.samples, generator.interval_s, generator.monitor_cpu_s, generator.notes) == (4, 0.5, 0.01, ["n"])
+    assert generator.connections_peak is None and generator.time_wait_peak is None
+
+
 def test_a_servers_workers_are_its_processes_up_to_the_cores():
     from toolbench.servers.spec import GunicornOptions, NginxOptions, TargetSpec, UwsgiOptions
     assert TargetSpec(kind="nginx-static", nginx=NginxOptions()).workers(cores=2) == 2  # one per core

@@ -19,12 +19,6 @@ from toolbench.schema import GeneratorCost
 from toolbench.servers import cost, remote
 from toolbench.ssh import SSHHost
 
-# The fields a sampler's ServerCost shares with a GeneratorCost.
-_SHARED = ("cpu_user_s", "cpu_system_s", "cpu_mean_pct", "cpu_peak_pct", "cpu_us_per_request", "rss_peak_bytes",
-           "threads_peak", "processes_peak", "open_files_peak", "sockets_peak", "samples", "interval_s",
-           "monitor_cpu_s", "notes")
-
-
 class GeneratorWatch:
     def __init__(self, scenario: Scenario, cell: Cell, host: Host, tool_dir: Path, workdir: Path) -> None:
         self._spec, self._cell, self._host = scenario.monitor, cell, host
@@ -74,7 +68,7 @@ class GeneratorWatch:
         """What the part cost its generator, and whether that generator was the limit."""
         if isinstance(self._report, cost.ServerReport):
             server = cost.summarize(self._report, requests_total)
-            figures = GeneratorCost(**{name: getattr(server, name) for name in _SHARED})
+            figures = GeneratorCost.from_shared(server)
         elif self._report is not None or completed.cpu_user_s is not None:
             report = self._report if isinstance(self._report, monitor.MonitorReport) else None
             figures = monitor.summarize(report, wall_s=completed.wall_s, cpu_user_s=completed.cpu_user_s,

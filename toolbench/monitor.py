@@ -215,8 +215,8 @@ def peak(values: Sequence[N | None]) -> N | None:
 
 
 def tree_peaks(trees: Sequence[ToolSample]) -> dict[str, float | int | None]:
-    """The peaks of a process tree's samples, by the field names GeneratorCost and
-    ServerCost share: the tool's tree and the server's are summed up alike."""
+    """The peaks of a process tree's samples, by their ProcessCost field names: the tool's
+    tree and the server's are summed up alike."""
     return {"cpu_peak_pct": peak([t.cpu_pct for t in trees]), "rss_peak_bytes": peak([t.rss_bytes for t in trees]),
             "threads_peak": peak([t.threads for t in trees]), "processes_peak": peak([t.processes for t in trees]),
             "open_files_peak": peak([t.fds for t in trees]), "sockets_peak": peak([t.sockets for t in trees])}

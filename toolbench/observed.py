@@ -3,14 +3,17 @@ what the run cost the generator and the target, by toolbench's monitors, and wha
 own probe requests measured during it. Absent figures are None, never 0."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Self
 
 
 @dataclass(frozen=True)
-class GeneratorCost:
-    """What running the tool cost the generator, from toolbench's monitor. CPU % is of one
-    core (a tool on several cores can exceed 100). Peaks are over the monitor's samples;
-    `host_*` and `time_wait_peak` count the whole host, the rest the tool's process tree."""
+class ProcessCost:
+    """What a watched process tree cost its machine, the figures every monitor of toolbench gives
+    alike: the generator's (GeneratorCost) and the target's (ServerCost). CPU seconds are those the
+    kernel counted for the tree; CPU % is of one core (a tree on several cores can exceed 100).
+    Peaks are over the monitor's samples. Connections and TIME-WAIT are not among them: each
+    kind counts them on sockets of its own (the tool's to the target, the server's port)."""
 
     cpu_user_s: float | None = None
     cpu_system_s: float | None = None
@@ -21,7 +24,27 @@ class GeneratorCost:
     threads_peak: int | None = None
     processes_peak: int | None = None
     open_files_peak: int | None = None  # open descriptors: files, sockets, pipes
-    sockets_peak: int | None = None  # socket descriptors held by the tool's processes
+    sockets_peak: int | None = None  # socket descriptors held by the tree's processes
+    samples: int = 0
+    interval_s: float | None = None
+    monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
+    # Worker processes (cores) the server may keep busy, known of a server toolbench started;
+    # a GeneratorCost leaves it None (unknown).
+    workers: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_shared(cls, other: ProcessCost) -> Self:
+        """This kind of cost with `other`'s shared figures (a sampler's ServerCost read as a
+        GeneratorCost, say); the figures only this kind has are absent."""
+        return cls(**{f.name: getattr(other, f.name) for f in fields(ProcessCost)})
+
+
+@dataclass(frozen=True)
+class GeneratorCost(ProcessCost):
+    """What running the tool cost the generator, from toolbench's monitor of the tool's process
+    tree; `host_*` and `time_wait_peak` count the whole host."""
+
     connections_peak: int | None = None  # the tool's established connections to the target
     time_wait_peak: int | None = None  # host-wide
     host_established_peak: int | None = None
@@ -31,41 +54,21 @@ class GeneratorCost:
     tcp_cwnd_mean: float | None = None  # segments, the tool's connections to the target
     tcp_rcv_space_mean: float | None = None  # bytes
     tcp_rtt_mean_ms: float | None = None
-    samples: int = 0
-    interval_s: float | None = None
-    monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
-    workers: int | None = None  # worker processes (cores) the server may keep busy; None: unknown
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class ServerCost:
+class ServerCost(ProcessCost):
     """What serving a cell cost the target, from toolbench's server monitor over the target's
     whole process tree (every process group toolbench started for it). CPU seconds are those
-    spent from the monitor's start to its stop, in the kernel's clock ticks (10 ms); CPU % is of
-    one core. Peaks are over the samples. Connections are the server side of its port, by `ss`."""
+    spent from the monitor's start to its stop, in the kernel's clock ticks (10 ms).
+    Connections are the server side of its port, by `ss`."""
 
-    cpu_user_s: float | None = None
-    cpu_system_s: float | None = None
-    cpu_mean_pct: float | None = None
-    cpu_peak_pct: float | None = None
-    cpu_us_per_request: float | None = None
-    rss_peak_bytes: int | None = None
-    threads_peak: int | None = None
-    processes_peak: int | None = None
-    open_files_peak: int | None = None  # open descriptors: files, sockets, pipes
-    sockets_peak: int | None = None  # socket descriptors held by the server's processes
     connections_peak: int | None = None  # established connections on the server's port
     connections_by_state_peak: dict[str, int] = field(default_factory=dict)  # ss state name -> its peak
     time_wait_peak: int | None = None  # on the server's port, the server's side
     accept_queue_peak: int | None = None  # connections waiting to be accepted (the listen queue)
     listen_backlog: int | None = None  # the listen queue's size, as the kernel applies it
     wall_s: float | None = None  # from the monitor's start to its stop
-    samples: int = 0
-    interval_s: float | None = None
-    monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
-    workers: int | None = None  # worker processes (cores) the server may keep busy; None: unknown
-    notes: list[str] = field(default_factory=list)
 
 
 def cpu_us_per_request(cpu_user_s: float | None, cpu_system_s: float | None,

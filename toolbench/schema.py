@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from toolbench import codec
 from toolbench.errors import SchemaError
 # Part of the schema, kept in their own module: toolbench.schema.GeneratorCost etc. stay valid.
-from toolbench.observed import GeneratorCost, ProbeSummary, ServerCost, cpu_us_per_request  # noqa: F401
+from toolbench.observed import GeneratorCost, ProbeSummary, ProcessCost, ServerCost, cpu_us_per_request  # noqa: F401
 
 SCHEMA_VERSION = 4  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
 #                     4: RunResult.generators, the parts of a cell run on several generators
