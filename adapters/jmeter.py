@@ -12,30 +12,25 @@ What JMeter is, and what follows for its results:
   count that is not a multiple of the threads is rounded up (the plan says so);
 - it evaluates `${...}` in every string of a test plan as a variable or a function
   (`${__groovy(...)}` runs code): every value reaches the plan through one filter,
-  `jmx_value`, which escapes it for XML and makes it literal for JMeter; the body goes
-  in a file JMeter sends as it is."""
+  `jmeter_plan.jmx_value`, which escapes it for XML and makes it literal for JMeter; the
+  body goes in a file JMeter sends as it is."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from xml.sax.saxutils import escape
-from urllib.parse import urlsplit
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from toolbench import toolsdir
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                missing_program, option)
 from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl
+from toolbench.adapters.jmeter_plan import BODY, NOT_XML, test_plan
 from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.adapters.jmeter_runs import MIN_GAP_S, count_runs, is_xml, read_merged, read_run, run_windows
-from toolbench.errors import AdapterError, HostError, ParseError
+from toolbench.errors import HostError, ParseError
 from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 from toolbench.timings import SecondTally
@@ -45,7 +40,7 @@ if TYPE_CHECKING:
     from toolbench.hosts import Host
     from toolbench.plan import Cell
 
-PLAN, JTL, LOG, BODY = "plan.jmx", "results.jtl", "jmeter.log", "body"
+PLAN, JTL, LOG = "plan.jmx", "results.jtl", "jmeter.log"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 DEBIAN_213 = ("Debian's JMeter 2.13 cannot run test plans on Debian 12 (xstream ForbiddenClassException); "
               "run scripts/install_jmeter.sh")
@@ -68,9 +63,6 @@ JIT_RAMP_S = 2.0  # see JMeterAdapter.ramp_s
 # interleaved with the default, 5 of 5 times (docs/studies/001.md, JMeter).
 JIT = "-XX:TieredStopAtLevel=1"
 _HEAP = re.compile(r"^\d+[kmgKMG]$")
-_XML_ENTITIES = {'"': "&quot;", "'": "&apos;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
-# XML 1.0 has no way to write the other C0 controls, not even as character references.
-_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 class JMeterAdapter(Adapter):
@@ -127,7 +119,7 @@ class JMeterAdapter(Adapter):
         if req.body is not None and req.method not in ("POST", "PUT", "PATCH", "DELETE"):
             return Support(False, f"JMeter sends a body with POST, PUT, PATCH or DELETE, not {req.method}")
         texts = [req.path, *req.headers.keys(), *req.headers.values()]
-        if any(_NOT_XML.search(text) for text in texts):
+        if any(NOT_XML.search(text) for text in texts):
             return Support(False, "a JMeter test plan (XML) cannot carry control characters in the path or headers")
         if not _HEAP.match(str(option(cell, "heap", "1g"))):
             return Support(False, f"tools.jmeter.heap must be a size like 512m or 2g, "
@@ -197,45 +189,6 @@ class JMeterAdapter(Adapter):
 def parse_version(text: str) -> str | None:
     match = _BANNER_VERSION.search(text) or _LINE_VERSION.search(text)
     return match.group(1) if match else None
-
-
-def test_plan(cell: "Cell") -> str:
-    assert cell.url is not None
-    url = urlsplit(cell.url)
-    req = cell.request
-    loops = rounded = None
-    if cell.stop.requests_per_connection is not None:
-        loops, rounded = cell.stop.requests_per_connection, False  # JMeter's own: each thread loops N times
-    elif cell.stop.requests is not None:
-        loops = math.ceil(cell.stop.requests / cell.concurrency)
-        rounded = loops * cell.concurrency != cell.stop.requests
-    template = resources.files("toolbench.adapters").joinpath("templates/jmeter.jmx.j2").read_text()
-    # Every {{ value }} passes through jmx_value, whatever its field: no value is written unescaped.
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
-                             finalize=jmx_value)
-    return env.from_string(template).render(
-        cell_id=cell.id, threads=cell.concurrency, loops=loops, rounded=rounded,
-        requests=cell.stop.total_requests(cell.concurrency), duration_s=int(cell.stop.duration_s) if loops is None else None,
-        host=url.hostname, port=url.port or (443 if url.scheme == "https" else 80), protocol=url.scheme,
-        path=(url.path or "/") + (f"?{url.query}" if url.query else ""), method=req.method,
-        body_file=BODY if req.body is not None else None,
-        body_type=req.content_type or "application/octet-stream", headers=sorted(req.headers.items()),
-        keepalive=cell.keepalive, timeout_ms=int(option(cell, "timeout_s", 30)) * 1000)
-
-
-def jmx_value(value: Any) -> str:
-    """A value as JMeter will read it literally, escaped for XML (element text or attribute).
-
-    JMeter compiles a string with `${` in it as variables and functions; in such a string a
-    backslash escapes `$`, `,` and itself. So a `${` is made harmless by writing every `$` as
-    the function `${__char(36)}` and doubling every backslash. A string without `${` is
-    taken as it is (its backslashes included), so it is left alone."""
-    text = "" if value is None else str(value)
-    if _NOT_XML.search(text):
-        raise AdapterError(f"jmeter: a control character cannot be written into a test plan: {text!r}")
-    if "${" in text:
-        text = text.replace("\\", "\\\\").replace("$", "${__char(36)}")
-    return escape(text, _XML_ENTITIES)
 
 
 # ---- where JMeter is ----
