@@ -30,8 +30,8 @@ from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl
 from toolbench.adapters.jmeter_plan import BODY, NOT_XML, test_plan
 from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.adapters.jmeter_runs import MIN_GAP_S, count_runs, is_xml, read_merged, read_run, run_windows
+from toolbench.adapters.jmeter_summary import SUMMARY, measurement_of, summary_of
 from toolbench.errors import HostError, ParseError
-from toolbench.numbers import Numbers
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 from toolbench.timings import SecondTally
 
@@ -50,12 +50,6 @@ SAVE = ("time", "timestamp_format=ms", "label", "response_code", "response_messa
         "thread_counts", "url", "latency", "idle_time", "connect_time")
 _BANNER_VERSION = re.compile(r"\\_\\\s+(\d+(?:\.\d+)+)")  # the last line of the ASCII banner
 _LINE_VERSION = re.compile(r"^Version (\d+\.\d+(?:\.\d{1,3})?)\b", re.MULTILINE)  # 2.x: "Version 2.13.19691222"
-# The summariser's line, on stdout or in jmeter.log (after `<date> INFO o.a.j.r.Summariser: `, 2.x:
-# `INFO  - jmeter.reporters.Summariser: `), under its name: `summary`, or the listener's own
-# (`Generate Summary Results`). 3.0 and later give the time as h:mm:ss, 2.x in seconds (`in 217s`).
-_SUMMARY = re.compile(r"^(?:\S.*?Summariser: )?(summary|[A-Za-z][\w ]{0,80}?) ([+=])\s+(\d+) in "
-                      r"(?:(\d+):(\d\d):(\d\d)|\s*(\d+(?:\.\d+)?)s) =\s+([\d.]+)/s Avg:\s+(\d+) Min:\s+(\d+) "
-                      r"Max:\s+(\d+) Err:\s+(\d+) \(([\d.]+)%\)", re.MULTILINE)
 JIT_RAMP_S = 2.0  # see JMeterAdapter.ramp_s
 # Only the quick (C1) compiler: with C2 as well the samplers ran at about interpreted speed for
 # most of a 10 s cell on 2 busy cores (study 001: 183/s at a mean 44.5 ms, as with -Xint here: 149-193/s at 43-53 ms);
@@ -164,7 +158,7 @@ class JMeterAdapter(Adapter):
     def recognizes(self, path: Path, text: str) -> bool:
         if path.suffix == ".log" and re.search(r" (INFO|WARN|ERROR) +(- )?(o\.a\.j|jmeter)\.", text):
             return True  # jmeter.log
-        return self.classify(path, text) in ("plan", "jtl") or _SUMMARY.search(text) is not None
+        return self.classify(path, text) in ("plan", "jtl") or SUMMARY.search(text) is not None
 
     def parts(self, raw: RawOutput) -> list[str]:
         """A CSV JTL appended to by run after run: one result per run (jmeter_runs)."""
@@ -229,9 +223,9 @@ class _Timed(Aggregate):
 
 def parse(raw: RawOutput) -> Measurement:
     _refuse_failed_start(raw)
-    summary = _summary(raw.stdout, raw.source)
+    summary = summary_of(raw.stdout, raw.source)
     if summary is None and raw.files.get("log") is not None:
-        summary = _summary(_read_log(raw.files["log"], raw.source), raw.source)
+        summary = summary_of(_read_log(raw.files["log"], raw.source), raw.source)
     path = raw.files.get("jtl")
     if path is not None and raw.part == "all":
         return _from_runs(path)
@@ -244,7 +238,7 @@ def parse(raw: RawOutput) -> Measurement:
     if path is not None:
         return _from_jtl(_read_one_run(path), summary)
     if summary is not None:
-        return _from_summary(summary)
+        return measurement_of(summary)
     raise ParseError("jmeter", "no JTL and no summariser line (`summary =`) on stdout or in jmeter.log"
                      + _last_words(raw), raw.source)
 
@@ -301,40 +295,6 @@ def _read_log(path: Path, source: str | None) -> str:
         return path.read_text(errors="replace")
     except OSError as exc:
         raise ParseError("jmeter", f"cannot read {path}: {exc.strerror or exc}", source) from None
-
-
-def _summary(stdout: str, source: str | None) -> dict[str, float] | None:
-    """The summariser's running total: the last `=` line, else the one `+` line (JMeter
-    prints `=` only from the second report on)."""
-    matches = list(_SUMMARY.finditer(stdout))
-    totals = [m for m in matches if m.group(2) == "="]
-    chosen = totals[-1] if totals else (matches[0] if len(matches) == 1 else None)
-    if chosen is None:
-        return None
-    _, _, n, h, mi, s, secs, rate, avg, low, high, err, _pct = chosen.groups()
-    num = Numbers("jmeter", source)
-    seconds = (num.integer(h, "summary hours") * 3600 + int(mi) * 60 + int(s) if secs is None
-               else num.decimal(secs, "summary seconds"))
-    return {"count": num.integer(n, "summary count"),
-            "seconds": seconds,
-            "rate": num.decimal(rate, "summary rate"), "avg": num.integer(avg, "summary Avg"),
-            "min": num.integer(low, "summary Min"), "max": num.integer(high, "summary Max"),
-            "errors": num.integer(err, "summary Err")}
-
-
-def _from_summary(s: dict[str, float]) -> Measurement:
-    total, errors = int(s["count"]), int(s["errors"])
-    duration = total / s["rate"] if s["rate"] > 0 else None
-    return Measurement(
-        tool="jmeter",
-        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
-        timing=Timing(duration_s=duration),
-        counts=Counts(requests_total=total, requests_ok=total - errors, requests_failed=errors),
-        rates=Rates(rps=s["rate"]),
-        latency=Latency(min_ms=s["min"], mean_ms=s["avg"], max_ms=s["max"], resolution_ms=1.0),
-        fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED},
-        notes=["figures from JMeter's console summariser alone (no JTL): whole milliseconds, no "
-               "percentiles, no failure classes; duration is count / rate"])
 
 
 def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
