@@ -10,7 +10,7 @@ builds (bench_adapters.py). With keep-alive on, the table is written into bench/
 between its bench_engine markers.
 
     .venv/bin/python bench/bench_engine.py [--rounds 3] [--duration 5] [--connections 50] [--tools all]
-    .venv/bin/python bench/bench_engine.py --keepalive off [--rounds 5]
+    .venv/bin/python bench/bench_engine.py --keepalive off [--rounds 5] [--tools engine,engine-py,ab]
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ import psutil
 
 import bench_adapters
 import toolbench
+from toolbench.engine.churn_native import PATH_ENV, churn_path
 from toolbench.errors import ToolbenchError
 from toolbench.targets import nginx_static
 
@@ -97,16 +98,20 @@ def pinned_usage(argv: list[str], cpu: int, cwd: Path, timeout: float,
         return out.read().decode(errors="replace"), err.read().decode(errors="replace"), usage
 
 
-def run_engine(url: str, conns: int, duration: float, work: Path, keepalive: bool = True) -> Sample:
+def run_engine(url: str, conns: int, duration: float, work: Path, keepalive: bool = True,
+               python_path: bool = False) -> Sample:
+    """`python_path`: keep-alive off on the engine's pure-Python path (engine-py), not its C one."""
     result = work / "engine.json"
     argv = [sys.executable, "-m", "toolbench.engine", url, "-c", str(conns), "-d", f"{duration:g}s",
             "-w", "1", "--json-out", str(result), "--no-progress"] + ([] if keepalive else ["--no-keepalive"])
-    out, err, cpu = pinned(argv, 1, work, duration + 60)
+    env = {**os.environ, PATH_ENV: "python"} if python_path else None
+    out, err, cpu = pinned(argv, 1, work, duration + 60, env)
     data = json.loads(result.read_text())
     measured = data.get("measurement", data)  # schema 2 on: the tool's figures under `measurement`
     if measured["counts"]["requests_failed"]:
         raise RuntimeError(f"engine: {measured['counts']['requests_failed']} requests failed: {err[-500:]!r}")
-    return Sample("engine", measured["counts"]["requests_total"], measured["timing"]["duration_s"], cpu)
+    name = "engine-py" if python_path else "engine"
+    return Sample(name, measured["counts"]["requests_total"], measured["timing"]["duration_s"], cpu)
 
 
 def run_wrk(url: str, conns: int, duration: float, work: Path) -> Sample:
@@ -150,7 +155,7 @@ def run_locust(url: str, conns: int, duration: float, work: Path) -> Sample:
 def startup_cpu(tool: str, url: str, work: Path, keepalive: bool = True) -> float:
     """CPU of a run that sends (about) one request: the tool's fixed cost per run,
     which the figures above include and the `minus start-up` column takes out."""
-    if tool == "engine":
+    if tool in ("engine", "engine-py"):  # the same start-up: the C path is loaded with the engine
         argv = [sys.executable, "-m", "toolbench.engine", url, "-c", "1", "-n", "1", "-w", "1", "--no-progress"]
         argv += [] if keepalive else ["--no-keepalive"]
     elif tool == "ab":
@@ -188,7 +193,7 @@ def main() -> int:
     parser.add_argument("--keepalive", choices=("on", "off"), default="on",
                         help="off: a new connection per request, compared with ab (default tools engine,ab)")
     parser.add_argument("--tools", help="comma-separated, or `all`: every installed tool (the default with "
-                                        "keep-alive on; engine,ab with it off)")
+                                        "keep-alive on; engine,engine-py,ab with it off; engine-py: the engine on its Python path)")
     parser.add_argument("--json", type=Path, help="write every sample here")
     parser.add_argument("--readme", type=Path, default=README, help="the file whose marked section gets the table")
     parser.add_argument("--no-readme", action="store_true", help="print the table only")
@@ -198,9 +203,11 @@ def main() -> int:
         return 2
     keepalive = args.keepalive == "on"
     base = "wrk" if keepalive else "ab"
-    chosen = args.tools or ("all" if keepalive else "engine,ab")
+    chosen = args.tools or ("all" if keepalive else "engine,engine-py,ab")
     wanted = None if chosen == "all" else chosen.split(",")
-    tools = [t for t in ("engine", "wrk", "ab", "locust") if wanted is None or t in wanted]
+    tools = [t for t in ("engine", "engine-py", "wrk", "ab", "locust") if wanted is None or t in wanted]
+    if keepalive and "engine-py" in tools:
+        tools.remove("engine-py")  # the Python path is keep-alive off's only
     skipped: dict[str, str] = {}
     for tool in [t for t in ("wrk", "ab") if t in tools and shutil.which(t) is None]:
         skipped[tool] = "not installed"
@@ -214,6 +221,8 @@ def main() -> int:
     tools += list(by_name)
     for tool, why in skipped.items():
         print(f"{tool}: skipped ({why})")
+    if not keepalive and "engine" in tools:
+        print(f"engine: keep-alive off on its {churn_path()} connection path")
     # An installed toolbench has its bytecode compiled (pip does it at install); a checkout run
     # with PYTHONDONTWRITEBYTECODE=1 (as here) would compile every changed module again in every
     # engine run, 0.05-0.1 s of CPU that no user pays: compile them once first.
@@ -258,6 +267,7 @@ def _one(tool: str, url: str, args: argparse.Namespace, work: Path, expected_rps
         return Sample(tool, requests, seconds, cpu)
     runners: dict[str, Callable[[], Sample]] = {
         "engine": lambda: run_engine(url, args.connections, args.duration, work, args.keepalive == "on"),
+        "engine-py": lambda: run_engine(url, args.connections, args.duration, work, False, python_path=True),
         "wrk": lambda: run_wrk(url, args.connections, args.duration, work),
         "ab": lambda: run_ab(url, args.connections, args.duration, work, expected_rps, args.keepalive == "on"),
         "locust": lambda: run_locust(url, args.connections, args.duration, work),

@@ -45,9 +45,10 @@ if [ ! -x "$venv/bin/python" ]; then
     say "creating $venv"
     "$python" -m venv "$venv"
 fi
-# Re-install only when the dependency list changed.
+# Re-install only when the dependency list or the engine's C source changed (an editable
+# install builds the extension in place once; it does not follow later edits).
 stamp="$venv/.toolbench-installed"
-want="$(sha256sum "$repo/pyproject.toml" | cut -d' ' -f1)"
+want="$(cat "$repo/pyproject.toml" "$repo/toolbench/engine/_churn.c" | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing Python packages into $venv"
     "$venv/bin/pip" install -q --upgrade pip
@@ -56,6 +57,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # parser) must import, or the stamp would record a broken install as done.
     "$venv/bin/python" -c "import pyarrow, hdrh, httptools, uvloop" \
         || { say "the Python packages did not install whole; run this again"; exit 1; }
+    # Optional: without it the engine runs keep-alive off on its Python path, at more CPU per request.
+    "$venv/bin/python" -c "import toolbench.engine._churn" 2>/dev/null \
+        || say "the engine's C connection path did not build (gcc, python3-dev?): keep-alive off runs in Python"
     echo "$want" > "$stamp"
 fi
 

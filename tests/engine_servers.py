@@ -189,3 +189,16 @@ def statuses(raw: bytes, stats: Stats) -> bytes:
 def echo_head(raw: bytes, stats: Stats) -> bytes:
     """HEAD: a Content-Length announcing a body that a HEAD response never has."""
     return b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n"
+
+
+def dribble(response: bytes, pause_s: float = 0.0002) -> Handler:
+    """Sends `response` a byte at a time (Nagle off, a pause between), then closes:
+    every split of a head, a length or a chunk that a reader can meet."""
+    def handle(sock: socket.socket, stats: Stats) -> None:
+        if read_request(sock, bytearray()) is None:
+            return
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for k in range(len(response)):
+            sock.sendall(response[k:k + 1])
+            time.sleep(pause_s)
+    return handle

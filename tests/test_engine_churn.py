@@ -1,4 +1,4 @@
-"""Keep-alive off (a connection per request, engine/churn.py) against servers that
+"""Keep-alive off (a connection per request: engine/_churn.c, and churn.py where C is not built) against servers that
 misbehave, and the engine's file-descriptor limit. Functional: nothing here is timed."""
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from engine_servers import (
     chunked,
     close_delimited,
     cut_short,
+    dribble,
     echo_head,
     garbage,
     read_request,
@@ -30,9 +31,21 @@ from test_engine_errors import ENGINE
 from test_engine_errors import run_engine as errors_run_engine
 
 from toolbench import histogram
+from toolbench.engine import churn_native
+from toolbench.engine.churn_native import PATH_ENV
 from toolbench.engine.result import SILENT_NOTE
 from toolbench.schema import RunResult, Status
 from toolbench.targets import RunningTarget
+
+@pytest.fixture(autouse=True, params=["C", "Python"])
+def churn_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both keep-alive-off paths: the C one (_churn.c) and the
+    pure-Python one (churn.py) that runs where the extension was not built."""
+    if request.param == "Python":
+        monkeypatch.setenv(PATH_ENV, "python")
+    assert churn_native.churn_path() == request.param  # the install builds the C path (gcc, Python headers)
+    return str(request.param)
+
 
 def run_engine(url: str, **kw: Any) -> RunResult:
     """As test_engine_errors runs it (2 connections, 1 worker), keep-alive off unless asked."""
@@ -74,6 +87,37 @@ def test_chunked_statuses_and_head() -> None:
     with serve(responder(echo_head)) as (url, stats):
         result = run_engine(url, requests=10, method="HEAD")
     assert result.measurement.counts.requests_ok == 10 and stats.connections == 11
+
+
+@pytest.mark.parametrize("response, ok, code", [
+    (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nX-Trailer: t\r\n\r\n", True, 201),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nnot chunked: the close ends it", True, 200),
+    (b"HTTP/2.0 203 Whatever\r\nContent-Length: 4\r\n\r\nbody", True, 203),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+     False, None),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", False, None),
+    (b"HTTP/1.1 200 OK\nContent-Length: 3\n\nabc", False, None),
+    (b"HTTP/1.1 200 OK\r\nContent Length: 3\r\n\r\nabc", False, None),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", False, None),
+], ids=["interim-chunked-trailer", "other-coding", "http2-line", "length-and-chunked", "two-lengths", "bare-lf",
+        "bad-name", "bad-chunk"])
+def test_framing_a_byte_at_a_time(response: bytes, ok: bool, code: int | None) -> None:
+    """Both paths frame a response as llhttp does, however the bytes are split."""
+    with serve(dribble(response)) as (url, _):
+        result = run_engine(url, requests=3)
+    counts = result.measurement.counts
+    if ok:
+        assert counts.requests_ok == 3 and counts.status_codes == {code: 3}
+    else:
+        assert counts.requests_ok == 0 and counts.failures.other == 3, counts
+
+
+def test_keepalive_on_reads_a_split_head_whole_too() -> None:
+    """The keep-alive path decides at the close from the whole head, not its first read."""
+    with serve(dribble(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nthe close ends it")) as (url, _):
+        result = run_engine(url, requests=3, keepalive=True)
+    assert result.measurement.counts.requests_ok == 3
 
 
 def test_a_body_larger_than_the_socket_buffer_is_sent_whole() -> None:

@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
+import toolbench
 from toolbench.cli import signals
 from toolbench.cli.outputs import json_quiet
 from toolbench.errors import Interrupted, Notice, ScenarioError, ToolbenchError, UsageError
@@ -95,12 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("toolbench-meta")
-    except PackageNotFoundError:  # a checkout run without being installed
-        return "(not installed)"
+    return toolbench.__version__
 
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:

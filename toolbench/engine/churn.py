@@ -1,4 +1,7 @@
-"""Keep-alive off: a new connection per request, on raw non-blocking sockets.
+"""Keep-alive off in Python: a new connection per request, on raw non-blocking sockets.
+
+The path where the C one (_churn.c, churn_native.py) is not built, and its reference:
+both run the same tests (tests/test_engine_churn.py).
 
 Profiled (perf, strace; bench/README.md): through uvloop's create_connection a
 connection cost a coroutine, a task, a future, a transport and a protocol, and ten
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from httptools import HttpParserError, HttpResponseParser
 
-from toolbench.engine.client import clock, ends_at_close
+from toolbench.engine.client import HEAD_KEPT, clock, ends_at_close
 
 if TYPE_CHECKING:
     from toolbench.engine.load import Load, Slot
@@ -101,6 +104,9 @@ class Churn:
 
     def fresh(self, slot: Slot) -> Fresh:
         return HeadFresh(slot, self) if self.load.head else Fresh(slot, self)
+
+    def idle(self, f: Fresh) -> bool:
+        return f.sock is None
 
     def send(self, f: Fresh, scheduled: int) -> None:
         """Opens a connection and sends the request; `scheduled` is when it was meant to start.
@@ -182,6 +188,8 @@ class Churn:
             if not f.t_first:
                 f.t_first = now
                 f.first = data
+            elif len(f.first) < HEAD_KEPT and b"\r\n\r\n" not in f.first:
+                f.first += data  # a head split across reads: ends_at_close() reads it whole
             f.rx += len(data)
             try:
                 f.parser.feed_data(data)  # type: ignore[union-attr]

@@ -8,6 +8,7 @@ a request count, a failure) goes back to the slot, on a slower path."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -74,6 +75,8 @@ class Conn(asyncio.Protocol):
         if not self.t_first:
             self.t_first = now
             self.first = data
+        elif len(self.first) < HEAD_KEPT and b"\r\n\r\n" not in self.first:
+            self.first += data  # a head split across reads: ends_at_close() reads it whole
         self.rx += len(data)
         try:
             self.parser.feed_data(data)
@@ -151,6 +154,10 @@ class HeadConn(Conn):
         self.parser = HttpResponseParser(self)
 
 
+HEAD_KEPT = 1 << 16  # bytes of a response kept to find its head's end
+_TRANSFER_ENCODING = re.compile(rb"\ntransfer-encoding:([^\r\n]*)")
+
+
 def ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:
     """Whether the response in flight has a body that only the close ends (neither a
     length nor chunked): then the close completes it rather than cutting it short."""
@@ -158,4 +165,8 @@ def ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:
     if not sep or parser.get_status_code() < 200:
         return False
     head = head.lower()
-    return b"\ncontent-length:" not in head and b"\ntransfer-encoding:" not in head
+    if b"\ncontent-length:" in head:
+        return False
+    # A coding other than chunked last: the close ends the body (RFC 9112 6.3, as llhttp reads it).
+    codings = _TRANSFER_ENCODING.findall(head)
+    return not codings or not codings[-1].rstrip().endswith(b"chunked")

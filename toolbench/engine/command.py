@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+import toolbench
 from toolbench.engine import coordinator
 from toolbench.engine.options import EngineError, EngineOptions, parse_duration, parse_header
 from toolbench.engine.result import run_result
@@ -145,13 +146,7 @@ class ProgressLine:
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("toolbench-meta")
-    except PackageNotFoundError:
-        return "0+unknown"
+    return toolbench.__version__
 
 
 def _duration(text: str) -> float:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from toolbench.engine.churn import Churn, Fresh
+from toolbench.engine.churn import Fresh
+from toolbench.engine.churn_native import make_churn
 from toolbench.engine.client import UNLIMITED, Conn, HeadConn, clock
 from toolbench.engine.options import EngineOptions, Target
 from toolbench.engine.recorder import Recorder
@@ -42,8 +43,8 @@ class Load:
         self.stopped_at = 0
         self.window_budget = self.final_budget = UNLIMITED  # for the count of requests sent
         self.window_ns = UNLIMITED  # when the measured window began
-        # Keep-alive off: a connection per request, on the lean path of churn.py.
-        self.churn = Churn(self) if not opts.keepalive else None
+        # Keep-alive off: a connection per request, on the C path (churn_native.py) or churn.py's.
+        self.churn = make_churn(self, slots) if not opts.keepalive else None
         interval = int(total_slots / opts.rate_rps * 1e9) if opts.rate_rps else 0
         spacing = int(1e9 / opts.rate_rps) if opts.rate_rps else 0
         self.slots = [Slot(self, interval, (first_slot + i) * spacing) for i in range(slots)]
@@ -100,7 +101,7 @@ class Load:
             return
         stalled = sum(1 for s in self.slots if not s.finished and s.task is None and s.timer is None
                       and not (s.conn is not None and s.conn.busy)
-                      and (s.fresh is None or s.fresh.sock is None))
+                      and (s.fresh is None or self.churn is None or self.churn.idle(s.fresh)))
         self.stalls = self.stalls + 1 if stalled else 0
         if self.stalls >= 2:
             self.crash(f"{stalled} connection(s) stalled with nothing in flight; stopped")
@@ -150,7 +151,7 @@ class Slot:
     def __init__(self, load: Load, interval: int, phase: int) -> None:
         self.load = load
         self.conn: Conn | None = None
-        self.fresh: Fresh | None = load.churn.fresh(self) if load.churn is not None else None
+        self.fresh: Fresh | int | None = load.churn.fresh(self) if load.churn is not None else None
         self.interval = interval  # open model: ns between this slot's intended sends
         self.phase = phase
         self.intended = 0
@@ -205,7 +206,7 @@ class Slot:
         self.intended = scheduled
         fresh = self.fresh
         if fresh is not None:  # keep-alive off
-            fresh.churn.send(fresh, scheduled)
+            load.churn.send(fresh, scheduled)  # type: ignore[union-attr,arg-type]
             return
         conn = self.conn
         if conn is not None and conn.transport is not None and not conn.transport.is_closing():

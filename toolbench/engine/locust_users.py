@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from httptools import HttpParserError, HttpResponseParser
 
+from toolbench.engine.client import HEAD_KEPT, ends_at_close
 from toolbench.engine.locust_protocol import VALID_CODES
 
 if TYPE_CHECKING:
@@ -200,6 +201,8 @@ class Conn(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.first is None:
             self.first = data
+        elif len(self.first) < HEAD_KEPT and b"\r\n\r\n" not in self.first:
+            self.first += data  # a head split across reads: ends_at_close() reads it whole
         try:
             self.parser.feed_data(data)
         except HttpParserError:
@@ -252,7 +255,7 @@ class Conn(asyncio.Protocol):
         if self.slot.conn is self:
             self.slot.conn = None
         if self.busy:
-            if exc is None and self.first is not None and _ends_at_close(self.first, self.parser):
+            if exc is None and self.first is not None and ends_at_close(self.first, self.parser):
                 self.on_message_complete()
             else:
                 self._failed(RESET if isinstance(exc, ConnectionResetError) else CLOSED)
@@ -268,11 +271,3 @@ class HeadConn(Conn):
         self.on_message_complete()
         self.parser = HttpResponseParser(self)
 
-
-def _ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:
-    """A response whose body has neither a length nor chunks ends where the connection does."""
-    head, sep, _ = first.partition(b"\r\n\r\n")
-    if not sep or parser.get_status_code() < 200:
-        return False
-    head = head.lower()
-    return b"\ncontent-length:" not in head and b"\ntransfer-encoding:" not in head
