@@ -12,31 +12,26 @@ What JMeter is, and what follows for its results:
   count that is not a multiple of the threads is rounded up (the plan says so);
 - it evaluates `${...}` in every string of a test plan as a variable or a function
   (`${__groovy(...)}` runs code): every value reaches the plan through one filter,
-  `jmx_value`, which escapes it for XML and makes it literal for JMeter; the body goes
-  in a file JMeter sends as it is."""
+  `jmeter_plan.jmx_value`, which escapes it for XML and makes it literal for JMeter; the
+  body goes in a file JMeter sends as it is."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from xml.sax.saxutils import escape
-from urllib.parse import urlsplit
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from toolbench import toolsdir
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                missing_program, option)
 from toolbench.adapters.jmeter_agg import Aggregate, Batch, Jtl
+from toolbench.adapters.jmeter_plan import BODY, NOT_XML, test_plan
 from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.adapters.jmeter_runs import MIN_GAP_S, count_runs, is_xml, read_merged, read_run, run_windows
-from toolbench.errors import AdapterError, HostError, ParseError
-from toolbench.numbers import Numbers
+from toolbench.adapters.jmeter_summary import SUMMARY, measurement_of, summary_of
+from toolbench.errors import HostError, ParseError
 from toolbench.schema import Counts, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 from toolbench.timings import SecondTally
 
@@ -45,7 +40,7 @@ if TYPE_CHECKING:
     from toolbench.hosts import Host
     from toolbench.plan import Cell
 
-PLAN, JTL, LOG, BODY = "plan.jmx", "results.jtl", "jmeter.log", "body"
+PLAN, JTL, LOG = "plan.jmx", "results.jtl", "jmeter.log"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 DEBIAN_213 = ("Debian's JMeter 2.13 cannot run test plans on Debian 12 (xstream ForbiddenClassException); "
               "run scripts/install_jmeter.sh")
@@ -55,12 +50,6 @@ SAVE = ("time", "timestamp_format=ms", "label", "response_code", "response_messa
         "thread_counts", "url", "latency", "idle_time", "connect_time")
 _BANNER_VERSION = re.compile(r"\\_\\\s+(\d+(?:\.\d+)+)")  # the last line of the ASCII banner
 _LINE_VERSION = re.compile(r"^Version (\d+\.\d+(?:\.\d{1,3})?)\b", re.MULTILINE)  # 2.x: "Version 2.13.19691222"
-# The summariser's line, on stdout or in jmeter.log (after `<date> INFO o.a.j.r.Summariser: `, 2.x:
-# `INFO  - jmeter.reporters.Summariser: `), under its name: `summary`, or the listener's own
-# (`Generate Summary Results`). 3.0 and later give the time as h:mm:ss, 2.x in seconds (`in 217s`).
-_SUMMARY = re.compile(r"^(?:\S.*?Summariser: )?(summary|[A-Za-z][\w ]{0,80}?) ([+=])\s+(\d+) in "
-                      r"(?:(\d+):(\d\d):(\d\d)|\s*(\d+(?:\.\d+)?)s) =\s+([\d.]+)/s Avg:\s+(\d+) Min:\s+(\d+) "
-                      r"Max:\s+(\d+) Err:\s+(\d+) \(([\d.]+)%\)", re.MULTILINE)
 JIT_RAMP_S = 2.0  # see JMeterAdapter.ramp_s
 # Only the quick (C1) compiler: with C2 as well the samplers ran at about interpreted speed for
 # most of a 10 s cell on 2 busy cores (study 001: 183/s at a mean 44.5 ms, as with -Xint here: 149-193/s at 43-53 ms);
@@ -68,9 +57,6 @@ JIT_RAMP_S = 2.0  # see JMeterAdapter.ramp_s
 # interleaved with the default, 5 of 5 times (docs/studies/001.md, JMeter).
 JIT = "-XX:TieredStopAtLevel=1"
 _HEAP = re.compile(r"^\d+[kmgKMG]$")
-_XML_ENTITIES = {'"': "&quot;", "'": "&apos;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
-# XML 1.0 has no way to write the other C0 controls, not even as character references.
-_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 class JMeterAdapter(Adapter):
@@ -127,7 +113,7 @@ class JMeterAdapter(Adapter):
         if req.body is not None and req.method not in ("POST", "PUT", "PATCH", "DELETE"):
             return Support(False, f"JMeter sends a body with POST, PUT, PATCH or DELETE, not {req.method}")
         texts = [req.path, *req.headers.keys(), *req.headers.values()]
-        if any(_NOT_XML.search(text) for text in texts):
+        if any(NOT_XML.search(text) for text in texts):
             return Support(False, "a JMeter test plan (XML) cannot carry control characters in the path or headers")
         if not _HEAP.match(str(option(cell, "heap", "1g"))):
             return Support(False, f"tools.jmeter.heap must be a size like 512m or 2g, "
@@ -172,7 +158,7 @@ class JMeterAdapter(Adapter):
     def recognizes(self, path: Path, text: str) -> bool:
         if path.suffix == ".log" and re.search(r" (INFO|WARN|ERROR) +(- )?(o\.a\.j|jmeter)\.", text):
             return True  # jmeter.log
-        return self.classify(path, text) in ("plan", "jtl") or _SUMMARY.search(text) is not None
+        return self.classify(path, text) in ("plan", "jtl") or SUMMARY.search(text) is not None
 
     def parts(self, raw: RawOutput) -> list[str]:
         """A CSV JTL appended to by run after run: one result per run (jmeter_runs)."""
@@ -197,45 +183,6 @@ class JMeterAdapter(Adapter):
 def parse_version(text: str) -> str | None:
     match = _BANNER_VERSION.search(text) or _LINE_VERSION.search(text)
     return match.group(1) if match else None
-
-
-def test_plan(cell: "Cell") -> str:
-    assert cell.url is not None
-    url = urlsplit(cell.url)
-    req = cell.request
-    loops = rounded = None
-    if cell.stop.requests_per_connection is not None:
-        loops, rounded = cell.stop.requests_per_connection, False  # JMeter's own: each thread loops N times
-    elif cell.stop.requests is not None:
-        loops = math.ceil(cell.stop.requests / cell.concurrency)
-        rounded = loops * cell.concurrency != cell.stop.requests
-    template = resources.files("toolbench.adapters").joinpath("templates/jmeter.jmx.j2").read_text()
-    # Every {{ value }} passes through jmx_value, whatever its field: no value is written unescaped.
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
-                             finalize=jmx_value)
-    return env.from_string(template).render(
-        cell_id=cell.id, threads=cell.concurrency, loops=loops, rounded=rounded,
-        requests=cell.stop.total_requests(cell.concurrency), duration_s=int(cell.stop.duration_s) if loops is None else None,
-        host=url.hostname, port=url.port or (443 if url.scheme == "https" else 80), protocol=url.scheme,
-        path=(url.path or "/") + (f"?{url.query}" if url.query else ""), method=req.method,
-        body_file=BODY if req.body is not None else None,
-        body_type=req.content_type or "application/octet-stream", headers=sorted(req.headers.items()),
-        keepalive=cell.keepalive, timeout_ms=int(option(cell, "timeout_s", 30)) * 1000)
-
-
-def jmx_value(value: Any) -> str:
-    """A value as JMeter will read it literally, escaped for XML (element text or attribute).
-
-    JMeter compiles a string with `${` in it as variables and functions; in such a string a
-    backslash escapes `$`, `,` and itself. So a `${` is made harmless by writing every `$` as
-    the function `${__char(36)}` and doubling every backslash. A string without `${` is
-    taken as it is (its backslashes included), so it is left alone."""
-    text = "" if value is None else str(value)
-    if _NOT_XML.search(text):
-        raise AdapterError(f"jmeter: a control character cannot be written into a test plan: {text!r}")
-    if "${" in text:
-        text = text.replace("\\", "\\\\").replace("$", "${__char(36)}")
-    return escape(text, _XML_ENTITIES)
 
 
 # ---- where JMeter is ----
@@ -276,9 +223,9 @@ class _Timed(Aggregate):
 
 def parse(raw: RawOutput) -> Measurement:
     _refuse_failed_start(raw)
-    summary = _summary(raw.stdout, raw.source)
+    summary = summary_of(raw.stdout, raw.source)
     if summary is None and raw.files.get("log") is not None:
-        summary = _summary(_read_log(raw.files["log"], raw.source), raw.source)
+        summary = summary_of(_read_log(raw.files["log"], raw.source), raw.source)
     path = raw.files.get("jtl")
     if path is not None and raw.part == "all":
         return _from_runs(path)
@@ -291,7 +238,7 @@ def parse(raw: RawOutput) -> Measurement:
     if path is not None:
         return _from_jtl(_read_one_run(path), summary)
     if summary is not None:
-        return _from_summary(summary)
+        return measurement_of(summary)
     raise ParseError("jmeter", "no JTL and no summariser line (`summary =`) on stdout or in jmeter.log"
                      + _last_words(raw), raw.source)
 
@@ -348,40 +295,6 @@ def _read_log(path: Path, source: str | None) -> str:
         return path.read_text(errors="replace")
     except OSError as exc:
         raise ParseError("jmeter", f"cannot read {path}: {exc.strerror or exc}", source) from None
-
-
-def _summary(stdout: str, source: str | None) -> dict[str, float] | None:
-    """The summariser's running total: the last `=` line, else the one `+` line (JMeter
-    prints `=` only from the second report on)."""
-    matches = list(_SUMMARY.finditer(stdout))
-    totals = [m for m in matches if m.group(2) == "="]
-    chosen = totals[-1] if totals else (matches[0] if len(matches) == 1 else None)
-    if chosen is None:
-        return None
-    _, _, n, h, mi, s, secs, rate, avg, low, high, err, _pct = chosen.groups()
-    num = Numbers("jmeter", source)
-    seconds = (num.integer(h, "summary hours") * 3600 + int(mi) * 60 + int(s) if secs is None
-               else num.decimal(secs, "summary seconds"))
-    return {"count": num.integer(n, "summary count"),
-            "seconds": seconds,
-            "rate": num.decimal(rate, "summary rate"), "avg": num.integer(avg, "summary Avg"),
-            "min": num.integer(low, "summary Min"), "max": num.integer(high, "summary Max"),
-            "errors": num.integer(err, "summary Err")}
-
-
-def _from_summary(s: dict[str, float]) -> Measurement:
-    total, errors = int(s["count"]), int(s["errors"])
-    duration = total / s["rate"] if s["rate"] > 0 else None
-    return Measurement(
-        tool="jmeter",
-        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
-        timing=Timing(duration_s=duration),
-        counts=Counts(requests_total=total, requests_ok=total - errors, requests_failed=errors),
-        rates=Rates(rps=s["rate"]),
-        latency=Latency(min_ms=s["min"], mean_ms=s["avg"], max_ms=s["max"], resolution_ms=1.0),
-        fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED},
-        notes=["figures from JMeter's console summariser alone (no JTL): whole milliseconds, no "
-               "percentiles, no failure classes; duration is count / rate"])
 
 
 def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:

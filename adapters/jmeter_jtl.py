@@ -1,6 +1,7 @@
 """Reads JMeter's JTL result files as a stream: CSV with a header (2.x, 3.x and 5.x
 column sets, or any set with timeStamp, elapsed and success), header-less CSV in the
-default 5.x (17 columns) or 3.x (16 columns) order, and XML.
+default 5.x (17 columns) or 3.x (16 columns) order, and XML. Which column is which comes
+from jmeter_layout.
 
 CSV is read in blocks of a few MiB and split with numpy: the separators of a whole block
 are found at once and, as every record has the same number of them, each column is a
@@ -20,83 +21,15 @@ import numpy as np
 
 from toolbench.adapters.jmeter_agg import TRANSACTION, Aggregate, Batch, JtlError, add, is_count
 from toolbench.adapters.jmeter_digits import Block
+from toolbench.adapters.jmeter_layout import REQUIRED, Layout
 
 BLOCK = 4 << 20
 SLOW_SHARE = 8  # a block with more than 1 quoted record in 8 is read by the csv module alone
-V5 = ("timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType",
-      "success", "failureMessage", "bytes", "sentBytes", "grpThreads", "allThreads", "URL", "Latency",
-      "IdleTime", "Connect")
-V3 = tuple(name for name in V5 if name != "URL")
-# Header-less layouts of JMeter 2.x (which wrote no header by default), told apart by their
-# values: the first eight columns are always these, then what jmeter.properties saved.
-_BASE = V5[:8]
-_TAILS = {
-    10: [("bytes", "Latency")],
-    12: [("bytes", "grpThreads", "allThreads", "Latency")],
-    13: [("bytes", "grpThreads", "allThreads", "URL", "Latency"),
-         ("failureMessage", "bytes", "grpThreads", "allThreads", "Latency")],
-}
-_NUMERIC = {"timeStamp", "elapsed", "bytes", "sentBytes", "grpThreads", "allThreads", "Latency", "IdleTime", "Connect"}
-REQUIRED = ("timeStamp", "elapsed", "success")
 # JTL column -> Batch field, for the optional numeric columns.
 OPTIONAL = {"bytes": "received", "sentBytes": "sent", "Latency": "latency_ms", "Connect": "connect_ms",
             "allThreads": "threads"}
 _QUOTE, _NL, _CR = 34, 10, 13
 _SUB_LABEL = re.compile(r"(.+)-\d+")
-
-
-@dataclass(frozen=True)
-class Layout:
-    names: tuple[str, ...]
-    delimiter: int  # the byte
-    header: bool
-    assumed: str = ""  # for a header-less file: which layout was taken, and why
-
-    def col(self, name: str) -> int | None:
-        return self.names.index(name) if name in self.names else None
-
-
-def layout_of(head: bytes) -> Layout:
-    """The column layout, from the first line of a CSV JTL (its header, or its first record)."""
-    first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
-    delimiter = "\t" if "\t" in first and "," not in first else ","
-    fields = next(csv.reader([first], delimiter=delimiter))
-    if fields and fields[0].isdigit():
-        names, assumed = _headerless(fields)
-        return Layout(names, ord(delimiter), header=False, assumed=assumed)
-    missing = [name for name in REQUIRED if name not in fields]
-    if missing:
-        raise JtlError(f"unknown JTL column set {fields}: it lacks {', '.join(missing)} "
-                       f"(a JMeter CSV JTL has at least timeStamp, elapsed and success)")
-    return Layout(tuple(fields), ord(delimiter), header=True)
-
-
-def _headerless(fields: list[str]) -> tuple[tuple[str, ...], str]:
-    """The columns of a header-less CSV JTL, from the count and the values of its first record."""
-    if len(fields) == len(V5):
-        return V5, "the 17 columns JMeter 5.x saves by default"
-    if len(fields) == len(V3):
-        return V3, "the 16 columns JMeter 3.x saves by default"
-    for tail in _TAILS.get(len(fields), []):
-        names = _BASE + tail
-        if _fits(names, fields):
-            return names, f"JMeter 2.x's {len(names)} columns ({', '.join(names)}), told from the values"
-    raise JtlError(f"a CSV JTL without a header and with {len(fields)} columns: the column order is unknown "
-                   f"(known: 17 for JMeter 5.x, 16 for 3.x, 10, 12 or 13 for 2.x); save it with "
-                   f"print_field_names=true")
-
-
-def _fits(names: tuple[str, ...], fields: list[str]) -> bool:
-    """Whether a record's values are what these columns hold: whole numbers where numbers
-    are, an epoch-millisecond time stamp, a success flag, a URL where one is."""
-    for name, value in zip(names, fields):
-        if name in _NUMERIC and not value.isdigit():
-            return False
-        if name == "success" and value not in ("true", "false"):
-            return False
-        if name == "URL" and value and not value.startswith(("http://", "https://", "file:", "null")):
-            return False
-    return len(fields[0]) >= 12  # epoch milliseconds since 2001
 
 
 @dataclass
@@ -294,13 +227,7 @@ def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int,
     if agg.window is not None:
         inside = (ts_ms >= agg.window[0]) & (ts_ms < agg.window[1])
         keep = inside if keep is None else keep & inside
-    code, nonhttp = None, {}
-    span = bounds("responseCode")
-    if span is not None:
-        values, bad = block.numbers(*span)
-        code = np.where(bad, -1, values)
-        failed = np.flatnonzero(bad & ~ok & (True if keep is None else keep))
-        nonhttp = block.texts(span[0][failed], span[1][failed])
+    code, nonhttp = _fast_codes(block, bounds("responseCode"), ok, keep)
     columns = {field_: number(name) for name, field_ in OPTIONAL.items()}
     batch = Batch(ts_ms=ts_ms, elapsed_ms=number("elapsed"), ok=ok, code=code,
                   nonhttp=nonhttp, **columns)
@@ -309,6 +236,17 @@ def _fast(data: bytes, a: int, b: int, layout: Layout, line_base: int,
     span = bounds("URL")
     url = block.text(int(span[0][0]), int(span[1][0])) if span is not None and rows else None
     return batch, url, rows
+
+
+def _fast_codes(block: Block, span: tuple[np.ndarray, np.ndarray] | None, ok: np.ndarray,
+                keep: np.ndarray | None) -> tuple[np.ndarray | None, dict[str, int]]:
+    """The response codes of a block read the fast way (-1 where one is not a number), and
+    the texts of the failed requests' non-numeric ones (JMeter's exception names) counted."""
+    if span is None:
+        return None, {}
+    values, bad = block.numbers(*span)
+    failed = np.flatnonzero(bad & ~ok & (True if keep is None else keep))
+    return np.where(bad, -1, values), block.texts(span[0][failed], span[1][failed])
 
 
 def _slow(data: bytes, a: int, b: int, layout: Layout, line_base: int,

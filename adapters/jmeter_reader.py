@@ -20,7 +20,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from toolbench.adapters.jmeter_agg import Aggregate, Jtl, JtlError
-from toolbench.adapters.jmeter_jtl import Layout, Part, layout_of, read_range
+from toolbench.adapters.jmeter_jtl import Part, read_range
+from toolbench.adapters.jmeter_layout import Layout, layout_of
 from toolbench.adapters.jmeter_xml import read_xml
 from toolbench.errors import ParseError
 

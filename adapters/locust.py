@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from toolbench import histogram
 from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_python,
                                group_by_suffix, option)
+from toolbench.adapters import locust_csv
 from toolbench.adapters import locust_output as out
 from toolbench.adapters.engine import request_args
 from toolbench.errors import ParseError
@@ -259,7 +260,7 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
         fidelity["series"] = Fidelity.REPORTED
     else:
         series = _history_series(raw, notes)
-    notes += out.exception_notes(raw.files.get("exceptions_csv"))
+    notes += locust_csv.exception_notes(raw.files.get("exceptions_csv"))
     notes.append("response times include failed requests; bytes are response bodies only")
     return Measurement(
         tool="locust",
@@ -279,14 +280,14 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
 
 
 def _from_csv(path: Path, raw: RawOutput) -> Measurement:
-    row = out.read_stats_csv(path, raw.files.get("distribution_csv"))
+    row = locust_csv.read_stats_csv(path, raw.files.get("distribution_csv"))
     notes = [*row.notes, "figures from Locust's stats CSV: Locust rewrites it once a second, so in a single-process "
              "run it can miss the last second of traffic (the JSON output has no such lag)"]
     summary = out.read_summary(raw.stderr, raw.source)
     failures, codes = _failures(row.failures, raw, summary, notes)
     duration = row.requests / row.rps if row.rps else None
     series = _history_series(raw, notes)
-    notes += out.exception_notes(raw.files.get("exceptions_csv"))
+    notes += locust_csv.exception_notes(raw.files.get("exceptions_csv"))
     return Measurement(
         tool="locust",
         coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
@@ -339,7 +340,7 @@ def _failures(failed: int, raw: RawOutput, summary: out.Summary | None,
     errors = summary.errors if summary and summary.errors else None
     path = raw.files.get("failures_csv")
     if path is not None and (errors is None or sum(errors.values()) > failed):
-        with_the_stats = out.read_failures_csv(path)
+        with_the_stats = locust_csv.read_failures_csv(path)
         if errors is None or sum(with_the_stats.values()) <= failed:
             errors = with_the_stats
     if errors is None:
@@ -361,7 +362,7 @@ def _history_series(raw: RawOutput, notes: list[str]) -> list[SecondSample]:
     path = raw.files.get("history_csv")
     if path is None:
         return []
-    series = out.series_from_history(path)
+    series = locust_csv.series_from_history(path)
     if series:
         notes.append("series from the stats history CSV (cumulative counts sampled once a second)")
     return series

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from toolbench import derive, monitor, plan, registry, runner, scenario, store
+from toolbench import cell_run, derive, monitor, plan, registry, scenario, store
 from toolbench.adapter import Found, RawOutput
 from toolbench.hosts import LocalHost
 from toolbench.targets import nginx_static
@@ -95,7 +95,7 @@ def throughput_pairs(tool: str, base_url: str, pairs: int, seconds: float, root:
         # Which goes first alternates, so that neither always follows the other's cooldown.
         for watched_now in ((False, True) if i % 2 == 0 else (True, False)):
             if watched_now:
-                result = runner.run_cell(s, planned, cell, run_dir, LocalHost(), found, "nginx-static")
+                result = cell_run.run_cell(s, planned, cell, run_dir, LocalHost(), found, "nginx-static")
                 watched.append(result.measurement.rates.rps or result.measurement.rates.rps_derived)
             else:
                 bare.append(bare_rps(tool, cell, workdir))

@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES, REPO, recorded
 from toolbench import histogram
 from toolbench.adapter import Found, Missing
-from toolbench.adapters import jmeter, jmeter_jtl, jmeter_reader
+from toolbench.adapters import jmeter, jmeter_jtl, jmeter_plan, jmeter_reader
 from toolbench.adapters.jmeter_reader import read_jtl
 from toolbench.derive import cell_status, complete
 from toolbench.errors import ParseError
@@ -279,7 +279,7 @@ def cell(**changes) -> Cell:
 
 
 def plan_of(c: Cell) -> ET.Element:
-    return ET.fromstring(jmeter.test_plan(c).encode())
+    return ET.fromstring(jmeter_plan.test_plan(c).encode())
 
 
 def prop(root: ET.Element, name: str) -> str | None:
@@ -300,12 +300,12 @@ def test_plan_for_a_timed_cell():
 
 
 def test_plan_for_a_request_count_rounds_up_and_says_so():
-    text = jmeter.test_plan(cell(stop=StopSpec(requests=10), concurrency=4, keepalive=False))
+    text = jmeter_plan.test_plan(cell(stop=StopSpec(requests=10), concurrency=4, keepalive=False))
     root = ET.fromstring(text.encode())
     assert prop(root, "LoopController.loops") == "3" and prop(root, "ThreadGroup.scheduler") == "false"
     assert "10 requests asked, rounded up" in text and "12" in text
     assert prop(root, "HTTPSampler.use_keepalive") == "false"
-    assert "rounded" not in jmeter.test_plan(cell(stop=StopSpec(requests=12), concurrency=4))
+    assert "rounded" not in jmeter_plan.test_plan(cell(stop=StopSpec(requests=12), concurrency=4))
 
 
 def test_plan_carries_method_body_and_headers_escaped():
@@ -326,12 +326,12 @@ def test_plan_carries_method_body_and_headers_escaped():
 def test_every_value_in_a_plan_is_literal_for_jmeter():
     evil = "${__groovy(1)}"
     req = RequestSpec(method="POST", path="/" + evil, headers={"X-" + "A": evil + "\\,$"}, body=evil)
-    text = jmeter.test_plan(cell(request=req, url="http://127.0.0.1:8080/" + evil))
+    text = jmeter_plan.test_plan(cell(request=req, url="http://127.0.0.1:8080/" + evil))
     assert "${__groovy" not in text and "__groovy(1)" in text
     root = ET.fromstring(text.encode())
     assert prop(root, "Header.value") == "${__char(36)}{__groovy(1)}\\\\,${__char(36)}"
-    assert jmeter.jmx_value("a\\b $x") == "a\\b $x"  # without `${` JMeter reads it as it is
-    assert jmeter.jmx_value('<&"\'\n>') == "&lt;&amp;&quot;&apos;&#10;&gt;"
+    assert jmeter_plan.jmx_value("a\\b $x") == "a\\b $x"  # without `${` JMeter reads it as it is
+    assert jmeter_plan.jmx_value('<&"\'\n>') == "&lt;&amp;&quot;&apos;&#10;&gt;"
 
 
 FOUND = Found("/opt/jmeter/bin/jmeter", "5.6.3")
@@ -373,6 +373,6 @@ def test_classify_roles():
 
 
 def test_requests_per_connection_loops_each_thread_n_times():
-    text = jmeter.test_plan(cell(stop=StopSpec(requests_per_connection=7), concurrency=4))
+    text = jmeter_plan.test_plan(cell(stop=StopSpec(requests_per_connection=7), concurrency=4))
     assert '<stringProp name="LoopController.loops">7</stringProp>' in text and "rounded" not in text
     assert jmeter.ADAPTER.supports(cell(stop=StopSpec(requests_per_connection=7))).ok

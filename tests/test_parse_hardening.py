@@ -273,8 +273,8 @@ def test_any_parser_exception_is_a_one_line_parser_crash():
 
 
 def test_the_runner_turns_a_parser_crash_into_a_reason():
-    from toolbench import runner
-    measurement, reason = runner._parse(CrashingAdapter(), RawOutput())  # type: ignore[arg-type]
+    from toolbench import cell_run
+    measurement, reason = cell_run._parse(CrashingAdapter(), RawOutput())  # type: ignore[arg-type]
     assert measurement is None and reason == "crashing: parser crashed: KeyError: 'missing'"
 
 

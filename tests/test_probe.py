@@ -10,7 +10,8 @@ from toolbench import probe
 from toolbench.adapter import RawOutput
 from toolbench.adapters import ab as ab_adapter
 from toolbench.hosts import LocalHost
-from toolbench.scenario import ProbeSpec, RequestSpec
+from toolbench.scenario import RequestSpec
+from toolbench.scenario_observation import ProbeSpec
 from toolbench.schema import Latency, Percentiles
 from toolbench.targets import free_port
 

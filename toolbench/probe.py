@@ -21,7 +21,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from toolbench.errors import ToolbenchError
-from toolbench.scenario import ProbeSpec, RequestSpec
+from toolbench.scenario import RequestSpec
+from toolbench.scenario_observation import ProbeSpec
 from toolbench.schema import Latency, ProbeSummary
 
 MAX_ERRORS_KEPT = 5

@@ -12,6 +12,7 @@ from toolbench.criteria.spec import from_node as criteria_from_node
 from toolbench.servers.spec import TargetSpec, parse_target
 from toolbench.errors import ScenarioError, ScenarioErrors
 from toolbench.scenario_hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, HostSpec
+from toolbench.scenario_observation import MonitorSpec, ProbeSpec, parse_monitor, parse_probe
 from toolbench.yamlread import Node, attempt
 
 __all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]
@@ -31,26 +32,6 @@ class Prerequisites:
     ulimit: dict[str, int] = field(default_factory=dict)
     sysctl: dict[str, str] = field(default_factory=dict)
     required: bool = True  # when unmet, `toolbench run` refuses to start unless told to go on
-
-
-@dataclass(frozen=True)
-class ProbeSpec:
-    """The independent requests toolbench times itself (see toolbench.probe)."""
-
-    enabled: bool = True
-    interval_s: float = 1.0
-    baseline_requests: int = 20
-    timeout_s: float = 5.0
-    slowdown_factor: float = 3.0  # probe median over its baseline that means "the server slowed down"
-    slowdown_floor_ms: float = 1.0  # ... and by at least this much
-    tolerance: float = 3.0  # tool vs probe: the larger over the smaller
-    tolerance_ms: float = 1.0  # ... and at least this far apart
-
-
-@dataclass(frozen=True)
-class MonitorSpec:
-    enabled: bool = True
-    interval_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -193,8 +174,8 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         repeat=key("repeat", Node.positive_int, 1),
         cooldown_s=key("cooldown", Node.duration_s, 0.0),
         warmup_s=key("warmup", _warmup, 0.0),
-        probe=key("probe", _probe, ProbeSpec()),
-        monitor=key("monitor", _monitor, MonitorSpec()),
+        probe=key("probe", parse_probe, ProbeSpec()),
+        monitor=key("monitor", parse_monitor, MonitorSpec()),
         tools=key("tools", _tools, {}),
         locations=locations,
         raw_text=path.read_text(encoding="utf-8"),
@@ -344,51 +325,6 @@ def _warmup(node: Node) -> float:
     value = node.duration_s()
     if value > MAX_WARMUP_S:
         raise node.error(f"expected a warm-up of at most {MAX_WARMUP_S:g}s, got {value:g}s")
-    return value
-
-
-PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",
-              "enabled")
-MONITOR_KEYS = ("interval", "enabled")
-
-
-def _probe(node: Node) -> ProbeSpec:
-    keys = node.items(PROBE_KEYS)
-    d = ProbeSpec()
-
-    def at_least_one(name: str, default: float) -> float:
-        if name not in keys:
-            return default
-        value = keys[name].number()
-        if value < 1:
-            raise keys[name].error(f"expected a factor of at least 1, got {value:g}")
-        return value
-
-    return ProbeSpec(
-        enabled=keys["enabled"].boolean() if "enabled" in keys else True,
-        interval_s=_positive_duration(keys, "interval", d.interval_s),
-        baseline_requests=keys["baseline"].positive_int() if "baseline" in keys else d.baseline_requests,
-        timeout_s=_positive_duration(keys, "timeout", d.timeout_s),
-        slowdown_factor=at_least_one("slowdown", d.slowdown_factor),
-        slowdown_floor_ms=keys["slowdown_floor"].duration_s() * 1000 if "slowdown_floor" in keys
-        else d.slowdown_floor_ms,
-        tolerance=at_least_one("tolerance", d.tolerance),
-        tolerance_ms=keys["tolerance_floor"].duration_s() * 1000 if "tolerance_floor" in keys else d.tolerance_ms,
-    )
-
-
-def _monitor(node: Node) -> MonitorSpec:
-    keys = node.items(MONITOR_KEYS)
-    return MonitorSpec(enabled=keys["enabled"].boolean() if "enabled" in keys else True,
-                       interval_s=_positive_duration(keys, "interval", MonitorSpec().interval_s))
-
-
-def _positive_duration(keys: dict[str, Node], name: str, default: float) -> float:
-    if name not in keys:
-        return default
-    value = keys[name].duration_s()
-    if value <= 0:
-        raise keys[name].error("expected a positive duration")
     return value
 
 

@@ -1,34 +1,28 @@
 """A remote machine over SSH (paramiko), behind the same `Host` interface as the local one.
 
-Host keys are checked against ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts and the file the
-caller names; an unknown key is refused unless the caller trusts it explicitly, which then
-records it. Every value that reaches the remote shell goes through shlex.quote."""
+The connection, its host key check and authentication are made in ssh_connect; the remote
+processes are watched by ssh_process. Every value that reaches the remote shell goes
+through shlex.quote."""
 from __future__ import annotations
 
-import base64
 import getpass
-import hashlib
 import io
-import logging
 import re
 import shlex
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import IO, Mapping, Sequence
 
 import paramiko
-from paramiko.hostkeys import HostKeyEntry
-from paramiko.ssh_exception import NoValidConnectionsError
 
 from toolbench.errors import HostError
 from toolbench.hosts import RLIMITS, Captured, Completed, Facts, Host, Limit, LocalHost, parse_proc_limits
 from toolbench.scenario import HostSpec
+from toolbench.ssh_connect import open_client, os_why, why
 from toolbench.ssh_process import RemoteProcess, Streams, launch_line
 
 CONNECT_TIMEOUT_S = 10.0
-_SYSTEM_KNOWN_HOSTS = (Path("~/.ssh/known_hosts"), Path("/etc/ssh/ssh_known_hosts"))
 _SYSCTL_KEY = re.compile(r"[A-Za-z0-9_-]+([./][A-Za-z0-9_-]+)*")
 _MARK = "@@toolbench-section@@"
 # Searches $PATH as shutil.which does: a shell builtin of the same name does not count.
@@ -45,34 +39,6 @@ def connect(spec: HostSpec, *, known_hosts: Path | None = None, trust_new_key: b
     return SSHHost(spec, known_hosts=known_hosts, trust_new_key=trust_new_key)
 
 
-class _KeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Refuses a host key that no known_hosts file lists, unless trusting it was asked for."""
-
-    def __init__(self, label: str, spec: HostSpec, trust: bool, record_to: Path) -> None:
-        self.label, self.spec, self.trust, self.record_to = label, spec, trust, record_to
-
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        if not self.trust:
-            port = f"-p {self.spec.port} " if self.spec.port != 22 else ""
-            raise HostError(
-                f"{self.label}: unknown host key {key.get_name()} {fingerprint(key)}; if that is the "
-                f"machine's key, trust it explicitly (toolbench run --trust-new-host-key) or add it with "
-                f"`ssh-keyscan {port}{shlex.quote(self.spec.address)} >> ~/.ssh/known_hosts`")
-        try:
-            self.record_to.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with open(self.record_to, "a", encoding="ascii") as fh:
-                fh.write(HostKeyEntry([hostname], key).to_line())
-        except OSError as exc:
-            raise HostError(f"{self.label}: cannot record the host key in {self.record_to}: {exc.strerror}") from None
-        client.get_host_keys().add(hostname, key.get_name(), key)
-
-
-def fingerprint(key: paramiko.PKey) -> str:
-    """As ssh-keygen -l shows it: SHA256:<base64 without padding>."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
-
-
 class SSHHost:
     """A machine reached over SSH. Paths passed as `cwd` or `remote_path` are on that
     machine; `stdout`/`stderr`/`local_path` are on this one. `limits` are ulimits raised
@@ -87,42 +53,9 @@ class SSHHost:
         self.user = spec.user or getpass.getuser()
         self.label = f"{self.user}@{spec.address}:{spec.port}"
         self.limits = dict(_limits or {})
-        self._client = _client or self._open(known_hosts, trust_new_key, timeout_s)
+        self._client = _client or open_client(spec, self.user, self.label, known_hosts, trust_new_key, timeout_s)
         self._sftp: paramiko.SFTPClient | None = None
         self._login: _Login | None = None
-
-    def _open(self, known_hosts: Path | None, trust: bool, timeout_s: float) -> paramiko.SSHClient:
-        _quiet_paramiko()
-        client = paramiko.SSHClient()
-        try:
-            for path in _SYSTEM_KNOWN_HOSTS:
-                if path.expanduser().is_file():
-                    client.load_system_host_keys(str(path.expanduser()))
-            if known_hosts is not None and known_hosts.is_file():
-                client.load_host_keys(str(known_hosts))
-            record_to = known_hosts or _SYSTEM_KNOWN_HOSTS[0].expanduser()
-            client.set_missing_host_key_policy(_KeyPolicy(self.label, self.spec, trust, record_to))
-            client.connect(self.spec.address, port=self.spec.port, username=self.user, **self._auth(),
-                           timeout=timeout_s, banner_timeout=timeout_s, auth_timeout=timeout_s)
-        except HostError:
-            client.close()
-            raise
-        except Exception as exc:  # paramiko and the socket layer raise many kinds; each becomes one line
-            client.close()
-            raise HostError(f"{self.label}: cannot connect: {_why(exc, timeout_s)}") from None
-        transport = client.get_transport()
-        if transport is not None:
-            transport.set_keepalive(15)  # a long run must notice a dead link
-        return client
-
-    def _auth(self) -> dict[str, object]:
-        if self.spec.key is None:
-            return {"allow_agent": True, "look_for_keys": True}
-        path = Path(self.spec.key).expanduser()
-        if not path.is_file():
-            raise HostError(f"{self.label}: key file {path} not found")
-        # Only the key the scenario names, so that a wrong key fails instead of another one passing.
-        return {"key_filename": str(path), "allow_agent": False, "look_for_keys": False}
 
     # -- context and lifetime --------------------------------------------------------
 
@@ -211,7 +144,7 @@ class SSHHost:
             if not keep_input:
                 channel.shutdown_write()  # the script's stdin is empty, as /dev/null is locally
         except (paramiko.SSHException, OSError) as exc:
-            raise HostError(f"{self.label}: cannot run a command: {_why(exc, timeout_s)}") from None
+            raise HostError(f"{self.label}: cannot run a command: {why(exc, timeout_s)}") from None
         return channel
 
     def conversation(self, script: str) -> paramiko.Channel:
@@ -331,7 +264,7 @@ class SSHHost:
         try:
             self._sftp_client().put(str(local_path), remote_path)
         except OSError as exc:
-            raise HostError(f"{self.label}: cannot copy {local_path} to {remote_path}: {_os_why(exc)}") from None
+            raise HostError(f"{self.label}: cannot copy {local_path} to {remote_path}: {os_why(exc)}") from None
 
     def get(self, remote_path: str, local_path: Path) -> None:
         existed = local_path.exists()
@@ -342,14 +275,14 @@ class SSHHost:
             # never wrote must not come back as an empty one.
             if not existed:
                 local_path.unlink(missing_ok=True)
-            raise HostError(f"{self.label}: cannot copy {remote_path} to {local_path}: {_os_why(exc)}") from None
+            raise HostError(f"{self.label}: cannot copy {remote_path} to {local_path}: {os_why(exc)}") from None
 
     def _sftp_client(self) -> paramiko.SFTPClient:
         if self._sftp is None:
             try:
                 self._sftp = self._client.open_sftp()
             except (paramiko.SSHException, OSError) as exc:
-                raise HostError(f"{self.label}: no SFTP on this host: {_why(exc, CONNECT_TIMEOUT_S)}") from None
+                raise HostError(f"{self.label}: no SFTP on this host: {why(exc, CONNECT_TIMEOUT_S)}") from None
         return self._sftp
 
 
@@ -359,43 +292,6 @@ class _Login:
 
     root: bool
     limits: dict[str, Limit]
-
-
-def _quiet_paramiko() -> None:
-    """paramiko logs a failed connection with its traceback; with no handler configured,
-    Python would print it. toolbench reports the failure itself, in one line."""
-    logger = logging.getLogger("paramiko")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-
-
-def _why(exc: BaseException, timeout_s: float) -> str:
-    if isinstance(exc, paramiko.BadHostKeyException):
-        return (f"the host key changed: it is {exc.key.get_name()} {fingerprint(exc.key)}, known_hosts "
-                f"says {fingerprint(exc.expected_key)}; if the machine was reinstalled, remove its old line")
-    if isinstance(exc, paramiko.PasswordRequiredException):
-        return "the key file is protected by a passphrase; load it into ssh-agent and leave `key` out"
-    if isinstance(exc, paramiko.AuthenticationException):
-        return "authentication failed (no key the server accepts)"
-    if isinstance(exc, NoValidConnectionsError):
-        return "connection refused"
-    if isinstance(exc, socket.gaierror):
-        return "cannot resolve the address"
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        return f"no answer within {timeout_s:g}s"
-    if isinstance(exc, OSError):
-        return _os_why(exc)
-    if "protocol banner" in str(exc):
-        return "no SSH server answers on that port (no SSH banner)"
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-def _os_why(exc: OSError) -> str:
-    if exc.strerror:
-        return exc.strerror
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def _field(text: str, name: str, sep: str) -> str | None:
