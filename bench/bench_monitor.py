@@ -28,7 +28,8 @@ from pathlib import Path
 from toolbench import cell_run, derive, monitor, plan, registry, scenario, store
 from toolbench.adapter import Found, RawOutput
 from toolbench.hosts import LocalHost
-from toolbench.targets import nginx_static
+from toolbench.serving import Serving
+from toolbench.targets import RunningTarget, nginx_static
 
 SCENARIO = """\
 name: bench-monitor
@@ -80,12 +81,14 @@ def bare_rps(tool: str, cell: plan.Cell, workdir: Path) -> float | None:
     return m.rates.rps or m.rates.rps_derived
 
 
-def throughput_pairs(tool: str, base_url: str, pairs: int, seconds: float, root: Path) -> tuple[list, list]:
+def throughput_pairs(tool: str, target: RunningTarget, pairs: int, seconds: float, root: Path) -> tuple[list, list]:
     path = root / f"{tool}.yaml"
     path.write_text(SCENARIO.format(tool=tool, seconds=seconds))
     s = scenario.load(path)
     (planned,) = plan.expand(s)
-    cell = planned.cell.at(base_url)
+    cell = planned.cell.at(target.base_url)
+    ((name, spec),) = s.targets.items()
+    serving = Serving(name, spec, target)
     run_dir = store.RunDir.create(root / "runs", f"bench-{tool}")
     found = registry.get(tool).detect(LocalHost())
     bare, watched = [], []
@@ -95,7 +98,7 @@ def throughput_pairs(tool: str, base_url: str, pairs: int, seconds: float, root:
         # Which goes first alternates, so that neither always follows the other's cooldown.
         for watched_now in ((False, True) if i % 2 == 0 else (True, False)):
             if watched_now:
-                result = cell_run.run_cell(s, planned, cell, run_dir, LocalHost(), found, "nginx-static")
+                result = cell_run.run_cell(s, planned, cell, run_dir, LocalHost(), found, serving)
                 watched.append(result.measurement.rates.rps or result.measurement.rates.rps_derived)
             else:
                 bare.append(bare_rps(tool, cell, workdir))
@@ -118,7 +121,7 @@ def main() -> int:
                       f"{outside:5.2f}%  / {inside:5.2f}%")
         print(f"\nthroughput, req/s, {args.pairs} alternating pairs of {args.seconds:g}s, c=10 keep-alive:")
         for tool in ("ab", "siege"):
-            bare, watched = throughput_pairs(tool, target.base_url, args.pairs, args.seconds, Path(tmp))
+            bare, watched = throughput_pairs(tool, target, args.pairs, args.seconds, Path(tmp))
             pairs = [(x, y) for x, y in zip(watched, bare) if x and y]  # a failed run gives no rate
             watched, bare = [x for x, _ in pairs], [y for _, y in pairs]
             b, w = statistics.median(bare), statistics.median(watched)
