@@ -48,7 +48,7 @@ fi
 # Re-install only when the dependency list or the engine's C source changed (an editable
 # install builds the extension in place once; it does not follow later edits).
 stamp="$venv/.toolbench-installed"
-want="$(cat "$repo/pyproject.toml" "$repo/toolbench/engine/_churn.c" | sha256sum | cut -d' ' -f1)"
+want="$(cat "$repo/pyproject.toml" "$repo"/toolbench/engine/_churn*.[ch] | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing Python packages into $venv"
     "$venv/bin/pip" install -q --upgrade pip

@@ -161,9 +161,15 @@ _TRANSFER_ENCODING = re.compile(rb"\ntransfer-encoding:([^\r\n]*)")
 def ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:
     """Whether the response in flight has a body that only the close ends (neither a
     length nor chunked): then the close completes it rather than cutting it short."""
-    head, sep, _ = first.partition(b"\r\n\r\n")
-    if not sep or parser.get_status_code() < 200:
+    if parser.get_status_code() < 200:
         return False
+    rest = first
+    while True:  # past the interim (1xx) heads: the final one decides
+        head, sep, rest = rest.partition(b"\r\n\r\n")
+        if not sep:
+            return False  # the final head is not whole: the close cut it short
+        if head[9:10] != b"1":  # "HTTP/1.1 1xx"
+            break
     head = head.lower()
     if b"\ncontent-length:" in head:
         return False
