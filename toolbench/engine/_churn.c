@@ -9,9 +9,8 @@ schedule, the end of the budget, a failure), exactly where churn.py calls it.
 
 Every response is still timed into the recorder's latency array (its append method,
 so the recorder is the same for both paths), and every connect into its connect
-figures. The framing follows HTTP/1.1 (RFC 9112 section 6.3): HEAD, 1xx, 204 and
-304 have no body; chunked; Content-Length; otherwise the close ends the body. Bytes
-that are not an HTTP/1.x status line, a bad length or a bad chunk are "malformed". */
+figures. Here: the Python type and the module; the connections are in _churn_conn.c,
+and where a response ends (held to llhttp's verdicts) in _churn_framing.c. */
 #include "_churn.h"
 
 #include <arpa/inet.h>
