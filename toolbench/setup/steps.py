@@ -230,8 +230,9 @@ def _files(folder: Path, parts: Sequence[str]) -> list[Path]:
     found = []
     for part in parts:
         path = folder / part
+        # Not what this machine built (bytecode, the engine's C extension): the other machine builds its own.
         found += [path] if path.is_file() else sorted(
-            p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+            p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".so")
     return found
 
 
