@@ -33,7 +33,7 @@ from test_engine_errors import run_engine as errors_run_engine
 from toolbench import histogram
 from toolbench.engine import churn_native
 from toolbench.engine.churn_native import PATH_ENV
-from toolbench.engine.result import SILENT_NOTE
+from toolbench.engine.result import PYTHON_PATH_NOTE, SILENT_NOTE
 from toolbench.schema import RunResult, Status
 from toolbench.targets import RunningTarget
 
@@ -52,9 +52,10 @@ def run_engine(url: str, **kw: Any) -> RunResult:
     return errors_run_engine(url, **{"keepalive": False, **kw})
 
 
-def test_every_request_is_timed_and_its_connect_counted() -> None:
+def test_every_request_is_timed_and_its_connect_counted(churn_path: str) -> None:
     with serve(responder(lambda raw, stats: OK)) as (url, stats):
         result = run_engine(url, connections=4, requests=200)
+    assert (PYTHON_PATH_NOTE in result.all_notes) == (churn_path == "Python")  # a run says which path it took
     counts = result.measurement.counts
     assert counts.requests_ok == 200 and counts.requests_failed == 0
     assert histogram.decode(result.measurement.histogram).get_total_count() == 200

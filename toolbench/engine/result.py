@@ -10,6 +10,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from toolbench import failures, histogram
+from toolbench.engine.churn_native import churn_path
 from toolbench.engine.coordinator import Collected
 from toolbench.engine.recorder import Moments, WorkerResult
 from toolbench.schema import (
@@ -37,6 +38,9 @@ TOOL = "engine"
 # vs other connect errors, reset vs closed). The classes are in Counts; nothing reads this back.
 FAILURE_DETAIL = "engine_failures"
 SILENT_NOTE = "engine_silent_connections"
+PYTHON_PATH_NOTE = ("engine_python_path: keep-alive off ran on the engine's pure-Python connection path (its C "
+                    "extension is not built here, or TOOLBENCH_ENGINE_CHURN=python asked for it), which costs "
+                    "more CPU per request than the C path (bench/README.md)")
 # Engine failure kinds (engine.recorder.FAILURE_KINDS) to the schema's classes (toolbench.failures):
 # connect_timeout is a timeout, so timeout comes first.
 FAILURE_TABLE: failures.Table = (
@@ -80,6 +84,8 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     if silent and opts.duration_s is not None and opts.keepalive:
         notes.append(f"{SILENT_NOTE}: {silent} of the connections open when the measured window began "
                      "received no response in it")
+    if not opts.keepalive and churn_path() == "Python":
+        notes.append(PYTHON_PATH_NOTE)
     if out.error:
         notes.append(out.error)
     started = out.started_at
