@@ -75,8 +75,8 @@ class Conn(asyncio.Protocol):
         if not self.t_first:
             self.t_first = now
             self.first = data
-        elif len(self.first) < HEAD_KEPT and b"\r\n\r\n" not in self.first:
-            self.first += data  # a head split across reads: ends_at_close() reads it whole
+        else:
+            self.first = with_head(self.first, data)
         self.rx += len(data)
         try:
             self.parser.feed_data(data)
@@ -156,6 +156,12 @@ class HeadConn(Conn):
 
 HEAD_KEPT = 1 << 16  # bytes of a response kept to find its head's end
 _TRANSFER_ENCODING = re.compile(rb"\ntransfer-encoding:([^\r\n]*)")
+
+
+def with_head(first: bytes, data: bytes) -> bytes:
+    """The response's bytes kept so far (`first`), with the next read's `data` while the head
+    is not whole yet: ends_at_close() reads a head split across reads whole."""
+    return first + data if len(first) < HEAD_KEPT and b"\r\n\r\n" not in first else first
 
 
 def ends_at_close(first: bytes, parser: HttpResponseParser) -> bool:

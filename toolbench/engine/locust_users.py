@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from httptools import HttpParserError, HttpResponseParser
 
-from toolbench.engine.client import HEAD_KEPT, ends_at_close
+from toolbench.engine.client import ends_at_close, with_head
 from toolbench.engine.locust_protocol import VALID_CODES
 
 if TYPE_CHECKING:
@@ -201,8 +201,8 @@ class Conn(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.first is None:
             self.first = data
-        elif len(self.first) < HEAD_KEPT and b"\r\n\r\n" not in self.first:
-            self.first += data  # a head split across reads: ends_at_close() reads it whole
+        else:
+            self.first = with_head(self.first, data)
         try:
             self.parser.feed_data(data)
         except HttpParserError:
