@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from httptools import HttpParserError, HttpResponseParser
 
-from toolbench.engine.client import HEAD_KEPT, clock, ends_at_close
+from toolbench.engine.client import clock, ends_at_close, with_head
 
 if TYPE_CHECKING:
     from toolbench.engine.load import Load, Slot
@@ -96,10 +96,7 @@ class Churn:
         self.lat = load.rec.lat.append
         self.ulat = load.rec.ulat.append if load.rec.ulat is not None else None
         self.codes = load.rec.codes
-        # The closed model starts a slot's next request as soon as one ends: done inline
-        # in ready(), not through Slot.done and Slot.issue (the open model's timers, the
-        # end of a request count and failures still go through them).
-        self.closed = not load.open
+        self.closed = not load.open  # then a request is timed from its connect (send())
         load.loop.add_reader(self.epoll.fileno(), self.ready)
 
     def fresh(self, slot: Slot) -> Fresh:
@@ -109,8 +106,7 @@ class Churn:
         return f.sock is None
 
     def send(self, f: Fresh, scheduled: int) -> None:
-        """Opens a connection and sends the request; `scheduled` is when it was meant to start.
-        (The hot path of keep-alive off: one call, no other Python call in the usual case.)"""
+        """Opens a connection and sends the request; `scheduled` is when it was meant to start."""
         started = clock()
         sock = f.sock = raw_socket(self.family, _STREAM)
         f.t_start = started
@@ -132,13 +128,8 @@ class Churn:
         except OSError as exc:
             self._fail_soon(f, _connect_kind(exc.errno))
             return
-        now = f.t_sent = clock()
-        rec = self.rec
-        elapsed = now - started
-        rec.connects += 1
-        rec.connect_sum_ns += elapsed
-        if elapsed > rec.connect_max_ns:
-            rec.connect_max_ns = elapsed
+        f.t_sent = clock()
+        self.rec.connected(f.t_sent - started)
         if f.parser is None:
             f.parser = _parser(f)
         if sent == len(request):
@@ -150,7 +141,7 @@ class Churn:
     def _connected(self, f: Fresh, sent: int) -> None:
         """A connect that was in progress is over, and `sent` bytes of the request went out."""
         f.t_sent = clock()
-        self.rec.connected(f.t_sent - f.t_start)  # (send() does the same inline)
+        self.rec.connected(f.t_sent - f.t_start)
         if f.parser is None:
             f.parser = _parser(f)
         events = EPOLLIN
@@ -160,14 +151,9 @@ class Churn:
         self.epoll.modify(f.fd, events)
 
     def ready(self) -> None:
-        """The loop's callback: the epoll set has ready sockets. A response is read, timed
-        and closed here, and in the closed model the slot's next connect made, without
-        another Python call but send() in the usual case: this is most of the engine's
-        own CPU per request. Every response is still timed into the recorder's array."""
+        """The loop's callback: the epoll set has ready sockets. (The C path, _churn_conn.c,
+        does this per request without the calls; this one is kept plain.)"""
         by_fd = self.by_fd
-        rec = self.rec
-        lat, ulat = self.lat, self.ulat
-        load = self.load
         for fd, _ in self.epoll.poll(0, BATCH):
             f = by_fd.get(fd)
             if f is None:
@@ -188,37 +174,16 @@ class Churn:
             if not f.t_first:
                 f.t_first = now
                 f.first = data
-            elif len(f.first) < HEAD_KEPT and b"\r\n\r\n" not in f.first:
-                f.first += data  # a head split across reads: ends_at_close() reads it whole
+            else:
+                f.first = with_head(f.first, data)
             f.rx += len(data)
             try:
                 f.parser.feed_data(data)  # type: ignore[union-attr]
             except HttpParserError:
                 if self._bad_bytes(f):
                     continue
-            code = f.code
-            if not code:
-                continue  # more of the response is to come
-            # Complete: as _complete() and _close() do.
-            if code != 200:
-                self.codes[code] += 1  # 200s are the responses not counted here
-            t_sched = f.t_sched
-            lat(now - t_sched)
-            if ulat is not None:
-                ulat(now - f.t_start)
-            rec.gap_ns += (f.t_sent - t_sched) + (now - f.t_first)  # TTFB = latency - gap
-            del by_fd[fd]
-            sock.close()  # type: ignore[union-attr]  # and out of the epoll set with it
-            rec.received_bytes += f.rx
-            f.sock = None
-            f.code = f.rx = f.t_first = 0
-            load.last_done_ns = now
-            if self.closed and load.budget > 0 and not load.stopped:
-                load.budget -= 1  # as Slot.issue does
-                f.slot.intended = now
-                self.send(f, now)
-            else:
-                f.slot.done(None, now)
+            if f.code:  # complete (else more of the response is to come)
+                self._complete(f, f.code, now)
 
     def _writable(self, f: Fresh) -> None:
         sock = f.sock
@@ -278,7 +243,7 @@ class Churn:
         self.lat(now - f.t_sched)
         if self.ulat is not None:
             self.ulat(now - f.t_start)
-        self.rec.gap_ns += (f.t_sent - f.t_sched) + (now - f.t_first)
+        self.rec.gap_ns += (f.t_sent - f.t_sched) + (now - f.t_first)  # TTFB = latency - gap
         self._close(f)
         self.load.last_done_ns = now
         f.slot.done(None, now)
@@ -297,10 +262,7 @@ class Churn:
         f.connecting = False
         f.out = b""
         self._close(f)
-        load = self.load
-        self.rec.fail(kind)
-        load.last_done_ns = clock()
-        f.slot.done(None, load.last_done_ns)
+        f.slot.failed(kind)
 
     def _fail_soon(self, f: Fresh, kind: str) -> None:
         """A connect that failed at once (refused): counted from the loop, so that a slot
@@ -312,12 +274,8 @@ class Churn:
 
     def _failed_at_once(self, f: Fresh, kind: str) -> None:
         f.sock = None
-        load = self.load
-        if load.stopped:
-            return
-        self.rec.fail(kind)
-        load.last_done_ns = clock()
-        f.slot.done(None, load.last_done_ns)
+        if not self.load.stopped:
+            f.slot.failed(kind)
 
     def window_starts(self) -> int:
         """The warm-up is over: the bytes of the requests in flight count from now.

@@ -11,7 +11,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from toolbench.engine.churn import Churn
-from toolbench.engine.client import clock
 
 if TYPE_CHECKING:
     from toolbench.engine.load import Load, Slot
@@ -63,10 +62,7 @@ class NativeChurn:
         self.slots[handle].done(None, now)
 
     def _failed(self, handle: int, kind: str) -> None:
-        load = self.load
-        load.rec.fail(kind)
-        load.last_done_ns = clock()
-        self.slots[handle].done(None, load.last_done_ns)
+        self.slots[handle].failed(kind)
 
     def _failed_soon(self, handle: int, kind: str) -> None:
         self.pending.add(handle)

@@ -280,6 +280,13 @@ class Slot:
         else:
             self.issue(now)
 
+    def failed(self, kind: str) -> None:
+        """The request failed on a keep-alive-off connection: count it, and go on from now."""
+        load = self.load
+        load.rec.fail(kind)
+        load.last_done_ns = clock()
+        self.done(None, load.last_done_ns)
+
     def cancel(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
