@@ -7,6 +7,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -92,6 +93,10 @@ def test_a_bundled_stack_starts_answers_is_measured_and_stops_clean(tmp_path, en
         assert target.base_url.startswith("http://127.0.0.1:") and target.label == "x"
         assert re.match(version, target.version or ""), target.version
         pids = tree_pids(target)
+        deadline = time.monotonic() + 10
+        while len(pids) < processes and time.monotonic() < deadline:  # gunicorn forks its workers
+            time.sleep(0.05)  # one after another: ready on the first (a CI run saw 2 of 3)
+            pids = tree_pids(target)
         assert len(pids) == processes
         assert body(target.base_url + "/") == FLASK
         if "socket" not in entry and "nginx-static" not in entry:
