@@ -18,23 +18,21 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench import failures
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_go_tool,
-                               option)
+from toolbench.record import failures
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_go_tool, option)
 from toolbench.errors import ParseError
-from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
-                              Timing, Transfer)
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 BODY_FILE = "body"
 RESOLUTION_MS = 0.001
 _VERSION = re.compile(r"bombardier version (\S+)")
 _PCT_NAMES = {"50": "p50_ms", "75": "p75_ms", "90": "p90_ms", "95": "p95_ms", "99": "p99_ms"}
-# Go's and fasthttp's error texts to failure classes (toolbench.failures), first match wins.
+# Go's and fasthttp's error texts to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "deadline exceeded")),
     ("connect", ("connection refused", "connect:", "no route to host", "dial tcp")),

@@ -7,14 +7,14 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.adapter import Adapter, Detection, Found, Invocation, RawOutput, found_python, option
+from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, RawOutput, found_python, option
 from toolbench.errors import ParseError, SchemaError
-from toolbench.numbers import Numbers
-from toolbench.schema import Measurement, RunResult
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import Measurement, RunResult
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Captured, Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Captured, Host
+    from toolbench.contract.cell import Cell
 
 RESULT_FILE = "engine.json"
 BODY_FILE = "body"

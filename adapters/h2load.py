@@ -17,16 +17,16 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench import failures
-from toolbench.adapter import SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option
+from toolbench.record import failures
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
 from toolbench.adapters import units
 from toolbench.errors import ParseError
-from toolbench.numbers import Numbers
-from toolbench.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 BODY_FILE = "body"
 _VERSION = re.compile(r"h2load nghttp2/(\S+)")
@@ -38,7 +38,7 @@ _TRAFFIC = re.compile(r"^traffic: \S+ \((\d+)\) total,", re.MULTILINE)
 _TIMES = re.compile(r"^time for (request|connect):\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+\S+%\s*$", re.MULTILINE)
 _CLIENTS = re.compile(r"^spawning thread #\d+: (\d+) total client\(s\)", re.MULTILINE)
 _PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
-# h2load's own counters to failure classes (toolbench.failures): it names no cause beyond these.
+# h2load's own counters to failure classes (toolbench.record.failures): it names no cause beyond these.
 FAILURE_TABLE: failures.Table = (("timeout", ("timeout",)),)
 
 

@@ -21,17 +21,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from toolbench import failures, histogram
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
-                               missing_program, option)
+from toolbench.record import failures, histogram
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, missing_program, option)
 from toolbench.errors import HostError, ParseError
-from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
-                              Timing, Transfer)
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 BODY_FILE = "body"
 RESOLUTION_MS = 0.1  # four decimals of a second
@@ -44,7 +42,7 @@ _PCT = re.compile(r"^\s+(\d+)% in (\S+) secs\s*$", re.MULTILINE)
 _STATUS = re.compile(r"^\s+\[(\d+)\]\s+(\d+) responses\s*$", re.MULTILINE)
 _ERROR = re.compile(r"^\s+\[(\d+)\]\s+(\S.*)$")
 _PCT_NAMES = {50: "p50_ms", 75: "p75_ms", 90: "p90_ms", 95: "p95_ms", 99: "p99_ms"}
-# Go's error texts to failure classes (toolbench.failures), first match wins.
+# Go's error texts to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "deadline exceeded")),
     ("connect", ("connection refused", "connect:", "no route to host", "dial tcp")),

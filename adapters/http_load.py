@@ -17,16 +17,15 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench import failures
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
-                               missing_program, option)
+from toolbench.record import failures
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, missing_program, option)
 from toolbench.errors import HostError, ParseError
-from toolbench.numbers import Numbers
-from toolbench.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 MAX_RATE = 1000  # http_load refuses a higher -rate
 URL_FILE = "urls.txt"
@@ -39,7 +38,7 @@ _TALLY = re.compile(r"^(\d+) (timeouts|bad byte counts|bad checksums)$")
 _CODE = re.compile(r"^\s+code (\d{3}) -- (\d+)$")
 _URL_ERROR = re.compile(r"^([a-z]+://\S+?): (.+)$")
 _USAGE = re.compile(r"^usage:\s+\S*http_load\b", re.MULTILINE)
-# A per-URL error message (strerror text or http_load's own) to a failure class (toolbench.failures).
+# A per-URL error message (strerror text or http_load's own) to a failure class (toolbench.record.failures).
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timed out",)),
     ("connect", ("refused", "no route to host", "network is unreachable", "cannot assign requested address",

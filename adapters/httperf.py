@@ -20,16 +20,15 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench import failures
-from toolbench.adapter import SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option
+from toolbench.record import failures
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
 from toolbench.errors import ParseError
-from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
-                              Timing)
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing)
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 RESOLUTION_MS = 0.1
 _VERSION = re.compile(r"httperf-(\d[\w.]*)")
@@ -42,7 +41,7 @@ _REPLY_TIME = re.compile(r"^Reply time \[ms\]: response (\S+) transfer (\S+)\s*$
 _STATUS = re.compile(r"^Reply status: 1xx=(\d+) 2xx=(\d+) 3xx=(\d+) 4xx=(\d+) 5xx=(\d+)\s*$", re.MULTILINE)
 _ERRORS = re.compile(r"^Errors: (.*)$", re.MULTILINE)
 _ERROR_PAIR = re.compile(r"([a-z][\w-]*) (\d+)")
-# httperf's error counters to failure classes (toolbench.failures), first match wins.
+# httperf's error counters to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("client-timo", "socket-timo")),
     ("connect", ("connrefused", "addrunavail")),

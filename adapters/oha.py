@@ -24,17 +24,16 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench import failures, toolsdir
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version,
-                               option)
+from toolbench.record import failures
+from toolbench.contract import toolsdir
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
 from toolbench.errors import ParseError
-from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
-                              Timing, Transfer)
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 BODY_FILE = "body"
 RESULT_FILE = "oha.json"
@@ -46,7 +45,7 @@ _PCT_NAMES = {"p50": "p50_ms", "p75": "p75_ms", "p90": "p90_ms", "p95": "p95_ms"
               "p99.9": "p999_ms"}
 # The role of the JSON file says how the run timed its requests: oha's JSON does not.
 ROLES = {Omission.CORRECTED.value: Omission.CORRECTED, Omission.NOT_CORRECTED.value: Omission.NOT_CORRECTED}
-# hyper's and std::io's error texts to failure classes (toolbench.failures), first match wins.
+# hyper's and std::io's error texts to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "timed out")),
     ("connect", ("connection refused", "no route to host", "network is unreachable")),

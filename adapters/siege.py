@@ -7,18 +7,16 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench import failures
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version,
-                               option)
+from toolbench.record import failures
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
 from toolbench.errors import ParseError
-from toolbench.exits import signal_name
-from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, SiegeFigures,
-                              Timing, Transfer)
+from toolbench.record.exits import signal_name
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, SiegeFigures, Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 MIB = 1024 * 1024
 RESOLUTION_MS = 10.0  # siege prints times in hundredths of a second
@@ -77,7 +75,7 @@ _LOG_HEADER = re.compile(r"^\s*Date & Time,\s*Trans,")
 _VERSION = re.compile(r"SIEGE (\d[\w.\-]*)")
 _ERROR = re.compile(r"\[error\]\s*(.*)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # siege colours "[error]" unless told not to
-# siege's [error] lines to failure classes (toolbench.failures), first match wins.
+# siege's [error] lines to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("connect", ("refused", "unable to connect")),
     ("timeout", ("timed out", "timeout")),

@@ -1,10 +1,10 @@
 """Times and sizes printed with a unit (`746.00us`, `1.80ms`, `2.35MB`, `468.44KB`), as wrk
-and h2load print them, read through toolbench.numbers."""
+and h2load print them, read through toolbench.record.numbers."""
 from __future__ import annotations
 
 import re
 
-from toolbench.numbers import Numbers
+from toolbench.record.numbers import Numbers
 
 _WITH_UNIT = re.compile(r"^\s*([0-9.+-]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)\s*$")  # linear: no backtracking
 TIME_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}

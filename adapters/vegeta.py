@@ -1,5 +1,5 @@
 """vegeta (Go, `go install github.com/tsenart/vegeta/v12`): builds `vegeta attack`, and reads
-its results through two steps run after it (toolbench.adapter.Step): `vegeta encode --to csv`
+its results through two steps run after it (toolbench.contract.adapter.Step): `vegeta encode --to csv`
 (one row per request) and `vegeta report -type=json`.
 
 What vegeta is, and what follows for its results:
@@ -36,18 +36,16 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from toolbench import failures, histogram, numbers
-from toolbench.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Step, Support,
-                               found_go_tool, option)
+from toolbench.record import failures, histogram, numbers
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Step, Support, found_go_tool, option)
 from toolbench.errors import ParseError
-from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
-                              Timing, Transfer)
-from toolbench.timings import SecondTally
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
+from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 TARGETS_FILE = "targets.json"
 RESULTS_FILE = "results.bin"
@@ -60,7 +58,7 @@ _TIMESTAMP = re.compile(r"[0-9]{1,19}")
 _GO_URL_ERROR = re.compile(r'^[A-Z]+ "(?:[^"\\]|\\.)*": ')  # `Get "http://...": ` before Go's own words
 _REPORT_PCTS = {"50th": "p50_ms", "90th": "p90_ms", "95th": "p95_ms", "99th": "p99_ms"}
 _FIELD_LIMIT = 1 << 30  # a response body, base64, in one CSV field
-# Go's error texts to failure classes (toolbench.failures), first match wins.
+# Go's error texts to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "deadline exceeded")),
     ("connect", ("connection refused", "connect:", "no route to host", "dial tcp")),

@@ -19,17 +19,16 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench import failures
-from toolbench.adapter import SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option
+from toolbench.record import failures
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
 from toolbench.adapters import units
 from toolbench.errors import ParseError
-from toolbench.numbers import Numbers
-from toolbench.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
-                              Timing, Transfer)
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.hosts import Host
-    from toolbench.plan import Cell
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
 
 SCRIPT = "wrk_done.lua"
 RESULT_FILE = "wrk.json"  # the name the script writes, in the working directory
@@ -44,7 +43,7 @@ _LATENCY = re.compile(r"^\s*Latency\s+(\S+)\s+(\S+)\s+(\S+)\s+\S+\s*$", re.MULTI
 _DISTRIBUTION = re.compile(r"^\s*(50|75|90|99)%\s+(\S+)\s*$", re.MULTILINE)
 _PCT_NAMES = {"50": "p50_ms", "66": "p66_ms", "75": "p75_ms", "80": "p80_ms", "90": "p90_ms", "95": "p95_ms",
               "98": "p98_ms", "99": "p99_ms", "99.9": "p999_ms"}
-# wrk's error counters to failure classes (toolbench.failures); a write error is none of them.
+# wrk's error counters to failure classes (toolbench.record.failures); a write error is none of them.
 FAILURE_TABLE: failures.Table = (
     ("connect", ("connect",)),
     ("timeout", ("timeout",)),

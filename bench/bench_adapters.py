@@ -3,7 +3,7 @@ adapter builds its command for one closed-model, keep-alive cell (as `toolbench 
 the command runs pinned to one CPU, and the adapter parses what the tool printed. Tools that
 cannot run such a cell (httperf, which has only an open model), or are not installed, are
 listed with the reason. An adapter's follow-up steps (Invocation.steps: vegeta's `encode` of its
-binary results) run after the tool, as toolbench.steps runs them, outside the CPU measured: the
+binary results) run after the tool, as toolbench.run.tool_steps runs them, outside the CPU measured: the
 runner runs them after the tool has ended too."""
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from toolbench import registry, steps
-from toolbench.adapter import Adapter, Found, RawOutput
+from toolbench.contract import registry
+from toolbench.run import tool_steps as steps
+from toolbench.contract.adapter import Adapter, Found, RawOutput
 from toolbench.errors import ToolbenchError
-from toolbench.hosts import LocalHost
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
 
 # Run by bench_engine.py's own pinned commands (as before), or never run here (k6's licence).
 OWN = ("engine", "wrk", "ab", "locust", "k6")

@@ -29,7 +29,7 @@ from pathlib import Path
 from bench_engine import pin_tree, pinned_usage
 
 from toolbench.engine.result import SILENT_NOTE
-from toolbench.targets import nginx_static
+from toolbench.servers.nginx import nginx_static
 
 SMALL = 50
 

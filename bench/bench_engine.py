@@ -37,7 +37,7 @@ import bench_adapters
 import toolbench
 from toolbench.engine.churn_native import PATH_ENV, churn_path
 from toolbench.errors import ToolbenchError
-from toolbench.targets import nginx_static
+from toolbench.servers.nginx import nginx_static
 
 LOCUSTFILE = """\
 from locust import constant, task

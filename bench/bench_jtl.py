@@ -32,9 +32,9 @@ URL = "http://127.0.0.1:18090/"
 CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
-from toolbench.adapter import RawOutput
-from toolbench.adapters import jmeter
-from toolbench.derive import complete
+from toolbench.contract.adapter import RawOutput
+from toolbench.adapters.jmeter import adapter as jmeter
+from toolbench.record.derive import complete
 def cpu_s():  # this process and the worker processes it waited for
     return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 wall, cpu = time.perf_counter(), cpu_s()

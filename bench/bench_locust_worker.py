@@ -29,7 +29,7 @@ import psutil
 from bench_engine import LOCUSTFILE  # the same FastHttpUser, no wait
 
 from toolbench.engine.locust_cell import free_port
-from toolbench.targets import nginx_static
+from toolbench.servers.nginx import nginx_static
 
 WORKERS = ("engine", "locust")
 

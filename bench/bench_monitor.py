@@ -25,11 +25,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from toolbench import cell_run, derive, monitor, plan, registry, scenario, store
-from toolbench.adapter import Found, RawOutput
-from toolbench.hosts import LocalHost
-from toolbench.serving import Serving
-from toolbench.targets import RunningTarget, nginx_static
+from toolbench.run import cell as cell_run, plan
+from toolbench.record import derive, store
+from toolbench.hosts import monitor
+from toolbench.contract import registry
+from toolbench.scenario import read as scenario
+from toolbench.contract.adapter import Found, RawOutput
+from toolbench.hosts.local import LocalHost
+from toolbench.run.serving import Serving
+from toolbench.servers.process import RunningTarget
+from toolbench.servers.nginx import nginx_static
 
 SCENARIO = """\
 name: bench-monitor

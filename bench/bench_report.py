@@ -25,8 +25,8 @@ CONCURRENCIES = (1, 10, 50, 100, 200, 500, 1000)
 
 
 def seeds(source: Path | None) -> list:
-    from toolbench import store
-    from toolbench.schema import Status
+    from toolbench.record import store
+    from toolbench.record.schema import Status
 
     if source is not None:
         found = [r for r in store.RunDir.open(source).results() if r.outcome.status is Status.OK]
@@ -42,8 +42,8 @@ def seeds(source: Path | None) -> list:
 
 def synthetic_run(root: Path, source: Path | None, cells: int) -> Path:
     """Real results under new identities; rates scaled so the curves differ per tool and concurrency."""
-    from toolbench import store
-    from toolbench.manifest import Manifest, RunStatus, ScenarioRecord, ToolRecord
+    from toolbench.record import store
+    from toolbench.record.manifest import Manifest, RunStatus, ScenarioRecord, ToolRecord
 
     base = seeds(source)
     run = store.RunDir(root / "bench-500-20260101T000000Z")

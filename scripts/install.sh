@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what toolbench needs: its Python packages into .venv inside the checkout, then the
 # load tools, targets and test helpers by `toolbench install --for PURPOSE`, whose one table
-# (toolbench/installs.py) says how each is installed (apt, go install, scripts/install_*.sh).
+# (toolbench/install/recipes.py) says how each is installed (apt, go install, scripts/install_*.sh).
 #   scripts/install.sh                    everything the tests use (the default)
 #   scripts/install.sh --for quickstart   only what scenarios/quickstart.yaml needs
 # Idempotent: a second call checks and returns in a few seconds.
@@ -22,7 +22,7 @@ say() { printf '[install] %s\n' "$*" >&2; }
 # so that a user who is not root gets one apt line for everything.
 apt_packages=(python3-venv gcc libc6-dev python3-dev)
 if command -v python3 >/dev/null; then
-    read -r -a listed <<< "$(cd "$repo" && python3 -m toolbench.installs --apt-packages "$purpose")"
+    read -r -a listed <<< "$(cd "$repo" && python3 -m toolbench.install.recipes --apt-packages "$purpose")"
     apt_packages+=("${listed[@]}")
 fi
 missing=()

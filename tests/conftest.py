@@ -9,8 +9,9 @@ import pytest
 
 import netns
 import sshd_server
-from toolbench.adapter import RawOutput
-from toolbench.targets import RunningTarget, nginx_static
+from toolbench.contract.adapter import RawOutput
+from toolbench.servers.process import RunningTarget
+from toolbench.servers.nginx import nginx_static
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent

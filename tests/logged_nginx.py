@@ -12,7 +12,7 @@ import pytest
 
 from toolbench.errors import TargetError
 from toolbench.servers import nginx
-from toolbench.servers.spec import NginxOptions, ReadySpec
+from toolbench.scenario.targets import NginxOptions, ReadySpec
 
 
 @dataclass(frozen=True)

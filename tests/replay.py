@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from toolbench.errors import TargetError
-from toolbench.hosts import Captured, Completed, Facts, Limit
+from toolbench.contract.host import Captured, Completed, Facts, Limit
 from toolbench.servers.process import RunningTarget
-from toolbench.servers.spec import TargetSpec
+from toolbench.scenario.targets import TargetSpec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -10,11 +10,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolbench import derive, invariants, registry, store
-from toolbench.adapter import RawOutput
-from toolbench.manifest import (Environment, Finding, Manifest, Prerequisites, RunStatus, ScenarioRecord, TargetRecord,
-                                ToolRecord)
-from toolbench.schema import Artifact, GeneratorCost, Identity, Outcome, ProbeSummary, RunResult, Status
+from toolbench.record import derive, invariants, store
+from toolbench.contract import registry
+from toolbench.contract.adapter import RawOutput
+from toolbench.record.manifest import (Environment, Finding, Manifest, Prerequisites, RunStatus, ScenarioRecord, TargetRecord, ToolRecord)
+from toolbench.record.schema import Artifact, GeneratorCost, Identity, Outcome, ProbeSummary, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VERSIONS = {"ab": "2.3", "siege": "4.0.7", "engine": "0.1.0"}  # as the runner detects them

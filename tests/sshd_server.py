@@ -15,9 +15,9 @@ from typing import Iterator
 
 import pytest
 
-from toolbench.scenario import HostSpec
-from toolbench.ssh import SSHHost
-from toolbench.targets import free_port
+from toolbench.scenario.read import HostSpec
+from toolbench.hosts.ssh import SSHHost
+from toolbench.contract.host import free_port
 
 SSHD = Path("/usr/sbin/sshd")
 LOGIN_NOFILE_SOFT = 1536  # set on sshd, so the login's limit differs from pytest's own

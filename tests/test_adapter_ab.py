@@ -5,14 +5,14 @@ from pathlib import Path
 import pytest
 
 from conftest import recorded
-from toolbench import invariants
-from toolbench.adapter import Found
+from toolbench.record import invariants
+from toolbench.contract.adapter import Found
 from toolbench.adapters import ab
-from toolbench.derive import cell_status, complete
+from toolbench.record.derive import cell_status, complete
 from toolbench.errors import ParseError
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Status, TimesRow
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Fidelity, Status, TimesRow
 
 
 def parse(case: str, **files: str):
@@ -51,7 +51,7 @@ def test_gnuplot_tsv_gives_histogram_and_series():
     m = parse("nokeepalive", csv="csv", tsv="tsv")
     assert m.counts.requests_total == 5000
     assert m.histogram is not None
-    from toolbench import histogram
+    from toolbench.record import histogram
     assert histogram.decode(m.histogram).get_total_count() == 5000
     assert sum(s.requests for s in m.series) == 5000
     assert m.fidelity["histogram"] is Fidelity.DERIVED
@@ -141,13 +141,13 @@ def test_a_reset_without_r_ends_ab_and_is_a_reset():
 
 
 def test_garbage_is_a_parse_error():
-    from toolbench.adapter import RawOutput
+    from toolbench.contract.adapter import RawOutput
     with pytest.raises(ParseError, match="ab: cannot parse output .*no ApacheBench banner"):
         ab.parse(RawOutput(stdout="hello\n", source="x"))
 
 
 def test_a_damaged_csv_is_a_parse_error(tmp_path: Path):
-    from toolbench.adapter import RawOutput
+    from toolbench.contract.adapter import RawOutput
     bad = tmp_path / "p.csv"
     bad.write_text("Percentage served,Time in ms\n0,0.1\n1;0.2\n")
     with pytest.raises(ParseError, match="line 3"):

@@ -1,4 +1,4 @@
-"""One contract test over every registered adapter: what toolbench.adapter.Adapter declares,
+"""One contract test over every registered adapter: what toolbench.contract.adapter.Adapter declares,
 each adapter found through the `toolbench.adapters` entry points keeps, a third-party one
 as much as a built-in one."""
 from __future__ import annotations
@@ -11,12 +11,13 @@ from typing import Iterator
 
 import pytest
 
-from toolbench import names, registry
-from toolbench.adapter import Adapter, Found, Invocation, Missing, RawOutput, Support
+from toolbench.scenario import names
+from toolbench.contract import registry
+from toolbench.contract.adapter import Adapter, Found, Invocation, Missing, RawOutput, Support
 from toolbench.errors import ParseError
-from toolbench.hosts import LocalHost
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
 
 URL = "http://127.0.0.1:8080/"
 # A path no tool has on this machine: build() must put the one it is given, not one of its own.
@@ -98,7 +99,7 @@ def test_registered_adapter_keeps_the_contract(name: str, tmp_path: Path) -> Non
 
 
 PLUGIN = '''
-from toolbench.adapter import Adapter, Found, Missing, Invocation, found_by_version
+from toolbench.contract.adapter import Adapter, Found, Missing, Invocation, found_by_version
 from toolbench.errors import ParseError
 import re
 
@@ -143,7 +144,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def test_a_third_party_entry_point_is_held_to_the_same_contract(plugin: None, tmp_path: Path) -> None:
     assert "curlish" in registry.adapters()
-    assert "not a toolbench.adapter.Adapter" in registry.broken()["notone"]
+    assert "not a toolbench.contract.adapter.Adapter" in registry.broken()["notone"]
     work = tmp_path / "work"
     work.mkdir()
     check_contract(registry.get("curlish"), work)

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from toolbench import histogram, invariants, registry
-from toolbench.adapter import Found, RawOutput, raw_from_files
-from toolbench.adapters import gatling
+from toolbench.record import histogram, invariants
+from toolbench.contract import registry
+from toolbench.contract.adapter import Found, RawOutput, raw_from_files
+from toolbench.adapters.gatling import adapter as gatling
 from toolbench.errors import ParseError
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Measurement, Omission
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Measurement, Omission
 
 FOLDER = FIXTURES / "gatling"
 ADAPTER = registry.get("gatling")

@@ -7,14 +7,14 @@ import subprocess
 import pytest
 
 from conftest import FIXTURES, REPO, recorded
-from toolbench.adapter import Found, Missing, RawOutput
+from toolbench.contract.adapter import Found, Missing, RawOutput
 from toolbench.adapters import http_load
-from toolbench.derive import cell_status, complete
+from toolbench.record.derive import cell_status, complete
 from toolbench.errors import ParseError
-from toolbench.hosts import Captured
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Status
+from toolbench.contract.host import Captured
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Fidelity, Status
 
 CASES = ("404", "p10_checksum", "p10_fetches", "p10_seconds5", "p1_fetches", "p50_fetches",
          "rate100_seconds5", "refused", "slow_p10")

@@ -8,16 +8,17 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REPO, recorded
-from toolbench import histogram
-from toolbench.adapter import Found, Missing
-from toolbench.adapters import jmeter, jmeter_jtl, jmeter_plan, jmeter_reader
-from toolbench.adapters.jmeter_reader import read_jtl
-from toolbench.derive import cell_status, complete
+from toolbench.record import histogram
+from toolbench.contract.adapter import Found, Missing
+from toolbench.adapters.jmeter import adapter as jmeter, jtl as jmeter_jtl, plan as jmeter_plan, reader as jmeter_reader
+from toolbench.adapters.jmeter.reader import read_jtl
+from toolbench.record.derive import cell_status, complete
 from toolbench.errors import ParseError
-from toolbench.hosts import Captured, LocalHost
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Status
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.host import Captured
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Fidelity, Status
 
 FOLDER = FIXTURES / "jmeter"
 

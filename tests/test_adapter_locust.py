@@ -8,14 +8,14 @@ import sys
 import pytest
 
 from conftest import FIXTURES, REPO
-from toolbench import histogram
-from toolbench.adapter import Found, Missing, RawOutput
-from toolbench.adapters import locust
-from toolbench.derive import cell_status, complete
+from toolbench.record import histogram
+from toolbench.contract.adapter import Found, Missing, RawOutput
+from toolbench.adapters.locust import adapter as locust
+from toolbench.record.derive import cell_status, complete
 from toolbench.errors import ParseError
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Status
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Fidelity, Status
 
 FOLDER = FIXTURES / "locust"
 CSVS = {"stats_csv": "stats", "history_csv": "stats_history", "failures_csv": "failures",
@@ -173,7 +173,7 @@ def test_classify_roles_by_content():
 
 
 def test_detect_reads_the_version():
-    from toolbench.hosts import LocalHost
+    from toolbench.hosts.local import LocalHost
     assert locust.ADAPTER.detect(LocalHost()) == Found(sys.executable, "2.47.0")
     assert (FOLDER / "2.47.0-version.txt").read_text().startswith("locust 2.47.0 ")
 

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from toolbench import invariants, migrate, registry
-from toolbench.adapter import Found, RawOutput, raw_from_files
+from toolbench.record import invariants, migrate
+from toolbench.contract import registry
+from toolbench.contract.adapter import Found, RawOutput, raw_from_files
 from toolbench.errors import ParseError
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Measurement, Omission
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Measurement, Omission
 
 URL = "http://127.0.0.1:8080/x?y=1"
 

@@ -9,12 +9,13 @@ import pytest
 
 from conftest import FIXTURES
 from test_adapter_more_tools import URL, argv, cell, parsed
-from toolbench import invariants, registry
+from toolbench.record import invariants
+from toolbench.contract import registry
 from toolbench.adapters import oha as oha_adapter
-from toolbench.adapter import Found, RawOutput
+from toolbench.contract.adapter import Found, RawOutput
 from toolbench.errors import ParseError
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Measurement, Omission
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Fidelity, Measurement, Omission
 
 V = "1.16.0"
 

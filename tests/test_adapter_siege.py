@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from conftest import recorded
-from toolbench import invariants
-from toolbench.adapter import Found, Missing, RawOutput
+from toolbench.record import invariants
+from toolbench.contract.adapter import Found, Missing, RawOutput
 from toolbench.adapters import siege
-from toolbench.derive import cell_status, complete
+from toolbench.record.derive import cell_status, complete
 from toolbench.errors import ParseError
-from toolbench.hosts import LocalHost
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Status
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Fidelity, Status
 
 
 def parse(case: str, **files: str):

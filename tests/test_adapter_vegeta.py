@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from toolbench import histogram, invariants, registry
-from toolbench.adapter import Found, RawOutput, raw_from_files
+from toolbench.record import histogram, invariants
+from toolbench.contract import registry
+from toolbench.contract.adapter import Found, RawOutput, raw_from_files
 from toolbench.errors import ParseError
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, Measurement, Omission
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Fidelity, Measurement, Omission
 
 URL = "http://127.0.0.1:8080/x?y=1"
 HERE = FIXTURES / "vegeta"
@@ -137,8 +138,8 @@ def test_files_are_told_apart_and_claimed():
 
 
 def test_detect_names_the_version_from_the_install_folder():
-    from toolbench import toolsdir
-    from toolbench.hosts import LocalHost
+    from toolbench.contract import toolsdir
+    from toolbench.hosts.local import LocalHost
     installed = toolsdir.newest("go", "vegeta", "vegeta")
     if not installed:
         pytest.skip("vegeta is not built (scripts/install.sh builds it with go)")

@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import installs, plan, registry, scenario, store
+from toolbench.install import recipes as installs
+from toolbench.run import plan
+from toolbench.contract import registry
+from toolbench.scenario import read as scenario
+from toolbench.record import store
 from toolbench.cli.main import main
 from toolbench.errors import ScenarioError
 from toolbench.report import choice, model, render
 from toolbench.report.context import Context
-from toolbench.schema import Status
+from toolbench.record.schema import Status
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "choose-a-tool.yaml"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES, REPO
-from toolbench.schema import SCHEMA_VERSION
+from toolbench.record.schema import SCHEMA_VERSION
 
 TOOLBENCH = str(REPO / ".venv" / "bin" / "toolbench")
 

@@ -7,11 +7,13 @@ import pytest
 import xmlschema
 
 from conftest import FIXTURES
-from toolbench import junit, scenario, store
-from toolbench.criteria import Verdict, expr, spec
-from toolbench.criteria.evaluate import evaluate
+from toolbench.export import junit
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.scenario.criteria import Verdict, expr, spec
+from toolbench.scenario.criteria.evaluate import evaluate
 from toolbench.errors import ScenarioError
-from toolbench.schema import Outcome, Percentiles, Status
+from toolbench.record.schema import Outcome, Percentiles, Status
 
 STORED = FIXTURES / "stored" / "v2-0.2.0"  # ab and engine, concurrency 4, keep-alive on and off
 XSD = xmlschema.XMLSchema(str(FIXTURES / "junit" / "jenkins-junit.xsd"))

@@ -1,9 +1,9 @@
 """What toolbench derives from per-request data, and what it refuses to make up."""
 from conftest import recorded
-from toolbench import histogram
+from toolbench.record import histogram
 from toolbench.adapters import ab
-from toolbench.derive import complete
-from toolbench.schema import Fidelity, Latency, Measurement, Percentiles
+from toolbench.record.derive import complete
+from toolbench.record.schema import Fidelity, Latency, Measurement, Percentiles
 
 
 def test_whole_millisecond_quantiles_below_the_step_are_absent_when_the_rest_is_finer():

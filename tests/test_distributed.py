@@ -16,12 +16,14 @@ import pytest
 
 from logged_nginx import LoggedNginx, logged_nginx, need_nginx
 from sshd_server import Sshd
-from toolbench import invariants, plan, scenario
-from toolbench.adapter import Found
-from toolbench.distributed import Generator, Outcome
-from toolbench.hosts import LocalHost
-from toolbench.registry import get
-from toolbench.ssh import SSHHost
+from toolbench.record import invariants
+from toolbench.run import plan
+from toolbench.scenario import read as scenario
+from toolbench.contract.adapter import Found
+from toolbench.contract.distributed import Generator, Outcome
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.registry import get
+from toolbench.hosts.ssh import SSHHost
 
 pytestmark = pytest.mark.integration
 CONCURRENCY = 4

@@ -1,6 +1,6 @@
 """Each generator's own figures in the tools' distributed modes, read from recorded real runs:
-Locust's workers' own requests (adapters/locust_workers.py) and JMeter's controller JTL split
-by server (adapters/jmeter_distributed.py). Every part is exact: the parts add up to what
+Locust's workers' own requests (adapters/locust/workers.py) and JMeter's controller JTL split
+by server (adapters/jmeter/distributed.py). Every part is exact: the parts add up to what
 the controller merged."""
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import invariants
-from toolbench.adapter import RawOutput
-from toolbench.adapters import jmeter, locust, locust_workers
-from toolbench.adapters.jmeter_distributed import split_by_server
+from toolbench.record import invariants
+from toolbench.contract.adapter import RawOutput
+from toolbench.adapters.jmeter import adapter as jmeter
+from toolbench.adapters.locust import adapter as locust, workers as locust_workers
+from toolbench.adapters.jmeter.distributed import split_by_server
 from toolbench.errors import ParseError
-from toolbench.schema import Measurement
+from toolbench.record.schema import Measurement
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOCUST = FIXTURES / "locust"

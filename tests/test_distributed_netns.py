@@ -18,8 +18,8 @@ import netns
 from logged_nginx import config, need_nginx
 from test_scaleout_netns import TOOLBENCH, by_client
 from test_scaleout_netns import scenario as scaleout_scenario
-from toolbench import store
-from toolbench.schema import Status
+from toolbench.record import store
+from toolbench.record.schema import Status
 from toolbench.servers import nginx
 
 pytestmark = pytest.mark.integration

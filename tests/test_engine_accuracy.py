@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from engine_servers import OK, delayed, responder, serve, stalling
 
-from toolbench import histogram
+from toolbench.record import histogram
 from toolbench.engine import coordinator
 from toolbench.engine.options import EngineOptions
 from toolbench.engine.result import run_result
-from toolbench.schema import LoadModel, RunResult, Status
+from toolbench.record.schema import LoadModel, RunResult, Status
 
 # Timing-sensitive: real delays and stalls measured on a shared machine, so not in the fast tier.
 pytestmark = pytest.mark.integration

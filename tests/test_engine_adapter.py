@@ -8,19 +8,20 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, recorded
-from toolbench.adapter import Found
+from toolbench.contract.adapter import Found
 from toolbench.adapters.engine import ADAPTER
 
-from toolbench import histogram, registry
+from toolbench.record import histogram
+from toolbench.contract import registry
 from toolbench.engine.options import EngineError, EngineOptions, Target, parse_duration, request_bytes, split, validate
 from toolbench.engine.recorder import Recorder
 from toolbench.errors import ParseError
-from toolbench.plan import Cell
+from toolbench.contract.cell import Cell
 from toolbench.report import fmt
 from toolbench.report.context import Context, RunView
 from toolbench.report.latency import percentiles_section
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Fidelity, RunResult
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Fidelity, RunResult
 
 ENGINE_FIXTURES = FIXTURES / "engine"
 

@@ -30,12 +30,12 @@ from engine_servers import (
 from test_engine_errors import ENGINE
 from test_engine_errors import run_engine as errors_run_engine
 
-from toolbench import histogram
+from toolbench.record import histogram
 from toolbench.engine import churn_native
 from toolbench.engine.churn_native import PATH_ENV
 from toolbench.engine.result import PYTHON_PATH_NOTE, SILENT_NOTE
-from toolbench.schema import RunResult, Status
-from toolbench.targets import RunningTarget
+from toolbench.record.schema import RunResult, Status
+from toolbench.servers.process import RunningTarget
 
 @pytest.fixture(autouse=True, params=["C", "Python"])
 def churn_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:

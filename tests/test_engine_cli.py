@@ -12,7 +12,7 @@ import time
 from conftest import REPO
 from engine_servers import OK, responder, serve
 
-from toolbench.schema import RunResult, Status
+from toolbench.record.schema import RunResult, Status
 
 TOOLBENCH = str(REPO / ".venv" / "bin" / "toolbench")
 

@@ -32,8 +32,8 @@ from engine_servers import (
 from toolbench.engine import coordinator
 from toolbench.engine.options import EngineOptions
 from toolbench.engine.result import run_result
-from toolbench.schema import RunResult, Status
-from toolbench.targets import free_port
+from toolbench.record.schema import RunResult, Status
+from toolbench.contract.host import free_port
 
 ENGINE = [sys.executable, "-m", "toolbench.engine"]
 # Runs argv and prints its peak RSS in KiB. ru_maxrss keeps the peak of the image a process was

@@ -8,12 +8,14 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from toolbench import histogram, runner, scenario, store
+from toolbench.record import histogram, store
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
 from toolbench.engine import coordinator
 from toolbench.engine.options import EngineOptions
 from toolbench.engine.result import run_result
-from toolbench.schema import RunResult, Status
-from toolbench.targets import RunningTarget
+from toolbench.record.schema import RunResult, Status
+from toolbench.servers.process import RunningTarget
 
 pytestmark = pytest.mark.integration
 

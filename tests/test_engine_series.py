@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolbench import histogram
+from toolbench.record import histogram
 from toolbench.engine.recorder import Moments, Second, WorkerResult
 from toolbench.engine.result import _series
 

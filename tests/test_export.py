@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 import toolbench
-from toolbench import histogram, rows
+from toolbench.record import histogram
+from toolbench.export import rows
 from toolbench.cli.main import main
-from toolbench.schema import RunResult
-from toolbench.store import RunDir
+from toolbench.record.schema import RunResult
+from toolbench.record.store import RunDir
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNS = FIXTURES / "runs"  # a folder of recorded runs: complete, interrupted, all failed, two targets...

@@ -1,10 +1,12 @@
-"""The one failure classifier (toolbench.failures) under each tool's table."""
+"""The one failure classifier (toolbench.record.failures) under each tool's table."""
 from __future__ import annotations
 
 import pytest
 
-from toolbench import failures
-from toolbench.adapters import http_load, jmeter_agg, locust_output, siege
+from toolbench.record import failures
+from toolbench.adapters import http_load, siege
+from toolbench.adapters.jmeter import agg as jmeter_agg
+from toolbench.adapters.locust import output as locust_output
 from toolbench.engine import result as engine_result
 from toolbench.engine.recorder import FAILURE_KINDS
 

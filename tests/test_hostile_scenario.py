@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from toolbench import names, plan, registry, scenario, store
-from toolbench.adapter import Found, Invocation
+from toolbench.scenario import names, read as scenario
+from toolbench.run import plan
+from toolbench.contract import registry
+from toolbench.record import store
+from toolbench.contract.adapter import Found, Invocation
 from toolbench.errors import AdapterError, ScenarioError, StoreError
 
 BASE = """\

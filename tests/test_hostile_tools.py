@@ -10,14 +10,18 @@ import pytest
 
 from conftest import REPO, need
 from engine_servers import OK, responder, serve
-from toolbench import httpvalues, registry, runner, scenario, store
-from toolbench.adapter import Found, RawOutput
-from toolbench.adapters import jmeter, locust
-from toolbench.hosts import LocalHost
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Status
-from toolbench.targets import free_port
+from toolbench.scenario import httpvalues, read as scenario
+from toolbench.contract import registry
+from toolbench.run import runner
+from toolbench.record import store
+from toolbench.contract.adapter import Found, RawOutput
+from toolbench.adapters.jmeter import adapter as jmeter
+from toolbench.adapters.locust import adapter as locust
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Status
+from toolbench.contract.host import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""`toolbench install` and its one table (toolbench/installs.py): every tool installable the
+"""`toolbench install` and its one table (toolbench/install/recipes.py): every tool installable the
 way the project does, a second call changing nothing, and scripts/install.sh holding no list
 of its own."""
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from toolbench import installs, registry
+from toolbench.install import recipes as installs
+from toolbench.contract import registry
 from toolbench.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +34,7 @@ def test_the_quickstart_purpose_covers_the_quickstart_scenario_and_the_tests_pur
 
 def test_install_sh_names_no_tool_of_its_own_it_asks_the_table():
     """One source: install.sh may hold the venv's own build packages, never a tool's package,
-    module or script (those are added to toolbench/installs.py)."""
+    module or script (those are added to toolbench/install/recipes.py)."""
     script = (REPO / "scripts" / "install.sh").read_text()
     code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
     for r in installs.RECIPES:
@@ -43,14 +44,14 @@ def test_install_sh_names_no_tool_of_its_own_it_asks_the_table():
             for name in names:
                 assert not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", code), (r.name, name)
     assert "go install" not in code and "install_" not in code
-    assert "toolbench\" install --for" in code and "toolbench.installs --apt-packages" in code
+    assert "toolbench\" install --for" in code and "toolbench.install.recipes --apt-packages" in code
 
 
 def test_the_system_python_lists_the_apt_packages_before_any_venv_exists():
     python3 = shutil.which("python3", path="/usr/bin:/bin")
     if python3 is None:
         pytest.skip("no system python3")
-    out = subprocess.run([python3, "-m", "toolbench.installs", "--apt-packages", "tests"], cwd=REPO,
+    out = subprocess.run([python3, "-m", "toolbench.install.recipes", "--apt-packages", "tests"], cwd=REPO,
                          env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout
     assert out.split() == installs.apt_packages(installs.for_purpose("tests"))
     assert "nginx" in out.split() and "wrk" in out.split()

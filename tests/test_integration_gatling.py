@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import registry, runner, scenario, store
-from toolbench.adapter import Found
-from toolbench.hosts import LocalHost
-from toolbench.schema import LoadModel, Omission, Status
+from toolbench.contract import registry
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.contract.adapter import Found
+from toolbench.hosts.local import LocalHost
+from toolbench.record.schema import LoadModel, Omission, Status
 
 FOUND = registry.get("gatling").detect(LocalHost())
 pytestmark = [pytest.mark.integration,

@@ -6,11 +6,13 @@ import shutil
 
 import pytest
 
-from toolbench import runner, scenario, store
-from toolbench.adapter import Found
-from toolbench.hosts import LocalHost
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.contract.adapter import Found
+from toolbench.hosts.local import LocalHost
 from toolbench.adapters import http_load
-from toolbench.schema import LoadModel, Status
+from toolbench.record.schema import LoadModel, Status
 
 pytestmark = [
     pytest.mark.integration,

@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from toolbench import histogram, runner, scenario, store
-from toolbench.schema import Status
+from toolbench.record import histogram, store
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record.schema import Status
 
 pytestmark = [
     pytest.mark.integration,

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import histogram, registry, runner, scenario, store
-from toolbench.adapters import locust
-from toolbench.schema import RunResult, Status
+from toolbench.record import histogram, store
+from toolbench.contract import registry
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.adapters.locust import adapter as locust
+from toolbench.record.schema import RunResult, Status
 
 pytestmark = pytest.mark.integration
 

@@ -4,10 +4,13 @@ import shutil
 
 import pytest
 
-from toolbench import registry, runner, scenario, store
-from toolbench.adapter import Found, Missing
-from toolbench.hosts import LocalHost
-from toolbench.schema import LoadModel, Omission, Status
+from toolbench.contract import registry
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.contract.adapter import Found, Missing
+from toolbench.hosts.local import LocalHost
+from toolbench.record.schema import LoadModel, Omission, Status
 
 TOOLS = ("wrk", "hey", "h2load", "httperf")
 pytestmark = [pytest.mark.integration,

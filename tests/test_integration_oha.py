@@ -3,10 +3,13 @@ rate cells, keep-alive on and off, each ending ok with every request answered 20
 import pytest
 
 from test_integration_more_tools import SCENARIO
-from toolbench import registry, runner, scenario, store
-from toolbench.adapter import Found, Missing
-from toolbench.hosts import LocalHost
-from toolbench.schema import LoadModel, Omission, Status
+from toolbench.contract import registry
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.contract.adapter import Found, Missing
+from toolbench.hosts.local import LocalHost
+from toolbench.record.schema import LoadModel, Omission, Status
 
 pytestmark = pytest.mark.integration
 

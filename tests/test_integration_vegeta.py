@@ -2,10 +2,13 @@
 turn the results file into rows and a report, and the cells end ok with sane figures."""
 import pytest
 
-from toolbench import histogram, registry, runner, scenario, store
-from toolbench.adapter import Missing
-from toolbench.hosts import LocalHost
-from toolbench.schema import Fidelity, LoadModel, Omission, Status
+from toolbench.record import histogram, store
+from toolbench.contract import registry
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.contract.adapter import Missing
+from toolbench.hosts.local import LocalHost
+from toolbench.record.schema import Fidelity, LoadModel, Omission, Status
 
 pytestmark = pytest.mark.integration
 

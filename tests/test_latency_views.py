@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 import report_data
 from conftest import FIXTURES, recorded
-from toolbench import histogram, registry, store, timings
-from toolbench.adapter import RawOutput
+from toolbench.record import histogram, store, timings
+from toolbench.contract import registry
+from toolbench.contract.adapter import RawOutput
 from toolbench.errors import ParseError
 from toolbench.report import charts, groups, latency_data, latency_time, latency_views, render
 from toolbench.report.context import Context, RunView

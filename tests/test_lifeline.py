@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from toolbench import lifeline
+from toolbench.hosts import lifeline
 
 
 def gone(pid: int, within_s: float = 15.0) -> bool:

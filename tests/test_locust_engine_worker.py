@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import plan, runner, scenario, store
+from toolbench.run import plan, runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
 from toolbench.engine import locust_cell
 from toolbench.errors import ScenarioError
-from toolbench.schema import Status
-from toolbench.targets import RunningTarget
+from toolbench.record.schema import Status
+from toolbench.servers.process import RunningTarget
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,5 @@
-"""Merging the parts of a cell run on several generators (toolbench.merge), and splitting a
-cell's load over them (toolbench.scaleout.split), on recorded real output."""
+"""Merging the parts of a cell run on several generators (toolbench.record.merge), and splitting a
+cell's load over them (toolbench.run.scaleout.fleet.split), on recorded real output."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,11 +8,12 @@ import pytest
 from conftest import recorded
 
 from toolbench.adapters.engine import ADAPTER as ENGINE
-from toolbench import histogram, invariants, merge, scaleout
+from toolbench.record import histogram, invariants, merge
+from toolbench.run.scaleout import fleet as scaleout
 from toolbench.errors import ScenarioError
-from toolbench.plan import Cell
-from toolbench.scenario import GeneratorSpec, HostSpec, RequestSpec, StopSpec
-from toolbench.schema import SecondSample
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import GeneratorSpec, HostSpec, RequestSpec, StopSpec
+from toolbench.record.schema import SecondSample
 
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, need
-from toolbench import monitor
-from toolbench.adapter import RawOutput
+from toolbench.hosts import monitor
+from toolbench.contract.adapter import RawOutput
 from toolbench.adapters import ab as ab_adapter
-from toolbench.hosts import LocalHost
-from toolbench.monitor_read import parse_ss
+from toolbench.hosts.local import LocalHost
+from toolbench.hosts.monitor_read import parse_ss
 
 
 def _run_ab(tmp_path: Path, url: str, interval_s: float, extra: list[str]) -> tuple:

@@ -14,8 +14,8 @@ import netns
 
 _WHO = """
 import json, sys
-from toolbench import ssh
-from toolbench.scenario import HostSpec
+from toolbench.hosts import ssh
+from toolbench.scenario.read import HostSpec
 from pathlib import Path
 spec = HostSpec(address=sys.argv[1], port=22, user=sys.argv[2], key=sys.argv[3])
 with ssh.connect(spec, known_hosts=Path(sys.argv[4])) as host:

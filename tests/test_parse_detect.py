@@ -5,10 +5,10 @@ import warnings
 import pytest
 
 from conftest import FIXTURES
-from toolbench import registry
+from toolbench.contract import registry
 from toolbench.cli.commands import results_of
 from toolbench.errors import Notice, ToolbenchError
-from toolbench.runs_found import runs
+from toolbench.contract.runs_found import runs
 
 RUNS = {  # one run's files per tool, as a user would point at them
     "ab": ["ab/2.3-nokeepalive.txt", "ab/2.3-nokeepalive.csv", "ab/2.3-nokeepalive.tsv",

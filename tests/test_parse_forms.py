@@ -5,10 +5,10 @@ import warnings
 import pytest
 
 from conftest import FIXTURES
-from toolbench import registry
+from toolbench.contract import registry
 from toolbench.cli.commands import results_of
 from toolbench.errors import Notice, ToolbenchError
-from toolbench.runs_found import runs
+from toolbench.contract.runs_found import runs
 
 JM = FIXTURES / "jmeter"
 
@@ -55,7 +55,7 @@ def test_a_percentile_above_the_exact_max_is_set_to_it():
 
 
 def test_the_engine_reads_its_percentiles_within_its_exact_extremes():
-    from toolbench import histogram
+    from toolbench.record import histogram
 
     hist = histogram.from_ms([15.109, 2.5])
     assert histogram.percentiles_ms(hist).p999_ms > 15.109
@@ -151,7 +151,7 @@ def test_an_xml_jtl_with_invalid_character_references_is_read_as_jmeter_wrote_it
 def test_the_character_references_are_mended_across_reads():
     import io
 
-    from toolbench.adapters.jmeter_xml import _ValidRefs
+    from toolbench.adapters.jmeter.jtl_xml import _ValidRefs
 
     data = (JM / "5.6.3-xml-charrefs.jtl").read_bytes()
     whole = b"".join(iter(_ValidRefs(io.BytesIO(data)).read, b""))
@@ -194,7 +194,7 @@ def test_k6s_json_points_are_read_one_request_each():
 
 
 def test_k6_is_registered_read_only():
-    from toolbench.adapter import Missing
+    from toolbench.contract.adapter import Missing
 
     k6 = registry.get("k6")
     assert k6.read_only and isinstance(k6.detect(None), Missing) and "licence" in k6.detect(None).reason
@@ -224,7 +224,7 @@ def test_a_jtl_appended_by_runs_40_days_apart_is_one_result_per_run():
 
 
 def test_a_jtl_of_several_runs_read_as_one_says_what_it_holds():
-    from toolbench.adapter import RawOutput
+    from toolbench.contract.adapter import RawOutput
     from toolbench.errors import ParseError
 
     with pytest.raises(ParseError, match="holds 2 test runs"):
@@ -232,7 +232,7 @@ def test_a_jtl_of_several_runs_read_as_one_says_what_it_holds():
 
 
 def test_one_run_of_a_jtl_is_not_cut_up():
-    from toolbench.adapters.jmeter_runs import run_windows
+    from toolbench.adapters.jmeter.runs import run_windows
 
     for case in ("5.6.3-csv.jtl", "5.6.3-404.jtl", "5.6.3-subresults-csv.jtl"):
         assert len(run_windows(JM / case)) == 1, case

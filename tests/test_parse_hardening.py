@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from toolbench import histogram, invariants, registry
-from toolbench.adapter import RawOutput, raw_from_files
+from toolbench.record import histogram, invariants
+from toolbench.contract import registry
+from toolbench.contract.adapter import RawOutput, raw_from_files
 from toolbench.errors import ParseError, ParserCrash, SchemaError
-from toolbench.schema import Latency, Measurement, Percentiles
+from toolbench.record.schema import Latency, Measurement, Percentiles
 
 NOT_OUTPUT = (".md", ".py", ".jmx", ".rc")
 
@@ -231,7 +232,7 @@ def test_invariants_name_the_field():
             invariants.check(Measurement(tool="t", **changes))
         return str(caught.value)
 
-    from toolbench.schema import Counts, SecondSample, Timing
+    from toolbench.record.schema import Counts, SecondSample, Timing
     assert "counts.requests_failed: requests_ok 5 + requests_failed 1 is not requests_total 5" in broken(
         counts=Counts(requests_total=5, requests_ok=5, requests_failed=1))
     assert "timing.duration_s: nan is not a finite number" in broken(timing=Timing(duration_s=float("nan")))
@@ -246,7 +247,7 @@ def test_invariants_name_the_field():
 
 
 def dataclass_replace_failures(**changes):
-    from toolbench.schema import Failures
+    from toolbench.record.schema import Failures
     return Failures(**changes)
 
 
@@ -273,7 +274,7 @@ def test_any_parser_exception_is_a_one_line_parser_crash():
 
 
 def test_the_runner_turns_a_parser_crash_into_a_reason():
-    from toolbench import cell_run
+    from toolbench.run import cell as cell_run
     measurement, reason = cell_run._parse(CrashingAdapter(), RawOutput())  # type: ignore[arg-type]
     assert measurement is None and reason == "crashing: parser crashed: KeyError: 'missing'"
 

@@ -19,10 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolbench import invariants, registry
-from toolbench.adapter import Adapter, raw_from_files
+from toolbench.record import invariants
+from toolbench.contract import registry
+from toolbench.contract.adapter import Adapter, raw_from_files
 from toolbench.errors import ParseError, ParserCrash
-from toolbench.schema import Identity, Measurement, Outcome, RunResult, Status
+from toolbench.record.schema import Identity, Measurement, Outcome, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The CI budget, the same inputs every run; TOOLBENCH_PROPERTY_EXAMPLES=N tries N random

@@ -1,12 +1,12 @@
-"""The one per-request aggregator (toolbench.histogram.PerRequest)."""
+"""The one per-request aggregator (toolbench.record.histogram.PerRequest)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from toolbench import histogram
+from toolbench.record import histogram
 from toolbench.errors import ParseError
-from toolbench.numbers import MAX_VALUE
+from toolbench.record.numbers import MAX_VALUE
 
 
 def _arr(*values: int) -> np.ndarray:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import prereq
+from toolbench.hosts import prereq
 from toolbench.cli.main import main
-from toolbench.hosts import LocalHost
-from toolbench.scenario import Prerequisites
+from toolbench.hosts.local import LocalHost
+from toolbench.scenario.read import Prerequisites
 
 
 def _proc(key: str) -> str:
@@ -173,7 +173,7 @@ prerequisites:
 
 
 def test_prerequisites_marked_not_required_never_block(tmp_path):
-    from toolbench import scenario
+    from toolbench.scenario import read as scenario
 
     path = tmp_path / "s.yaml"
     path.write_text("name: p\ntarget: {server: nginx-static}\nmatrix: {tool: [ab]}\n"

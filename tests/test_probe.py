@@ -6,14 +6,14 @@ import threading
 import pytest
 
 from conftest import need
-from toolbench import probe
-from toolbench.adapter import RawOutput
+from toolbench.run import probe
+from toolbench.contract.adapter import RawOutput
 from toolbench.adapters import ab as ab_adapter
-from toolbench.hosts import LocalHost
-from toolbench.scenario import RequestSpec
-from toolbench.scenario_observation import ProbeSpec
-from toolbench.schema import Latency, Percentiles
-from toolbench.targets import free_port
+from toolbench.hosts.local import LocalHost
+from toolbench.scenario.read import RequestSpec
+from toolbench.scenario.observation import ProbeSpec
+from toolbench.record.schema import Latency, Percentiles
+from toolbench.contract.host import free_port
 
 
 @pytest.mark.integration
@@ -158,7 +158,7 @@ monitor: {interval: 250ms}
 
 
 def test_the_probe_and_monitor_settings_come_from_the_scenario(tmp_path):
-    from toolbench import scenario
+    from toolbench.scenario import read as scenario
     from toolbench.errors import ScenarioError
 
     path = tmp_path / "s.yaml"

@@ -5,7 +5,8 @@ import pytest
 
 from conftest import REPO
 from test_scenario import write
-from toolbench import plan, scenario
+from toolbench.run import plan
+from toolbench.scenario import read as scenario
 from toolbench.errors import ScenarioError
 
 BASE = """\

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from sshd_server import Sshd, alive_remotely
-from toolbench import runner, scenario, store
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
 from toolbench.errors import ScenarioError
-from toolbench.schema import Status
-from toolbench.ssh import SSHHost
+from toolbench.record.schema import Status
+from toolbench.hosts.ssh import SSHHost
 
 
 def _scenario(tmp_path: Path, sshd: Sshd, targets: str, extra: str = "") -> Path:

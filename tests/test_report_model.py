@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 import report_data
-from toolbench import store
-from toolbench.manifest import Manifest, ScenarioRecord
+from toolbench.record import store
+from toolbench.record.manifest import Manifest, ScenarioRecord
 from toolbench.report import compare, failed_requests, fmt, model, render, truth
 from toolbench.report.context import Context
-from toolbench.schema import Failures
+from toolbench.record.schema import Failures
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

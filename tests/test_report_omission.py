@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import report_data
-from toolbench import store
+from toolbench.record import store
 from toolbench.report import fmt, model, render
-from toolbench.schema import Omission
+from toolbench.record.schema import Omission
 
 STORED_V1 = Path(__file__).parent / "fixtures" / "stored" / "v1-0.1.0"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import derive, stats, store
+from toolbench.record import derive, stats, store
 from toolbench.report import bounds, fmt, groups, likewise, model, render
 from toolbench.report.context import Context, RunView
-from toolbench.schema import Counts, Fidelity, GeneratorCost, Rates, RunResult
+from toolbench.record.schema import Counts, Fidelity, GeneratorCost, Rates, RunResult
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"
 CASES = ("tie", "server-bound", "generator-bound", "mixed-keepalive", "mostly-503", "all-failed", "interrupted",

@@ -15,8 +15,9 @@ import psutil
 import pytest
 
 from conftest import REPO, need
-from toolbench import lifeline, store
-from toolbench.schema import Status
+from toolbench.hosts import lifeline
+from toolbench.record import store
+from toolbench.record.schema import Status
 
 pytestmark = pytest.mark.integration
 

@@ -11,12 +11,14 @@ import pytest
 
 from blackholes import Silent
 from conftest import REPO, need
-from toolbench import runner, scenario, store
-from toolbench.adapter import Adapter, Found, Invocation
-from toolbench.hosts import LocalHost
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.contract.adapter import Adapter, Found, Invocation
+from toolbench.hosts.local import LocalHost
 from toolbench.errors import ToolbenchError
-from toolbench.manifest import RunStatus
-from toolbench.schema import Status
+from toolbench.record.manifest import RunStatus
+from toolbench.record.schema import Status
 
 pytestmark = pytest.mark.integration
 
@@ -171,12 +173,12 @@ class HangsOnce(Adapter):
         return Invocation(argv=[found.path, "-c", script], files={"input.txt": "kept in place"})
 
     def parse(self, raw):
-        from toolbench.schema import Counts, Measurement
+        from toolbench.record.schema import Counts, Measurement
         return Measurement(tool=self.name, counts=Counts(requests_total=1, requests_ok=1))
 
 
 def test_a_tool_that_hangs_is_run_again_and_the_hung_attempt_is_kept(tmp_path, monkeypatch):
-    from toolbench import registry
+    from toolbench.contract import registry
     adapter = HangsOnce(tmp_path / "ran-once")
     monkeypatch.setattr(registry, "_load_all", lambda: ({adapter.name: adapter}, {}))
     text = "name: hang\ntarget: {server: nginx-static}\nmatrix: {tool: [hangs-once]}\nstop: {requests: 1}\ntimeout: 1s\n"
@@ -191,7 +193,7 @@ def test_a_tool_that_hangs_is_run_again_and_the_hung_attempt_is_kept(tmp_path, m
 
 def test_a_command_target_is_started_checked_and_stopped(tmp_path):
     need("ab")
-    from toolbench.targets import free_port
+    from toolbench.contract.host import free_port
     port = free_port()
     (tmp_path / "www").mkdir()
     (tmp_path / "www" / "index.html").write_text("hi")
@@ -233,7 +235,7 @@ matrix: {{tool: [ab]}}
 
 def test_two_bundled_targets_each_serve_their_cells_and_are_watched(tmp_path):
     import dataclasses
-    from toolbench.servers.spec import NginxOptions, SocketOptions, TargetSpec
+    from toolbench.scenario.targets import NginxOptions, SocketOptions, TargetSpec
     text = "name: two\ntarget: {server: nginx-static}\nmatrix: {tool: [engine], concurrency: [4], keepalive: [false]}\n" \
            "stop: {duration: 1s}\nprobe: {enabled: false}\nmonitor: {interval: 0.2s}\n"
     s = scenario.load(write_scenario(tmp_path, text))

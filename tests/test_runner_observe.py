@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 
 from conftest import need
-from toolbench import prereq, runner, scenario, store
+from toolbench.hosts import prereq
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
 from toolbench.cli.main import main
-from toolbench.schema import Status
+from toolbench.record.schema import Status
 
 pytestmark = pytest.mark.integration
 

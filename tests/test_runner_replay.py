@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 from replay import Replay, ReplayHost, ReplayTargets
-from toolbench import runner, scenario, store
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
 from toolbench.errors import Interrupted
-from toolbench.manifest import RunStatus, TargetRecord
-from toolbench.schema import Status
-from toolbench.servers.spec import TargetSpec
+from toolbench.record.manifest import RunStatus, TargetRecord
+from toolbench.record.schema import Status
+from toolbench.scenario.targets import TargetSpec
 
 VERSIONS = {"ab": "ab/2.3-version", "siege": "siege/4.0.7-version"}
 AB_OK = Replay("ab/2.3-keepalive", outputs={"percentiles.csv": ".csv"})

@@ -1,5 +1,5 @@
 """Two generators on this machine (`address: local`), against the nginx fixture: the path of
-toolbench.scaleout that needs no SSH and no root."""
+toolbench.run.scaleout.fleet that needs no SSH and no root."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,11 @@ import psutil
 import pytest
 
 from test_run_survives import Run, assert_nothing_survives, ledger, run_folder, wait_for
-from toolbench import histogram, runner, scaleout, scenario, store
-from toolbench.schema import Status
+from toolbench.record import histogram, store
+from toolbench.run import runner
+from toolbench.run.scaleout import fleet as scaleout
+from toolbench.scenario import read as scenario
+from toolbench.record.schema import Status
 
 pytestmark = pytest.mark.integration
 

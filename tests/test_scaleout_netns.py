@@ -1,4 +1,4 @@
-"""A cell on two generators (toolbench.scaleout), on machines made of network namespaces
+"""A cell on two generators (toolbench.run.scaleout.fleet), on machines made of network namespaces
 (tests/netns.py): nginx in `target`, the generators `gen1` and `gen2`, toolbench itself run
 in `ctl`. The merge is checked against its parts and against nginx's own access log."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import netns
-from toolbench import histogram, store
-from toolbench.schema import RunResult, Status
+from toolbench.record import histogram, store
+from toolbench.record.schema import RunResult, Status
 
 pytestmark = pytest.mark.integration
 TOOLBENCH = [sys.executable, "-m", "toolbench.cli.main"]

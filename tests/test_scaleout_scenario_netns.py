@@ -17,8 +17,8 @@ import pytest
 import netns
 from conftest import REPO
 from test_scaleout_netns import TOOLBENCH, run_in_ctl, scenario
-from toolbench import store
-from toolbench.schema import RunResult, Status
+from toolbench.record import store
+from toolbench.record.schema import RunResult, Status
 
 pytestmark = pytest.mark.integration
 SCENARIO = REPO / "scenarios" / "scale-out.yaml"

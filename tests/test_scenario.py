@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import plan, scenario
+from toolbench.run import plan
+from toolbench.scenario import read as scenario
 from toolbench.errors import ScenarioError
 
 GOOD = """\

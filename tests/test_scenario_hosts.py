@@ -1,11 +1,12 @@
-"""`hosts.generators`: several machines share a cell's load (toolbench.scenario_hosts)."""
+"""`hosts.generators`: several machines share a cell's load (toolbench.scenario.hosts)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from toolbench import plan, scenario
+from toolbench.run import plan
+from toolbench.scenario import read as scenario
 from toolbench.errors import ScenarioError, ScenarioErrors
 
 BASE = """\

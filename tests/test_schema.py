@@ -2,10 +2,9 @@ import json
 
 import pytest
 
-from toolbench import histogram
+from toolbench.record import histogram
 from toolbench.errors import SchemaError
-from toolbench.schema import (SCHEMA_VERSION, Counts, Failures, Fidelity, GeneratorCost, Identity, Latency,
-                              Measurement, Outcome, Percentiles, ProbeSummary, RunResult, SecondSample, Status)
+from toolbench.record.schema import (SCHEMA_VERSION, Counts, Failures, Fidelity, GeneratorCost, Identity, Latency, Measurement, Outcome, Percentiles, ProbeSummary, RunResult, SecondSample, Status)
 
 
 def full_result() -> RunResult:

@@ -12,13 +12,12 @@ import yaml
 
 from conftest import FIXTURES
 from toolbench.errors import ScenarioError, TargetError
-from toolbench.monitor_read import parse_ss_server
-from toolbench.schema import RunResult, ServerCost, cpu_us_per_request
+from toolbench.hosts.monitor_read import parse_ss_server
+from toolbench.record.schema import RunResult, ServerCost, cpu_us_per_request
 from toolbench.servers import nginx, python_stacks
 from toolbench.servers.cost import summarize
-from toolbench.servers.spec import (GunicornOptions, LimitReq, NginxOptions, ReadySpec, SocketOptions, UwsgiOptions,
-                                    parse_target)
-from toolbench.yamlread import Node
+from toolbench.scenario.targets import (GunicornOptions, LimitReq, NginxOptions, ReadySpec, SocketOptions, UwsgiOptions, parse_target)
+from toolbench.scenario.yamlread import Node
 
 TARGETS = """\
 targets:
@@ -147,7 +146,7 @@ def test_uwsgi_values_are_checked_and_gunicorn_values_are_python_literals():
 
 def test_the_served_apps_do_not_carry_the_catalogue():
     code = ("import sys, toolbench.servers.apps.flask_hello, toolbench.servers.apps.socket_server;"
-            "print(sorted(m for m in ('psutil', 'yaml', 'toolbench.servers.spec', 'toolbench.schema') if m in sys.modules))")
+            "print(sorted(m for m in ('psutil', 'yaml', 'toolbench.scenario.targets', 'toolbench.record.schema') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -184,7 +183,7 @@ def test_server_cost_round_trips_in_a_run_result(tmp_path: Path):
 def test_a_samplers_server_cost_read_as_a_generator_cost_keeps_only_the_shared_figures():
     # A generator watched over SSH is sampled by the server's sampler; its connections and
     # TIME-WAIT are those of a port it does not serve, so they do not become the tool's.
-    from toolbench.schema import GeneratorCost
+    from toolbench.record.schema import GeneratorCost
     server = ServerCost(cpu_user_s=1.5, cpu_system_s=0.5, cpu_mean_pct=80.0, cpu_peak_pct=100.0,
                         cpu_us_per_request=20.0, rss_peak_bytes=4096, threads_peak=3, processes_peak=2,
                         open_files_peak=9, sockets_peak=4, connections_peak=7, time_wait_peak=3,
@@ -201,7 +200,7 @@ def test_a_samplers_server_cost_read_as_a_generator_cost_keeps_only_the_shared_f
 
 
 def test_a_servers_workers_are_its_processes_up_to_the_cores():
-    from toolbench.servers.spec import GunicornOptions, NginxOptions, TargetSpec, UwsgiOptions
+    from toolbench.scenario.targets import GunicornOptions, NginxOptions, TargetSpec, UwsgiOptions
     assert TargetSpec(kind="nginx-static", nginx=NginxOptions()).workers(cores=2) == 2  # one per core
     assert TargetSpec(kind="nginx-static", nginx=NginxOptions(workers=1)).workers(cores=2) == 1
     assert TargetSpec(kind="gunicorn", gunicorn=GunicornOptions(workers=4)).workers(cores=8) == 4

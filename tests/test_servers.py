@@ -17,11 +17,12 @@ import yaml
 from conftest import need
 from toolbench.errors import TargetError
 from toolbench.servers.cost import ServerMonitor, summarize
-from toolbench.servers.process import RunningTarget, free_port, group_members
+from toolbench.servers.process import RunningTarget, group_members
+from toolbench.contract.host import free_port
 from toolbench.servers.ready import http_get
-from toolbench.servers.spec import TargetSpec, parse_target
+from toolbench.scenario.targets import TargetSpec, parse_target
 from toolbench.servers.stacks import start
-from toolbench.yamlread import Node
+from toolbench.scenario.yamlread import Node
 
 pytestmark = pytest.mark.integration
 

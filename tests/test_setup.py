@@ -14,10 +14,10 @@ import pytest
 
 import sshd_server
 from sshd_server import Sshd
-from toolbench import scenario
+from toolbench.scenario import read as scenario
 from toolbench.cli.main import main
-from toolbench.setup import needs
-from toolbench.setup import run as setup
+from toolbench.install import needs
+from toolbench.install import setup
 
 pytestmark = pytest.mark.integration
 

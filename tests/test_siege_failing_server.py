@@ -14,14 +14,16 @@ from typing import Iterator
 import pytest
 
 from conftest import need
-from toolbench import runner, scenario, store
-from toolbench.adapter import Found, RawOutput
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.contract.adapter import Found, RawOutput
 from toolbench.adapters import siege
 from toolbench.errors import ParseError
-from toolbench.hosts import LocalHost
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Status
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Status
 
 pytestmark = pytest.mark.integration
 RUNS = 4

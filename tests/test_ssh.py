@@ -16,14 +16,16 @@ from typing import Iterator
 
 import pytest
 
-from toolbench.adapter import RawOutput
+from toolbench.contract.adapter import RawOutput
 from toolbench.adapters import ab
 from toolbench.errors import HostError
-from toolbench.hosts import Limit, LocalHost
-from toolbench.scenario import HostSpec
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.host import Limit
+from toolbench.scenario.read import HostSpec
 from toolbench.servers import remote
-from toolbench.ssh import SSHHost, connect
-from toolbench.targets import RunningTarget, free_port
+from toolbench.hosts.ssh import SSHHost, connect
+from toolbench.servers.process import RunningTarget
+from toolbench.contract.host import free_port
 
 from sshd_server import LOGIN_NOFILE_SOFT, Sshd, alive_remotely, keygen
 
@@ -90,8 +92,8 @@ def test_ctrl_c_kills_the_remote_tool_and_reports_interrupted(host: SSHHost, ssh
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from toolbench.scenario import HostSpec
-from toolbench.ssh import SSHHost
+from toolbench.scenario.read import HostSpec
+from toolbench.hosts.ssh import SSHHost
 address, port, user, key, known, folder = sys.argv[1:]
 host = SSHHost(HostSpec(address=address, port=int(port), user=user, key=key), known_hosts=Path(known))
 running = host.start(["sh", "-c", "sleep 300 & sleep 300"], cwd="/", stdout=Path(folder) / "out",
@@ -214,7 +216,7 @@ def test_refused_port(sshd: Sshd) -> None:
 def test_a_port_without_ssh_is_one_line_and_no_traceback(sshd: Sshd, nginx: RunningTarget) -> None:
     # In a process of its own: pytest's log capture would hide what paramiko prints by default.
     port = int(nginx.base_url.rsplit(":", 1)[1])
-    code = ("import sys\nfrom toolbench.ssh import SSHHost\nfrom toolbench.scenario import HostSpec\n"
+    code = ("import sys\nfrom toolbench.hosts.ssh import SSHHost\nfrom toolbench.scenario.read import HostSpec\n"
             "from toolbench.errors import HostError\n"
             f"try:\n    SSHHost(HostSpec(address='127.0.0.1', port={port}, user='root'), timeout_s=5)\n"
             "except HostError as exc:\n    print(exc)\n")
@@ -253,8 +255,10 @@ def test_ab_runs_remotely_and_its_output_parses(host: SSHHost, nginx: RunningTar
 
 @pytest.mark.integration
 def test_a_scenario_runs_its_tools_on_a_remote_generator(sshd: Sshd, tmp_path: Path) -> None:
-    from toolbench import runner, scenario, store
-    from toolbench.schema import Status
+    from toolbench.run import runner
+    from toolbench.scenario import read as scenario
+    from toolbench.record import store
+    from toolbench.record.schema import Status
 
     text = f"""\
 name: remote
@@ -284,7 +288,8 @@ probe: {{interval: 100ms, baseline: 5}}
 
 
 def test_an_unknown_generator_key_stops_the_run_before_anything_runs(sshd: Sshd, tmp_path: Path) -> None:
-    from toolbench import runner, scenario
+    from toolbench.run import runner
+    from toolbench.scenario import read as scenario
     from toolbench.errors import HostError
 
     path = tmp_path / "remote.yaml"
@@ -298,8 +303,10 @@ def test_an_unknown_generator_key_stops_the_run_before_anything_runs(sshd: Sshd,
 
 
 def test_a_command_target_runs_on_the_target_host_and_is_stopped_there(sshd: Sshd, tmp_path: Path) -> None:
-    from toolbench import runner, scenario, store
-    from toolbench.schema import Status
+    from toolbench.run import runner
+    from toolbench.scenario import read as scenario
+    from toolbench.record import store
+    from toolbench.record.schema import Status
 
     port = free_port()
     www = tmp_path / "www"
@@ -334,10 +341,12 @@ def test_a_generator_laid_out_unlike_this_machine_runs_its_own_tools(sshd: Sshd,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The generator's Python with toolbench and its JMeter are at paths of its own, given per
     host in the scenario; the commands start those, not this machine's."""
-    from toolbench import runner, scenario, store
-    from toolbench.adapter import Missing
-    from toolbench.adapters import jmeter
-    from toolbench.schema import Status
+    from toolbench.run import runner
+    from toolbench.scenario import read as scenario
+    from toolbench.record import store
+    from toolbench.contract.adapter import Missing
+    from toolbench.adapters.jmeter import adapter as jmeter
+    from toolbench.record.schema import Status
 
     opt = tmp_path / "opt"
     opt.mkdir()

@@ -6,9 +6,11 @@ import statistics
 import pytest
 
 from conftest import need, recorded
-from toolbench import derive, histogram, runner, scenario, stats
+from toolbench.record import derive, histogram, stats
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
 from toolbench.adapters import ab as ab_adapter
-from toolbench.schema import Counts, Identity, Measurement, Outcome, Rates, RunResult, Status
+from toolbench.record.schema import Counts, Identity, Measurement, Outcome, Rates, RunResult, Status
 
 REPEATED = """\
 name: rep
@@ -27,7 +29,7 @@ def repeated(tmp_path_factory):
     folder = tmp_path_factory.mktemp("rep")
     (folder / "s.yaml").write_text(REPEATED)
     summary = runner.run(scenario.load(folder / "s.yaml"), folder / "reports")
-    from toolbench import store
+    from toolbench.record import store
 
     return store.RunDir.open(summary.run_dir).results()
 
@@ -137,8 +139,8 @@ def test_t_critical_values():
 
 
 def test_a_variant_is_its_own_series():
-    from toolbench import stats as st
-    from toolbench.schema import Counts, Identity, Outcome, Rates, RunResult, Status
+    from toolbench.record import stats as st
+    from toolbench.record.schema import Counts, Identity, Outcome, Rates, RunResult, Status
 
     def result(variant, rps):
         ident = Identity(scenario="s", cell_id=f"{variant or 'locust'}-c10", tool="locust", variant=variant,

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from toolbench import invariants
-from toolbench.adapter import Adapter, Found, Invocation, Step
+from toolbench.record import invariants
+from toolbench.contract.adapter import Adapter, Found, Invocation, Step
 from toolbench.errors import AdapterError, ParseError
-from toolbench.execute import staged
-from toolbench.hosts import LocalHost
-from toolbench.plan import Cell
-from toolbench.scenario import RequestSpec, StopSpec
-from toolbench.schema import Counts, Measurement
+from toolbench.run.execute import staged
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.cell import Cell
+from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.record.schema import Counts, Measurement
 
 CELL = Cell(scenario="s", tool="stepper", concurrency=1, keepalive=True, repetition=1, request=RequestSpec(),
             stop=StopSpec(duration_s=1.0), timeout_s=10, url="http://127.0.0.1:9/")

@@ -8,10 +8,10 @@ import warnings
 
 import pytest
 
-from toolbench import store
+from toolbench.record import store
 from toolbench.errors import Notice, StoreError
-from toolbench.manifest import Manifest, RunStatus, ScenarioRecord
-from toolbench.schema import Counts, Identity, Measurement, Outcome, RunResult, Status
+from toolbench.record.manifest import Manifest, RunStatus, ScenarioRecord
+from toolbench.record.schema import Counts, Identity, Measurement, Outcome, RunResult, Status
 
 
 def result(cell_id: str, status: Status = Status.OK) -> RunResult:

@@ -1,4 +1,4 @@
-"""Runs stored by earlier versions still load, migrated, and re-render (toolbench.migrate)."""
+"""Runs stored by earlier versions still load, migrated, and re-render (toolbench.record.migrate)."""
 from __future__ import annotations
 
 import shutil
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 import toolbench
-from toolbench import migrate, store
+from toolbench.record import migrate, store
 from toolbench.errors import SchemaError
-from toolbench.manifest import MANIFEST_VERSION, RunStatus
+from toolbench.record.manifest import MANIFEST_VERSION, RunStatus
 from toolbench.report import render
-from toolbench.schema import SCHEMA_VERSION, Status
+from toolbench.record.schema import SCHEMA_VERSION, Status
 
 STORED = Path(__file__).parent / "fixtures" / "stored"
 V1 = STORED / "v1-0.1.0"

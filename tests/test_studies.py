@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from toolbench import plan, scenario
-from toolbench.adapter import Found
-from toolbench.adapters import locust
+from toolbench.run import plan
+from toolbench.scenario import read as scenario
+from toolbench.contract.adapter import Found
+from toolbench.adapters.locust import adapter as locust
 from toolbench.errors import ScenarioError
 
 STUDIES = REPO / "scenarios" / "studies"

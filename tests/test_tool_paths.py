@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from toolbench import runner, scenario, store
-from toolbench.hosts import Captured, LocalHost
-from toolbench.schema import Status
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.hosts.local import LocalHost
+from toolbench.contract.host import Captured
+from toolbench.record.schema import Status
 
 pytestmark = pytest.mark.integration
 

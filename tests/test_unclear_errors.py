@@ -8,8 +8,10 @@ import pytest
 
 from blackholes import Silent, Unreachable
 from conftest import need
-from toolbench import derive, diagnose, runner, scenario, store
-from toolbench.schema import Counts, Measurement, RunResult, Status
+from toolbench.record import derive, diagnose, store
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record.schema import Counts, Measurement, RunResult, Status
 
 SCENARIO = """\
 name: {name}

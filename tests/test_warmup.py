@@ -7,9 +7,11 @@ import pytest
 
 from conftest import REPO
 from test_scenario import write
-from toolbench import plan, ramp, registry, scenario, warmup
+from toolbench.run import plan, warmup
+from toolbench.contract import ramp, registry
+from toolbench.scenario import read as scenario
 from toolbench.errors import ScenarioError
-from toolbench.scenario import StopSpec
+from toolbench.scenario.read import StopSpec
 
 BASE = """\
 name: warm

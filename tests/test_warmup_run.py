@@ -5,10 +5,13 @@ import pytest
 
 from conftest import need
 from test_runner import write_scenario
-from toolbench import registry, runner, scenario, store
-from toolbench.adapter import RawOutput
+from toolbench.contract import registry
+from toolbench.run import runner
+from toolbench.scenario import read as scenario
+from toolbench.record import store
+from toolbench.contract.adapter import RawOutput
 from toolbench.report import render
-from toolbench.schema import Status
+from toolbench.record.schema import Status
 
 pytestmark = pytest.mark.integration
 

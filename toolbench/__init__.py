@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def load(*paths: "str | Path", series: bool = False, histograms: bool = False) -> "pandas.DataFrame":
     """Stored runs as one pandas DataFrame, one row per result: each path a run folder or a
     folder of runs. `series` adds each result's per-second samples, `histograms` its HDR
-    histograms (see toolbench.rows.load)."""
-    from toolbench.rows import load as load_rows
+    histograms (see toolbench.export.rows.load)."""
+    from toolbench.export.rows import load as load_rows
 
     return load_rows(*paths, series=series, histograms=histograms)

@@ -9,17 +9,19 @@ import sys
 import warnings
 from pathlib import Path
 
-from toolbench import derive, invariants, registry, store
-from toolbench.adapter import Adapter, Found, RawOutput, raw_from_files
+from toolbench.record import derive, invariants, store
+from toolbench.contract import registry
+from toolbench.contract.adapter import Adapter, Found, RawOutput, raw_from_files
 from toolbench.cli.outputs import output_file
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
-from toolbench.schema import Identity, Outcome, RunResult
+from toolbench.record.schema import Identity, Outcome, RunResult
 
 EXIT_INVALID = 2  # a scenario that does not validate (README, "Exit codes")
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench import plan, runner, scenario
+    from toolbench.run import plan, runner
+    from toolbench.scenario import read as scenario
     from toolbench.cli.check_cmd import finish_run
     from toolbench.cli.progress import ProgressObserver
     from toolbench.cli.signals import StopOnSignals
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 def cell_summary(r: RunResult) -> dict[str, object]:
     """A cell in `run --json`: what a pipeline checks first; `toolbench export` has the rest."""
-    from toolbench.stats import throughput
+    from toolbench.record.stats import throughput
 
     m = r.measurement
     return {"cell": r.identity.cell_id, "tool": r.identity.label, "status": r.outcome.status.value,
@@ -76,7 +78,9 @@ def print_json(value: object) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
-    from toolbench import plan, ramp, scenario
+    from toolbench.run import plan
+    from toolbench.contract import ramp
+    from toolbench.scenario import read as scenario
     from toolbench.errors import ScenarioError
 
     try:
@@ -109,7 +113,7 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def parse(args: argparse.Namespace) -> int:
-    from toolbench.runs_found import runs
+    from toolbench.contract.runs_found import runs
 
     tool = registry.get(args.tool) if args.tool else None
     results = [result for run in runs(args.files, registry.adapters(), tool)
@@ -124,7 +128,7 @@ def parse(args: argparse.Namespace) -> int:
             raise ToolbenchError(f"the parsed result is not JSON: {exc}") from None
         print(text)
     elif args.format == "csv":
-        from toolbench import export, rows
+        from toolbench.export import formats as export, rows
 
         export.write(rows.frame([rows.flatten(r) for r in results]), "csv", None, sys.stdout)
     else:
@@ -164,7 +168,7 @@ def _parse_group(adapter: Adapter, name: str, raw: RawOutput) -> RunResult:
 
 
 def tools(args: argparse.Namespace) -> int:
-    from toolbench.hosts import LocalHost
+    from toolbench.hosts.local import LocalHost
 
     host = LocalHost()
     listed = []
@@ -197,7 +201,7 @@ def tools(args: argparse.Namespace) -> int:
 def _install_command(name: str) -> str | None:
     """The exact command that installs a missing tool, with what it comes to; None when
     toolbench does not install it (the adapter's reason says why)."""
-    from toolbench import installs
+    from toolbench.install import recipes as installs
 
     found = installs.recipe(name)
     if found is None:
@@ -239,7 +243,7 @@ def _print_results_table(results: list[RunResult]) -> None:
 
     from toolbench.cli.progress import no_color
     from toolbench.report.fmt import number
-    from toolbench.stats import throughput
+    from toolbench.record.stats import throughput
 
     table = Table(show_edge=False, header_style="bold")
     for column in ("cell", "status", "requests", "failed", "ok req/s", "mean ms", "p99 ms"):

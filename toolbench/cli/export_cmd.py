@@ -15,7 +15,7 @@ EPILOG = """examples:
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from toolbench.export import FORMATS
+    from toolbench.export.formats import FORMATS
 
     p = subparsers.add_parser("export", help="export stored runs as CSV, JSON, Markdown or Parquet",
                               description="One row per result, nested fields as dotted column names with their "
@@ -31,7 +31,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench import export
+    from toolbench.export import formats as export
     from toolbench.cli.outputs import output_file, output_folder
 
     if args.hgrm is not None:

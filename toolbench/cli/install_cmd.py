@@ -1,10 +1,10 @@
-"""`toolbench install TOOL...`: installs tools the way the project does (toolbench.installs)."""
+"""`toolbench install TOOL...`: installs tools the way the project does (toolbench.install.recipes)."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from toolbench.installs import PURPOSES
+from toolbench.install.recipes import PURPOSES
 
 EPILOG = """examples:
   toolbench install wrk bombardier       # apt packages as root, go modules and scripts into .tools/
@@ -27,7 +27,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench import install
+    from toolbench.install import tools as install
 
     def say(line: str) -> None:
         print(f"install: {line}", file=sys.stderr, flush=True)

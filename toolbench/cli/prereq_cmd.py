@@ -19,8 +19,9 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench import prereq, scenario
-    from toolbench.hosts import LocalHost
+    from toolbench.hosts import prereq
+    from toolbench.scenario import read as scenario
+    from toolbench.hosts.local import LocalHost
 
     loaded = scenario.load(args.scenario)
     host = LocalHost()
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _apply(applied: "object") -> int:
-    from toolbench.prereq import Applied
+    from toolbench.hosts.prereq import Applied
 
     assert isinstance(applied, Applied)
     for change in applied.changes:

@@ -7,8 +7,8 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from toolbench.plan import Cell
-from toolbench.schema import RunResult, Status
+from toolbench.contract.cell import Cell
+from toolbench.record.schema import RunResult, Status
 
 
 def no_color() -> bool:

@@ -13,7 +13,7 @@ from toolbench.engine.options import EngineError, EngineOptions, parse_duration,
 from toolbench.engine.result import run_result
 from toolbench.engine.summary import render
 from toolbench.errors import UsageError
-from toolbench.schema import Status
+from toolbench.record.schema import Status
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench import histogram
+from toolbench.record import histogram
 
 PENDING_MAX = 1 << 16  # distinct µs values tallied before they go into the HDR histogram
 

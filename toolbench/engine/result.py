@@ -9,29 +9,11 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench import failures, histogram
+from toolbench.record import failures, histogram
 from toolbench.engine.churn_native import churn_path
 from toolbench.engine.coordinator import Collected
 from toolbench.engine.recorder import Moments, WorkerResult
-from toolbench.schema import (
-    Counts,
-    Failures,
-    Fidelity,
-    GeneratorCost,
-    Identity,
-    Latency,
-    LoadModel,
-    Measurement,
-    Omission,
-    Outcome,
-    Rates,
-    RunResult,
-    SecondSample,
-    Status,
-    Timing,
-    Transfer,
-
-)
+from toolbench.record.schema import (Counts, Failures, Fidelity, GeneratorCost, Identity, Latency, LoadModel, Measurement, Omission, Outcome, Rates, RunResult, SecondSample, Status, Timing, Transfer)
 
 TOOL = "engine"
 # A note for people: the engine's failure kinds are finer than the schema's classes (refused
@@ -41,7 +23,7 @@ SILENT_NOTE = "engine_silent_connections"
 PYTHON_PATH_NOTE = ("engine_python_path: keep-alive off ran on the engine's pure-Python connection path (its C "
                     "extension is not built here, or TOOLBENCH_ENGINE_CHURN=python asked for it), which costs "
                     "more CPU per request than the C path (bench/README.md)")
-# Engine failure kinds (engine.recorder.FAILURE_KINDS) to the schema's classes (toolbench.failures):
+# Engine failure kinds (engine.recorder.FAILURE_KINDS) to the schema's classes (toolbench.record.failures):
 # connect_timeout is a timeout, so timeout comes first.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout",)),

@@ -1,7 +1,7 @@
 """A human summary of an engine run, laid out like wrk's."""
 from __future__ import annotations
 
-from toolbench.schema import LoadModel, RunResult, Status
+from toolbench.record.schema import LoadModel, RunResult, Status
 
 _SHOWN = (("50%", "p50_ms"), ("75%", "p75_ms"), ("90%", "p90_ms"), ("99%", "p99_ms"),
           ("99.9%", "p999_ms"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from toolbench import histogram
+from toolbench.record import histogram
 from toolbench.engine.client import clock
 from toolbench.engine.load import Load
 from toolbench.engine.options import EngineOptions, Target

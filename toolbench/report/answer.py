@@ -7,7 +7,7 @@ from collections import Counter
 
 from toolbench.report import fmt
 from toolbench.report.context import RunView
-from toolbench.report.targets import Entry, TargetComparison
+from toolbench.report.by_target import Entry, TargetComparison
 from toolbench.report.verdict_text import estimate, every
 
 QUESTIONS = ("tools", "targets")

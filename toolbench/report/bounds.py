@@ -14,7 +14,7 @@ from typing import Any
 
 from toolbench.report import fmt
 from toolbench.report.groups import Point
-from toolbench.schema import RunResult
+from toolbench.record.schema import RunResult
 
 
 class Threads(str, enum.Enum):

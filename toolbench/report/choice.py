@@ -8,20 +8,20 @@ those rankings, saying which tool to use for what.
 - latency truth: in how many of its cells the tool's median agreed with toolbench's probe;
 - open-model accuracy: how far the rate a tool sent was from the rate asked for.
 
-Ties: two figures tie when they do not differ beyond the noise of both (toolbench.stats.differs);
+Ties: two figures tie when they do not differ beyond the noise of both (toolbench.record.stats.differs);
 shares of cells tie within 5 points, rate errors within ACCURACY_TIE_PP percentage points."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
 
-from toolbench import stats
+from toolbench.record import stats
 from toolbench.report import fmt, likewise
 from toolbench.report.context import Context
 from toolbench.report.groups import Point
 from toolbench.report.truth import Verdict, cell_truth
 from toolbench.report.view import Column, Row, Section, Table, Value, num, text
-from toolbench.schema import LoadModel, Status
+from toolbench.record.schema import LoadModel, Status
 
 ACCURACY_TIE_PP = 1.0  # rate errors closer than one percentage point are the same accuracy
 CHECKED = (Verdict.AGREES, Verdict.LOWER, Verdict.HIGHER, Verdict.SUB_RESOLUTION, Verdict.NO_LATENCY)

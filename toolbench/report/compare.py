@@ -2,8 +2,8 @@
 differences against the first run given, and which of them are beyond the noise of both."""
 from __future__ import annotations
 
-from toolbench import stats
-from toolbench.manifest import Manifest
+from toolbench.record import stats
+from toolbench.record.manifest import Manifest
 from toolbench.report import fmt, groups, likewise
 from toolbench.report.context import Context, RunView
 from toolbench.report.environment import ended

@@ -9,15 +9,15 @@ from urllib.parse import quote
 
 import yaml
 
-from toolbench import store
+from toolbench.record import store
 from toolbench.errors import StoreError
-from toolbench.manifest import Manifest
+from toolbench.record.manifest import Manifest
 from toolbench.report import charts, groups
-from toolbench.schema import RunResult
+from toolbench.record.schema import RunResult
 
 if TYPE_CHECKING:
     from toolbench.report.likewise import Comparison
-    from toolbench.report.targets import TargetComparison
+    from toolbench.report.by_target import TargetComparison
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,8 @@ class Context:
 
     @functools.cached_property
     def target_comparisons(self) -> list[TargetComparison]:
-        """Each tool's cells compared across the targets of a run with several (toolbench.report.targets)."""
-        from toolbench.report import targets  # it reads this module: imported on first use
+        """Each tool's cells compared across the targets of a run with several (toolbench.report.by_target)."""
+        from toolbench.report import by_target as targets  # it reads this module: imported on first use
 
         return targets.comparisons(self)
 

@@ -7,7 +7,7 @@ from typing import Callable
 from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context
 from toolbench.report.view import Figure, Row, Section, Table, Value, columns, num, text
-from toolbench.schema import GeneratorCost, RunResult
+from toolbench.record.schema import GeneratorCost, RunResult
 
 
 def cpu_us_per_request(r: RunResult) -> tuple[float | None, bool]:

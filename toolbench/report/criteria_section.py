@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from toolbench import criteria
-from toolbench.criteria import Evaluation, Verdict
+from toolbench.scenario import criteria
+from toolbench.scenario.criteria import Evaluation, Verdict
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Row, Section, Table, Value, text
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from toolbench.manifest import Environment, Finding
+from toolbench.record.manifest import Environment, Finding
 from toolbench.report import fmt
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Row, Section, Table, Value, text
-from toolbench.schema import Status
+from toolbench.record.schema import Status
 
 NOT_CHECKED = "not checked"
 

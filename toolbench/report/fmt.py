@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from toolbench.ramp import RAMP_MULTIPLE
-from toolbench.schema import Omission
+from toolbench.contract.ramp import RAMP_MULTIPLE
+from toolbench.record.schema import Omission
 
 ABSENT = "—"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from toolbench.report import fmt
 from toolbench.report.context import Context
 from toolbench.report.view import Row, Section, Table, Value, columns, num, text
-from toolbench.schema import GeneratorPart, RunResult, Status
+from toolbench.record.schema import GeneratorPart, RunResult, Status
 
 _LABELS = ("cell", "generator", "host", "status", "connections", ("rate", "requests/s asked of it"),
            "requests", ("req/s ok", "its successful requests per second"), ("p50 ms", "its own median"),

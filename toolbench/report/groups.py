@@ -3,7 +3,7 @@ setting (and run, when several are compared), a point per concurrency holding ev
 repetition, and each series' peak.
 
 Repetitions are summarised by their median; throughput is successful requests per second
-(toolbench.stats.throughput) and carries its noise; peaks come from toolbench.stats.peaks,
+(toolbench.record.stats.throughput) and carries its noise; peaks come from toolbench.record.stats.peaks,
 applied to each series."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from toolbench import stats
-from toolbench.schema import Fidelity, RunResult, Status
+from toolbench.record import stats
+from toolbench.record.schema import Fidelity, RunResult, Status
 
 ERROR_STATUSES = (Status.FAILED, Status.TIMED_OUT, Status.INTERRUPTED, Status.PARTIAL)
 NOT_RUN = (Status.UNSUPPORTED, Status.TOOL_MISSING)
@@ -104,7 +104,7 @@ class Series:
 
     key: SeriesKey
     points: tuple[Point, ...]
-    peak: stats.Peak | None  # from toolbench.stats.peaks; None when no cell of the series ran
+    peak: stats.Peak | None  # from toolbench.record.stats.peaks; None when no cell of the series ran
 
     @property
     def best(self) -> Point | None:

@@ -1,5 +1,5 @@
 """The numbers behind the latency distribution views: an HDR histogram's percentile
-distribution and its requests per latency bucket (percentiles per second: toolbench.timings).
+distribution and its requests per latency bucket (percentiles per second: toolbench.record.timings).
 
 Pure functions over histograms; the report's sections draw them."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from toolbench.histogram import Level, nonzero, percentile_levels
+from toolbench.record.histogram import Level, nonzero, percentile_levels
 
 BUCKETS_PER_DECADE = 10
 

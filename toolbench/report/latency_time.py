@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolbench import registry, timings
-from toolbench.adapter import Adapter, RawOutput
+from toolbench.contract import registry
+from toolbench.record import timings
+from toolbench.contract.adapter import Adapter, RawOutput
 from toolbench.errors import ToolbenchError
 from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Figure, Section
-from toolbench.schema import RunResult
+from toolbench.record.schema import RunResult
 
 MAX_PANELS = 8
 NAMES = tuple(f"p{q:g}" for q in timings.OVER_TIME)

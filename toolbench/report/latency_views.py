@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench import histogram
+from toolbench.record import histogram
 from toolbench.errors import SchemaError
 from toolbench.report import charts, fmt, groups, latency_data
 from toolbench.report.context import Context

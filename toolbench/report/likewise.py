@@ -1,7 +1,7 @@
 """Like with like: tools are ranked only against cells of the same run with the same
 keep-alive setting, concurrency and variant (extra parameters, open-model rate, target);
 a run has one stop for every cell. Each ranking comes in tiers: the cells of a tier are
-the same within the noise (toolbench.stats.differs), and every tier is beyond the noise
+the same within the noise (toolbench.record.stats.differs), and every tier is beyond the noise
 of the next.
 
 Throughput (successful requests/s) ranks the tools unless the server was the limit of the
@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
-from toolbench import stats
+from toolbench.record import stats
 from toolbench.report import bounds, fmt
 from toolbench.report.context import Context
 from toolbench.report.cost import cpu_us_per_request

@@ -2,7 +2,7 @@
 and the per-second time series."""
 from __future__ import annotations
 
-from toolbench import stats
+from toolbench.record import stats
 from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context
 from toolbench.report.view import Figure, Row, Section, Table, Value, columns, num, text

@@ -3,7 +3,7 @@ compared with, its rank within them, its noise and what limited it. The verdict'
 rankings are read from this table's data (toolbench.report.likewise)."""
 from __future__ import annotations
 
-from toolbench import stats
+from toolbench.record import stats
 from toolbench.report import fmt, likewise
 from toolbench.report.context import Context
 from toolbench.report.perf import noise

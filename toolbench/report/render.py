@@ -9,7 +9,7 @@ from typing import Any
 
 import jinja2
 
-from toolbench import store
+from toolbench.record import store
 from toolbench.errors import ToolbenchError
 from toolbench.report import compare, model
 from toolbench.report.context import RunView

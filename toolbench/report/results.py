@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from toolbench import ramp, stats
+from toolbench.contract import ramp
+from toolbench.record import stats
 from toolbench.report import fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.cost import cpu_us_per_request
 from toolbench.report.view import Column, Link, Row, Section, Table, Value, num, text
-from toolbench.schema import Latency, RunResult, Status
+from toolbench.record.schema import Latency, RunResult, Status
 
 NOT_BAD = (Status.OK, Status.UNSUPPORTED, Status.TOOL_MISSING)  # a cell not run is no failure
 

@@ -4,7 +4,7 @@ relative.
 
 Safe by default: a run's raw files (the tools' own output, configs, logs) are copied only when
 asked (`with_raw`), and every text copied or rendered has its absolute paths and the host's
-name taken out (toolbench.redact) unless `redact=False`. A site is never built in the runs'
+name taken out (toolbench.report.redact) unless `redact=False`. A site is never built in the runs'
 own folder then, since that would mean deleting or rewriting the runs themselves."""
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from toolbench import store
+from toolbench.record import store
 from toolbench.errors import StoreError, ToolbenchError, UsageError
-from toolbench.manifest import RunStatus
-from toolbench.redact import Redactor
+from toolbench.record.manifest import RunStatus
+from toolbench.report.redact import Redactor
 from toolbench.report import fmt, render
 from toolbench.report.model import ReportData
 from toolbench.report.view import IndexEntry, Link

@@ -3,23 +3,23 @@
 Which tool generated the most successful requests, like for like and beyond the noise;
 what limited each cell; what the load cost the generator; which tool measured truthfully;
 what failed. Where the data cannot answer (no monitor, no probe, no finished cell) it says
-so. Every figure it uses carries its noise (toolbench.stats.Estimate)."""
+so. Every figure it uses carries its noise (toolbench.record.stats.Estimate)."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
 
-from toolbench import stats
-from toolbench.manifest import RunStatus
-from toolbench.report import answer, fmt, targets
+from toolbench.record import stats
+from toolbench.record.manifest import RunStatus
+from toolbench.report import answer, fmt, by_target as targets
 from toolbench.report.bounds import Bound
 from toolbench.report.context import Context, RunView
 from toolbench.report.groups import Series
 from toolbench.report.likewise import By, Cell, Comparison, leader
-from toolbench.report.targets import TargetComparison
+from toolbench.report.by_target import TargetComparison
 from toolbench.report.truth import CellTruth, Verdict
 from toolbench.report.verdict_text import estimate, every, example, lead, limit_phrase, ranking_sentence
-from toolbench.schema import Status
+from toolbench.record.schema import Status
 
 MAX_LISTED = 6  # per-comparison sentences in the verdict; the like-for-like table has them all
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from toolbench import stats
+from toolbench.record import stats
 from toolbench.report import fmt
 from toolbench.report.bounds import Bound
 from toolbench.report.likewise import By, Cell, Comparison

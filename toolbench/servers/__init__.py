@@ -2,7 +2,7 @@
 app of study 000 under flask-dev, gunicorn, uWSGI and nginx in front of uWSGI, the socket
 servers of study 003), their typed specs, starting and stopping them, and what they spend.
 
-    from toolbench.servers.spec import parse_target
+    from toolbench.scenario.targets import parse_target
     from toolbench.servers.stacks import start
     from toolbench.servers.cost import ServerMonitor, summarize
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
-from toolbench import lifeline
+from toolbench.hosts import lifeline
 from toolbench.errors import TargetError
 
 if TYPE_CHECKING:
@@ -86,12 +85,6 @@ def launched_recipe(recipe: Recipe, workdir: Path, grace_s: float = 3.0) -> Iter
         yield proc
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def launched(argv: list[str], workdir: Path, label: str, stop_signal: int = signal.SIGTERM,
              grace_s: float = 3.0) -> Iterator[subprocess.Popen[bytes]]:
@@ -101,7 +94,7 @@ def launched(argv: list[str], workdir: Path, label: str, stop_signal: int = sign
     out = open(workdir / f"{label}.stdout.txt", "wb")
     err = open(workdir / f"{label}.stderr.txt", "wb")
     try:
-        # Killed by the kernel should toolbench die without stopping it (see toolbench.lifeline).
+        # Killed by the kernel should toolbench die without stopping it (see toolbench.hosts.lifeline).
         proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                 start_new_session=True, preexec_fn=lifeline.die_with_parent())
     except OSError as exc:

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from toolbench.errors import TargetError
 from toolbench.servers.process import log_tail
-from toolbench.servers.spec import ReadySpec
+from toolbench.scenario.targets import ReadySpec
 
 POLL_S = 0.05
 MAX_ATTEMPT_S = 10.0

@@ -20,13 +20,13 @@ from pathlib import Path, PurePosixPath
 from typing import Iterator, Mapping, Sequence
 
 from toolbench.errors import HostError, TargetError, ToolbenchError
-from toolbench.hosts import Host
-from toolbench.ssh import SSHHost
+from toolbench.contract.host import Host
+from toolbench.hosts.ssh import SSHHost
 from toolbench.servers import cost, nginx, python_stacks as py
 from toolbench.servers.process import Recipe, RunningTarget, log_tail
 from toolbench.servers.ready import wait_until_ready
-from toolbench.servers.spec import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
-from toolbench.ssh_process import RemoteProcess
+from toolbench.scenario.targets import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
+from toolbench.hosts.ssh_process import RemoteProcess
 
 GRACE_S = 3.0  # after the stop signal, before SIGKILL
 KILL_WAIT_S = 5.0

@@ -15,7 +15,7 @@ from toolbench.servers import nginx, python_stacks
 from toolbench.errors import TargetError
 from toolbench.servers.process import RunningTarget, launched, log_tail
 from toolbench.servers.ready import wait_until_ready
-from toolbench.servers.spec import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
+from toolbench.scenario.targets import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
 
 
 @contextlib.contextmanager

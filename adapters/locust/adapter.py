@@ -1,0 +1,369 @@
+"""Locust: writes a locustfile for the cell, runs it headless, reads its JSON
+(stdout), its final summary tables (stderr) and its CSV set.
+
+Keep-alive off is a `Connection: close` request header: both FastHttpUser and
+HttpUser then open one connection per request (checked against a server that
+counts connections), so HttpUser keeps its one session per user rather than
+paying for a new session per request.
+
+Locust has no stop after N requests; the locustfile counts them itself (see
+templates/locustfile.py). Across `--processes` workers that count would have to be
+shared, so such cells are planned as unsupported.
+
+The locustfile is the same file for every cell; the cell's request is data in a JSON
+file beside it (PARAMS), so no value from a scenario is ever written into code.
+
+`workers: engine` runs the master alone with the engine's Locust workers instead of
+Locust's own (toolbench.engine.locust_cell): the master's output is read as always."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from toolbench.record import histogram
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_python, group_by_suffix, option)
+from toolbench.adapters.locust import csv_set as locust_csv
+from toolbench.adapters.locust import output as out
+from toolbench.adapters.engine import request_args
+from toolbench.errors import ParseError
+from toolbench.record.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, SecondSample, Timing, Transfer)
+
+if TYPE_CHECKING:
+    from toolbench.run.scaleout.fleet import DistributedRun
+    from toolbench.contract.host import Host
+    from toolbench.contract.cell import Cell
+
+USER_CLASSES = ("FastHttpUser", "HttpUser")
+WORKER_KINDS = ("locust", "engine")
+CSV_PREFIX = "stats"
+OUTPUTS = {
+    "stats_csv": f"{CSV_PREFIX}_stats.csv",
+    "history_csv": f"{CSV_PREFIX}_stats_history.csv",
+    "failures_csv": f"{CSV_PREFIX}_failures.csv",
+    "exceptions_csv": f"{CSV_PREFIX}_exceptions.csv",
+}
+GROUP_SUFFIXES = ("_stats_history.csv", "_stats.csv", "_failures.csv", "_exceptions.csv", "_requests.csv",
+                  "_distribution.csv", ".stderr.txt",
+                  ".txt", ".json")
+# A run stopped by a request budget still gets a run time, so that a budget the
+# target never serves cannot outlive the cell's hard limit without any output.
+BUDGET_MARGIN_S = 10
+# ... and it stops earlier when no request has succeeded for this long, while some failed.
+STALL_S = 5.0
+LOCUSTFILE, PARAMS = "locustfile.py", "locust_params.json"
+ENGINE_WORKERS_LOG = "engine_workers.txt"  # toolbench.engine.locust_cell.WORKERS_LOG
+NOTE_PREFIX = "toolbench locustfile: "  # a line the locustfile prints for the result's notes
+
+
+class LocustAdapter(Adapter):
+    name = "locust"
+    # processes: 1 runs one process; N >= 2 runs a master and N workers on this
+    # machine (--processes N); -1 is one worker per core.
+    # locustfile: a file beside the scenario whose own User classes run instead of the bundled
+    # one; it is copied into the cell's folder as is, and reads the cell from locust_params.json.
+    # workers_per_host: worker processes on each generator in its distributed mode (default: one per core).
+    # workers: whose workers run the users, Locust's own (`locust`) or the engine's (`engine`,
+    # `processes` of them: one when it is 1).
+    option_types = {"user_class": str, "processes": int, "timeout_s": int, "locustfile": Path,
+                    "workers_per_host": int, "workers": str}
+    option_choices = {"workers": WORKER_KINDS}
+
+    program = "python"  # run as `python -m locust`: the path is the Python's
+
+    def detect(self, host: "Host", path: str | None = None) -> Detection:
+        return found_python(host, path, "locust", lambda captured: out.version(captured.stdout + captured.stderr))
+
+    def ramp_s(self, cell: "Cell") -> float:
+        """Locust spawns its users at the spawn rate (-r): users / rate seconds. Measured here
+        (c20, FastHttpUser, 8 s against nginx-static) the first second ran at 40% and 60% of the
+        steady rate."""
+        return cell.concurrency / spawn_rate(cell)
+
+    def supports(self, cell: "Cell") -> Support:
+        user_class = option(cell, "user_class", "FastHttpUser")
+        if user_class not in USER_CLASSES:
+            return Support(False, f"tools.locust.user_class must be one of {', '.join(USER_CLASSES)}, "
+                                  f"not {user_class!r}")
+        processes = option(cell, "processes", 1)
+        if processes == 0 or processes < -1:
+            return Support(False, f"tools.locust.processes must be 1, a count of worker processes or -1 "
+                                  f"(one per core), not {processes}")
+        if cell.rate_rps is not None:
+            return Support(False, "Locust runs a closed model here (no wait between requests); "
+                                  "it has no fixed-rate (open model) mode")
+        if cell.stop.requests_per_connection is not None:
+            return Support(False, "Locust's users share one request budget here; none stops after its own "
+                                  "N requests, so a stop per connection is not supported")
+        if option(cell, "locustfile", None) and cell.stop.duration_s is None:
+            return Support(False, "a locustfile of the scenario's own times its requests itself; it runs "
+                                  "for a duration (its users do not share toolbench's request budget)")
+        if option(cell, "workers", "locust") == "engine":
+            if cell.stop.duration_s is None:
+                return Support(False, "engine workers run until the master's run time ends; a stop after N "
+                                      "requests is not supported with them")
+            if option(cell, "locustfile", None):
+                return Support(False, "engine workers send the scenario's request, not a locustfile's tasks")
+        if cell.stop.requests is not None and processes != 1:
+            return Support(False, "a stop after N requests is counted inside one Locust process; "
+                                  "with several worker processes it is not supported")
+        duration = cell.stop.duration_s
+        if duration is not None and duration != int(duration):
+            return Support(False, f"Locust's --run-time takes whole seconds, not {duration:g}s")
+        return SUPPORTED
+
+    def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
+        assert cell.url is not None, "the runner resolves the URL before building"
+        url = urlsplit(cell.url)
+        path = cell.url[len(f"{url.scheme}://{url.netloc}"):] or "/"
+        if cell.stop.requests is not None:
+            run_time = max(1, int(cell.timeout_s) - BUDGET_MARGIN_S)
+        else:
+            assert cell.stop.duration_s is not None
+            run_time = int(cell.stop.duration_s)
+        users = str(cell.concurrency)
+        args = ["-f", "locustfile.py", "--headless", "-u", users, "-r", f"{spawn_rate(cell):g}",
+                "-t", f"{run_time}s",
+                "--host", f"{url.scheme}://{url.netloc}", "--csv", CSV_PREFIX, "--csv-full-history",
+                "--json", "--only-summary", "--loglevel", "WARNING",
+                # A failed request is counted, not turned into exit code 1: the cell is judged
+                # on its counts, as for every other tool.
+                "--exit-code-on-error", "0"]
+        processes = option(cell, "processes", 1)
+        files = {PARAMS: parameters(cell, path)}
+        if option(cell, "workers", "locust") == "engine":
+            engine, body = engine_worker_args(cell)
+            return Invocation(argv=[found.path, "-m", "toolbench.engine.locust_cell", str(processes), *engine,
+                                    "--", *args],
+                              files={LOCUSTFILE: locustfile(), **files, **body},
+                              outputs={**OUTPUTS, "engine_workers_log": ENGINE_WORKERS_LOG})
+        if processes != 1:
+            args += ["--processes", str(processes)]
+        given = option(cell, "locustfile", None)
+        source = Path(given).read_text(encoding="utf-8") if given else locustfile()
+        return Invocation(argv=[found.path, "-m", "locust", *args], files={LOCUSTFILE: source, **files},
+                          outputs=dict(OUTPUTS))
+
+    def distributed(self) -> "DistributedRun":
+        from toolbench.adapters.locust.distributed import DISTRIBUTED
+
+        return DISTRIBUTED
+
+    def classify(self, path: Path, text: str) -> str:
+        return out.classify(text)
+
+    def recognizes(self, path: Path, text: str) -> bool:
+        return out.recognizes(text)
+
+    def group_name(self, path: Path) -> str:
+        """The run a file belongs to: `--csv X` names Locust's CSVs X_stats.csv and so on."""
+        return group_by_suffix(path, GROUP_SUFFIXES)
+
+    def parse(self, raw: RawOutput) -> Measurement:
+        return parse(raw)
+
+
+def spawn_rate(cell: "Cell") -> float:
+    """Users started per second: all of them within the first second."""
+    return float(cell.concurrency)
+
+
+def engine_worker_args(cell: "Cell") -> tuple[list[str], dict[str, str]]:
+    """`toolbench engine`'s arguments for a Locust worker sending the cell's request (the
+    master adds --locust-master), and the body's file."""
+    assert cell.url is not None, "the runner resolves the URL before building"
+    request, files = request_args(cell)
+    argv = [cell.url, "--timeout", str(option(cell, "timeout_s", 30)), *request]
+    if not cell.keepalive:
+        argv.append("--no-keepalive")
+    return argv, files
+
+
+def locustfile() -> str:
+    return resources.files("toolbench.adapters.locust").joinpath(f"templates/{LOCUSTFILE}").read_text()
+
+
+def parameters(cell: "Cell", path: str) -> str:
+    """The cell's request as JSON, for the locustfile to read."""
+    user_class = option(cell, "user_class", "FastHttpUser")
+    assert user_class in USER_CLASSES, "supports() turns other classes away"
+    req = cell.request
+    headers = dict(req.headers)
+    if req.body is not None and req.content_type:
+        headers["Content-Type"] = req.content_type
+    if not cell.keepalive:
+        headers["Connection"] = "close"
+    return json.dumps({"cell": cell.id, "user_class": user_class, "method": req.method, "path": path,
+                       "headers": headers, "body": req.body, "timeout_s": float(option(cell, "timeout_s", 30)),
+                       "budget": cell.stop.requests, "stall_s": STALL_S, "note_prefix": NOTE_PREFIX},
+                      indent=2, sort_keys=True) + "\n"
+
+
+def parse(raw: RawOutput) -> Measurement:
+    measurement = _parse(raw)
+    said = [line.strip()[len(NOTE_PREFIX):] for line in raw.stderr.splitlines() if line.startswith(NOTE_PREFIX)]
+    return dataclasses.replace(measurement, notes=measurement.notes + said) if said else measurement
+
+
+def _parse(raw: RawOutput) -> Measurement:
+    entries = out.read_json(raw.stdout, raw.source)
+    if entries is not None:
+        return _from_json(entries, raw)
+    stats_csv = raw.files.get("stats_csv")
+    if stats_csv is not None:
+        return _from_csv(stats_csv, raw)
+    console = out.read_console_row(raw.stdout + "\n" + raw.stderr, raw.source)
+    if console is not None:
+        return _from_console(console, raw)
+    why = out.error_line(raw.stderr)
+    raise ParseError("locust", "no JSON stats on stdout and no stats CSV"
+                     + (f"; Locust said: {why}" if why else ""), raw.source)
+
+
+def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
+    summary = out.read_summary(raw.stderr, raw.source)
+    notes = ["figures from Locust's JSON output (final)",
+             "duration runs from the first logged response to the last (a JSON entry starts when its first "
+             "response is logged); Locust's own req/s counts from the start of the test"]
+    fidelity = {"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED,
+                "latency.mean_ms": Fidelity.DERIVED, "histogram": Fidelity.DERIVED}
+    total = sum(e.num_requests for e in entries)
+    failed = sum(e.num_failures for e in entries)
+    timed = total - sum(e.num_none_requests for e in entries)
+    starts = [e.start_time for e in entries if e.start_time]
+    ends = [e.last_request_timestamp for e in entries if e.last_request_timestamp]
+    duration = max(ends) - min(starts) if starts and ends and max(ends) > min(starts) else None
+    hist = out.histogram_of(entries, raw.source)
+    if hist is not None:
+        notes.append("histogram from Locust's response_times buckets: Locust rounds each time before "
+                     "bucketing (to 1 ms below 100 ms, 10 ms below 1 s, then 100 ms and 1 s)")
+    failures, codes = _failures(failed, raw, summary, notes)
+    low = min((e.min_response_time for e in entries if e.min_response_time is not None), default=None)
+    high = max((e.max_response_time for e in entries), default=None) if timed else None
+    percentiles = summary.percentiles if summary else Percentiles()
+    if percentiles == Percentiles() and hist is not None:
+        # Locust's own reading of its buckets, as its summary would print it.
+        percentiles = out.bucket_percentiles(entries)
+        fidelity.update({f"latency.percentiles.{name}": Fidelity.DERIVED for name, _ in PERCENTILES})
+    latency = Latency(
+        min_ms=low, max_ms=high,
+        mean_ms=sum(e.total_response_time for e in entries) / timed if timed else None,
+        percentiles=out.within_bounds(percentiles, low, high, notes),
+        resolution_ms=1.0 if timed else None)
+    series = out.series_from_json(entries, raw.source)
+    if series:
+        fidelity["series"] = Fidelity.REPORTED
+    else:
+        series = _history_series(raw, notes)
+    notes += locust_csv.exception_notes(raw.files.get("exceptions_csv"))
+    notes.append("response times include failed requests; bytes are response bodies only")
+    return Measurement(
+        tool="locust",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
+        timing=Timing(duration_s=duration),
+        counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
+                      failures=failures, status_codes=codes),
+        rates=Rates(rps=summary.rps if summary else None),
+        transfer=Transfer(received_bytes=sum(e.total_content_length for e in entries)),
+        latency=latency,
+        histogram=histogram.encode(hist) if hist is not None else None,
+        histogram_resolution_ms=1.0 if hist is not None else None,  # Locust rounds before bucketing
+        series=series,
+        fidelity=fidelity,
+        notes=notes,
+    )
+
+
+def _from_csv(path: Path, raw: RawOutput) -> Measurement:
+    row = locust_csv.read_stats_csv(path, raw.files.get("distribution_csv"))
+    notes = [*row.notes, "figures from Locust's stats CSV: Locust rewrites it once a second, so in a single-process "
+             "run it can miss the last second of traffic (the JSON output has no such lag)"]
+    summary = out.read_summary(raw.stderr, raw.source)
+    failures, codes = _failures(row.failures, raw, summary, notes)
+    duration = row.requests / row.rps if row.rps else None
+    series = _history_series(raw, notes)
+    notes += locust_csv.exception_notes(raw.files.get("exceptions_csv"))
+    return Measurement(
+        tool="locust",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
+        timing=Timing(duration_s=duration),
+        counts=Counts(requests_total=row.requests, requests_ok=row.requests - row.failures,
+                      requests_failed=row.failures, failures=failures, status_codes=codes),
+        rates=Rates(rps=row.rps),
+        transfer=Transfer(received_bytes=round(row.avg_content_size * row.requests)),
+        latency=Latency(min_ms=row.min_ms, max_ms=row.max_ms, mean_ms=row.mean_ms,
+                        percentiles=out.within_bounds(row.percentiles, row.min_ms, row.max_ms, notes),
+                        resolution_ms=1.0 if row.requests else None),
+        series=series,
+        fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED,
+                  "transfer.received_bytes": Fidelity.DERIVED},
+        notes=notes,
+    )
+
+
+def _from_console(row: tuple[int, int, float, float, float], raw: RawOutput) -> Measurement:
+    """Locust's console summary alone (what it prints at the end without --json or --csv)."""
+    total, failed, mean, low, high = row
+    notes = ["figures from Locust's console summary alone: times rounded to whole milliseconds, no "
+             "per-request data"]
+    summary = out.read_summary(raw.stdout + "\n" + raw.stderr, raw.source)
+    failures, codes = _failures(failed, raw, summary, notes)
+    timed = total > 0
+    percentiles = summary.percentiles if summary else Percentiles()
+    return Measurement(
+        tool="locust",
+        coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
+        timing=Timing(duration_s=total / summary.rps if summary and summary.rps else None),
+        counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
+                      failures=failures, status_codes=codes),
+        rates=Rates(rps=summary.rps if summary else None),
+        latency=Latency(min_ms=low if timed else None, mean_ms=mean if timed else None,
+                        max_ms=high if timed else None,
+                        percentiles=out.within_bounds(percentiles, low, high, notes) if timed else Percentiles(),
+                        resolution_ms=1.0 if timed else None),
+        fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED},
+        notes=notes,
+    )
+
+
+def _failures(failed: int, raw: RawOutput, summary: out.Summary | None,
+              notes: list[str]) -> tuple[Failures, dict[int, int]]:
+    """Failure classes from the final error report on stderr, else from the failures CSV.
+    The report on stderr is printed after the CSVs are written, so it may count failures the
+    stats CSV has not (Locust 1.4.4: 409 against 345): then the failures CSV, written with the
+    stats, is taken; classes that still exceed the failed count are left out, never mixed."""
+    errors = summary.errors if summary and summary.errors else None
+    path = raw.files.get("failures_csv")
+    if path is not None and (errors is None or sum(errors.values()) > failed):
+        with_the_stats = locust_csv.read_failures_csv(path)
+        if errors is None or sum(with_the_stats.values()) <= failed:
+            errors = with_the_stats
+    if errors is None:
+        return Failures(), {}
+    counted = sum(errors.values())
+    if counted > failed:
+        notes.append(f"the error list counts {counted} failures, more than the {failed} failed "
+                     "requests of the stats it was printed beside: failure classes left out")
+        return Failures(), {}
+    failures, codes = out.classify_errors(errors)
+    if counted != failed:
+        notes.append(f"the error list accounts for {counted} of {failed} failed requests")
+    if codes:
+        notes.append("status codes are known only for failed requests: Locust does not count successes by code")
+    return failures, codes
+
+
+def _history_series(raw: RawOutput, notes: list[str]) -> list[SecondSample]:
+    path = raw.files.get("history_csv")
+    if path is None:
+        return []
+    series = locust_csv.series_from_history(path)
+    if series:
+        notes.append("series from the stats history CSV (cumulative counts sampled once a second)")
+    return series
+
+
+ADAPTER = LocustAdapter()

@@ -1,0 +1,277 @@
+"""Readers for Locust's output formats: the JSON stats (--json) and the summary
+tables it prints to stderr at the end; which file is which (classify). Its CSV set
+(--csv) is read in locust_csv. Each raises only ParseError."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from toolbench.record import failures, histogram
+from toolbench.adapters.locust.csv_set import DISTRIBUTION_0X, PCT_NAMES, STATS_0X
+from toolbench.record.numbers import Numbers
+from toolbench.record.schema import PERCENTILES, Failures, Percentiles, SecondSample
+
+_VERSION = re.compile(r"\blocust (\d+\.\d+[\w.\-]*)")
+# The Aggregated row of the console's stats table: reqs, fails, then Avg, Min, Max, Med (whole ms).
+_CONSOLE_ROW = re.compile(r"^\s+Aggregated\s+(\d+)\s+(\d+)\([\d.]+%\)\s+\|\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|", re.MULTILINE)
+_AGGREGATED = re.compile(r"^\s+Aggregated\s+(\d+)\s+(\d+)\([\d.]+%\)\s+\|\s+[\d\s]+\|\s+([\d.]+)\s+([\d.]+)\s*$")
+_PCT_HEADER = re.compile(r"^Type\s+Name\s+((?:[\d.]+%\s+)+)# reqs\s*$")
+_PCT_ROW = re.compile(r"^\s+Aggregated((?:\s+(?:\d+|N/A))+)\s*$")
+_ERROR_ROW = re.compile(r"^\s*(\d+)\s{2,}(\S.*?)\s*$")
+# HttpUser: "HTTPError('404 Client Error: ...')"; FastHttpUser: "LocustBadStatusCode(code=404)".
+_STATUS = re.compile(r"\b([1-5]\d\d) (?:Client|Server) Error\b|\bcode=([1-5]\d\d)\b")
+# Error texts (exception reprs) to failure classes (toolbench.record.failures), first match wins.
+FAILURE_TABLE: failures.Table = (
+    ("timeout", ("timeout", "timed out")),
+    ("connect", ("connectionrefused", "connection refused", "newconnectionerror", "no route to host",
+                 "connecterror")),
+    ("reset", ("connectionreset", "connection reset")),
+    ("read", ("remotedisconnected", "brokenpipe", "incompleteread",
+              "connection aborted", "connectionclosed", "protocolerror", "badstatusline")),
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One JSON stats entry: the requests of one name and method."""
+
+    name: str
+    method: str
+    num_requests: int
+    num_none_requests: int
+    num_failures: int
+    total_response_time: float
+    min_response_time: float | None
+    max_response_time: float
+    total_content_length: int
+    start_time: float
+    last_request_timestamp: float | None
+    response_times: dict[int, int]  # rounded ms -> count
+    num_reqs_per_sec: dict[int, int]  # unix second -> count
+    num_fail_per_sec: dict[int, int]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The final tables Locust prints to stderr when its JSON goes to stdout."""
+
+    rps: float | None
+    percentiles: Percentiles
+    errors: dict[str, int]  # "METHOD name: error" -> occurrences
+
+
+def version(text: str) -> str | None:
+    match = _VERSION.search(text)
+    return match.group(1) if match else None
+
+
+def classify(text: str) -> str:
+    """The role of a Locust output file, from its content."""
+    head = text.lstrip()[:200]
+    if head.startswith(STATS_0X):
+        return "stats_csv"
+    first = head.replace('"', "")  # a header written with every field quoted (older Locusts) reads the same
+    if first.startswith("Type,Name,Request Count"):
+        return "stats_csv"
+    if head.startswith(DISTRIBUTION_0X):
+        return "distribution_csv"
+    if first.startswith("Timestamp,User Count"):
+        return "history_csv"
+    if first.startswith("Method,Name,Error,Occurrences"):
+        return "failures_csv"
+    if first.startswith("Count,Message,Traceback,Nodes"):
+        return "exceptions_csv"
+    return "stdout"
+
+
+def recognizes(text: str) -> bool:
+    """Locust's CSVs, its --json list or its console tables."""
+    if classify(text) != "stdout":
+        return True
+    if text.lstrip().startswith("[") and '"num_requests"' in text:
+        return True
+    return "Aggregated" in text and re.search(r"^\s*Type\s+Name\s+", text, re.MULTILINE) is not None
+
+
+def read_json(text: str, source: str | None) -> list[Entry] | None:
+    """The stats entries of every JSON list on stdout (with --processes each worker
+    prints its own, usually empty, list before the master's), or None without any."""
+    num = Numbers("locust", source)
+    decoder = num.decoder()
+    docs: list[Any] = []
+    for match in re.finditer(r"^\[", text, re.MULTILINE):
+        try:
+            doc, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(doc, list):
+            docs.append(doc)
+    if not docs:
+        return None
+    return [_entry(item, num) for doc in docs for item in doc]
+
+
+def _entry(item: Any, num: Numbers) -> Entry:
+    if not isinstance(item, dict):
+        raise num.error("JSON stats", f"an entry is not an object: {item!r:.80}")
+    try:
+        return Entry(
+            name=str(item["name"]), method=str(item["method"]),
+            num_requests=num.whole(item["num_requests"], "num_requests"),
+            num_none_requests=num.whole(item.get("num_none_requests", 0), "num_none_requests"),
+            num_failures=num.whole(item["num_failures"], "num_failures"),
+            total_response_time=num.real(item["total_response_time"], "total_response_time"),
+            min_response_time=_opt_real(num, item.get("min_response_time"), "min_response_time"),
+            max_response_time=num.real(item["max_response_time"], "max_response_time"),
+            total_content_length=num.whole(item["total_content_length"], "total_content_length"),
+            start_time=num.real(item["start_time"], "start_time"),
+            last_request_timestamp=_opt_real(num, item.get("last_request_timestamp"), "last_request_timestamp"),
+            response_times=_counts_by(num, item["response_times"], "response_times"),
+            num_reqs_per_sec=_counts_by(num, item.get("num_reqs_per_sec", {}), "num_reqs_per_sec"),
+            num_fail_per_sec=_counts_by(num, item.get("num_fail_per_sec", {}), "num_fail_per_sec"))
+    except KeyError as exc:
+        raise num.error("JSON stats", f"an entry has no {exc.args[0]!r}") from None
+
+
+def _counts_by(num: Numbers, value: Any, what: str) -> dict[int, int]:
+    """A JSON object of whole-number keys (ms, or unix seconds) to counts."""
+    if not isinstance(value, dict):
+        raise num.error(what, f"expected an object, got {value!r:.80}")
+    counts: dict[int, int] = {}
+    for key, count in value.items():
+        at = num.whole(num.decimal(str(key), f"{what} key"), f"{what} key")
+        counts[at] = counts.get(at, 0) + num.whole(count, f"{what}[{key!r:.20}]")
+    return counts
+
+
+def _opt_real(num: Numbers, value: Any, what: str) -> float | None:
+    return None if value is None else num.real(value, what)
+
+
+def histogram_of(entries: list[Entry], source: str | None) -> HdrHistogram | None:
+    tally = histogram.PerRequest("locust", source)
+    for entry in entries:
+        tally.add_tally(entry.response_times)  # Locust's buckets: rounded ms
+    return tally.histogram()
+
+
+def bucket_percentiles(entries: list[Entry]) -> Percentiles:
+    """The percentiles as Locust itself reads them from its buckets (the response time
+    at or below which the given share of requests fall), over every entry together."""
+    times: dict[int, int] = {}
+    for entry in entries:
+        for rounded_ms, count in entry.response_times.items():
+            times[rounded_ms] = times.get(rounded_ms, 0) + count
+    total = sum(times.values())
+    if not total:
+        return Percentiles()
+    values = {}
+    for name, pct in PERCENTILES:
+        left = total - int(total * round(pct / 100.0, 6))  # requests at or above it; 0.999 as Locust writes it
+        for rounded_ms in sorted(times, reverse=True):
+            left -= times[rounded_ms]
+            if left <= 0:
+                values[name] = float(rounded_ms)
+                break
+    return Percentiles(**values)
+
+
+def within_bounds(p: Percentiles, low: float | None, high: float | None, notes: list[str]) -> Percentiles:
+    """Locust rounds each response time to about two significant digits before it
+    buckets it (1 ms below 100 ms, 10 ms below 1 s, 100 ms below 10 s, then 1 s), and
+    reads percentiles from those buckets: a percentile can lie up to half a bucket
+    beyond the exact min or max it also reports (1,002.7 ms is bucket 1,000). The true
+    percentile lies within [min, max], so such a value is set to the bound, which is
+    within that rounding of it. A value further out is left for the invariants to refuse."""
+    changes = {}
+    for name, _ in PERCENTILES:
+        value = getattr(p, name)
+        if value is None:
+            continue
+        for bound, beyond in ((low, value < (low or 0.0)), (high, high is not None and value > high)):
+            if bound is not None and beyond and abs(value - bound) <= _half_bucket(max(value, bound)):
+                changes[name] = bound
+                notes.append(f"{name} {value:g} is Locust's bucket of {bound:g} ms, its exact "
+                             f"{'min' if bound is low else 'max'}: set to it")
+    return dataclasses.replace(p, **changes)
+
+
+def _half_bucket(ms: float) -> float:
+    """Half the width of Locust's response time bucket at `ms` (locust.stats)."""
+    return 0.5 if ms < 100 else 5.0 if ms < 1000 else 50.0 if ms < 10000 else 500.0
+
+
+def series_from_json(entries: list[Entry], source: str | None) -> list[SecondSample]:
+    """Requests and failures by second; Locust keeps no times by second."""
+    tally = histogram.PerRequest("locust", source, seconds_field="num_reqs_per_sec")
+    for entry in entries:
+        seconds = sorted(set(entry.num_reqs_per_sec) | set(entry.num_fail_per_sec))
+        tally.add_seconds(seconds, [entry.num_reqs_per_sec.get(s, 0) for s in seconds],
+                          [entry.num_fail_per_sec.get(s, 0) for s in seconds])
+    return tally.series()
+
+
+def read_console_row(text: str, source: str | None) -> tuple[int, int, float, float, float] | None:
+    """Requests, failures, mean, min and max of the console's last Aggregated stats row."""
+    rows = _CONSOLE_ROW.findall(text)
+    if not rows:
+        return None
+    num = Numbers("locust", source)
+    reqs, fails, avg, low, high, _ = rows[-1]
+    return (num.integer(reqs, "# reqs"), num.integer(fails, "# fails"), num.decimal(avg, "Avg"),
+            num.decimal(low, "Min"), num.decimal(high, "Max"))
+
+
+def read_summary(stderr: str, source: str | None = None) -> Summary | None:
+    num = Numbers("locust", source)
+    rps = None
+    pct_names: list[str] = []
+    pcts: dict[str, float] = {}
+    errors: dict[str, int] = {}
+    in_errors = False
+    for line in stderr.splitlines():
+        if m := _AGGREGATED.match(line):
+            rps = num.decimal(m.group(3), "req/s of the Aggregated row")
+        elif m := _PCT_HEADER.match(line):
+            pct_names = m.group(1).split()
+        elif (m := _PCT_ROW.match(line)) and pct_names:
+            values = m.group(1).split()
+            for label, value in zip(pct_names, values):
+                if label in PCT_NAMES and value != "N/A":
+                    pcts[PCT_NAMES[label]] = num.decimal(value, f"the {label} percentile")
+        elif line.startswith("Error report"):
+            in_errors = True
+        elif in_errors and (m := _ERROR_ROW.match(line)):
+            errors[m.group(2)] = errors.get(m.group(2), 0) + num.integer(m.group(1), "error report occurrences")
+        elif in_errors and not line.strip():
+            in_errors = False
+    if rps is None and not pcts and not errors:
+        return None
+    return Summary(rps=rps, percentiles=Percentiles(**pcts), errors=errors)
+
+
+def classify_errors(errors: dict[str, int]) -> tuple[Failures, dict[int, int]]:
+    """Failure classes of Locust's error report; an HTTP error's status comes from its text."""
+    codes: dict[int, int] = {}
+    rest: dict[str, int] = {}
+    for text, count in errors.items():
+        if m := _STATUS.search(text):
+            code = int(m.group(1) or m.group(2))
+            codes[code] = codes.get(code, 0) + count
+        else:
+            rest[text] = count
+    counts = failures.tally(rest, FAILURE_TABLE)
+    counts["http_4xx"] = sum(n for code, n in codes.items() if code < 500)
+    counts["http_5xx"] = sum(n for code, n in codes.items() if code >= 500)
+    return Failures(**counts), codes
+
+
+def error_line(stderr: str) -> str | None:
+    """The last line of a traceback or error message, to say why a run gave nothing."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else None

@@ -1,0 +1,44 @@
+"""A cell: one tool at one concurrency, keep-alive choice, rate and repetition against one
+target, with everything its adapter needs to build the tool's command (the request, the stop
+condition, the tool's options). What the plan (toolbench.run.plan) hands each adapter."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolbench.scenario.read import RequestSpec, StopSpec
+
+
+@dataclass(frozen=True)
+class Cell:
+    scenario: str
+    tool: str
+    concurrency: int
+    keepalive: bool
+    repetition: int
+    request: RequestSpec
+    stop: StopSpec
+    timeout_s: float
+    rate_rps: float | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    url: str | None = None  # known once the target runs
+    variant: str | None = None  # the scenario's name for a configured tool, e.g. `locust-2p`
+    target: str = ""  # the name of its target in `Scenario.targets`
+    target_in_id: bool = False  # the scenario has several targets: the id starts with the target's name
+    warmup_s: float = 0.0  # the unmeasured run before the cell (toolbench.run.warmup); 0: none
+
+    @property
+    def label(self) -> str:
+        return self.variant or self.tool
+
+    @property
+    def id(self) -> str:
+        rate = f"-rate{self.rate_rps:g}" if self.rate_rps is not None else ""
+        conn = "ka" if self.keepalive else "close"
+        # A single target leaves the id as it always was, so that older runs still resume.
+        prefix = f"{self.target}-" if self.target_in_id else ""
+        return f"{prefix}{self.label}-c{self.concurrency}-{conn}{rate}-rep{self.repetition}"
+
+    def at(self, base_url: str) -> "Cell":
+        return dataclasses.replace(self, url=base_url.rstrip("/") + self.request.path)

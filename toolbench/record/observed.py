@@ -1,0 +1,106 @@
+"""What toolbench observes around a tool's run, part of the result schema (toolbench.record.schema):
+what the run cost the generator and the target, by toolbench's monitors, and what toolbench's
+own probe requests measured during it. Absent figures are None, never 0."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Self
+
+
+@dataclass(frozen=True)
+class ProcessCost:
+    """What a watched process tree cost its machine, the figures every monitor of toolbench gives
+    alike: the generator's (GeneratorCost) and the target's (ServerCost). CPU seconds are those the
+    kernel counted for the tree; CPU % is of one core (a tree on several cores can exceed 100).
+    Peaks are over the monitor's samples. Connections and TIME-WAIT are not among them: each
+    kind counts them on sockets of its own (the tool's to the target, the server's port)."""
+
+    cpu_user_s: float | None = None
+    cpu_system_s: float | None = None
+    cpu_mean_pct: float | None = None
+    cpu_peak_pct: float | None = None
+    cpu_us_per_request: float | None = None
+    rss_peak_bytes: int | None = None
+    threads_peak: int | None = None
+    processes_peak: int | None = None
+    open_files_peak: int | None = None  # open descriptors: files, sockets, pipes
+    sockets_peak: int | None = None  # socket descriptors held by the tree's processes
+    samples: int = 0
+    interval_s: float | None = None
+    monitor_cpu_s: float | None = None  # the monitor's own CPU, its `ss` calls included
+    # Worker processes (cores) the server may keep busy, known of a server toolbench started;
+    # a GeneratorCost leaves it None (unknown).
+    workers: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_shared(cls, other: ProcessCost) -> Self:
+        """This kind of cost with `other`'s shared figures (a sampler's ServerCost read as a
+        GeneratorCost, say); the figures only this kind has are absent."""
+        return cls(**{f.name: getattr(other, f.name) for f in fields(ProcessCost)})
+
+
+@dataclass(frozen=True)
+class GeneratorCost(ProcessCost):
+    """What running the tool cost the generator, from toolbench's monitor of the tool's process
+    tree; `host_*` and `time_wait_peak` count the whole host."""
+
+    connections_peak: int | None = None  # the tool's established connections to the target
+    time_wait_peak: int | None = None  # host-wide
+    host_established_peak: int | None = None
+    load_avg_1m_peak: float | None = None
+    host_cpu_peak_pct: float | None = None  # the busiest core
+    host_memory_used_peak_bytes: int | None = None
+    tcp_cwnd_mean: float | None = None  # segments, the tool's connections to the target
+    tcp_rcv_space_mean: float | None = None  # bytes
+    tcp_rtt_mean_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class ServerCost(ProcessCost):
+    """What serving a cell cost the target, from toolbench's server monitor over the target's
+    whole process tree (every process group toolbench started for it). CPU seconds are those
+    spent from the monitor's start to its stop, in the kernel's clock ticks (10 ms).
+    Connections are the server side of its port, by `ss`."""
+
+    connections_peak: int | None = None  # established connections on the server's port
+    connections_by_state_peak: dict[str, int] = field(default_factory=dict)  # ss state name -> its peak
+    time_wait_peak: int | None = None  # on the server's port, the server's side
+    accept_queue_peak: int | None = None  # connections waiting to be accepted (the listen queue)
+    listen_backlog: int | None = None  # the listen queue's size, as the kernel applies it
+    wall_s: float | None = None  # from the monitor's start to its stop
+
+
+def cpu_us_per_request(cpu_user_s: float | None, cpu_system_s: float | None,
+                       requests_total: int | None) -> float | None:
+    """CPU microseconds per request; absent when the CPU time or the count is unknown, or no
+    request was made."""
+    if cpu_user_s is None or not requests_total:
+        return None
+    return (cpu_user_s + (cpu_system_s or 0.0)) / requests_total * 1e6
+
+
+@dataclass(frozen=True)
+class ProbeSummary:
+    """Independent requests timed by toolbench, each on a fresh connection: `baseline_ms`
+    before the load, `samples_ms` during it (at `sample_offsets_s` after the tool started).
+    `tool_ms` is the tool's own figure compared with the probe's median (`tool_metric`
+    names it); the flags and `findings` say what the comparison shows."""
+
+    baseline_ms: list[float] = field(default_factory=list)
+    samples_ms: list[float] = field(default_factory=list)
+    failures: int = 0
+    findings: list[str] = field(default_factory=list)
+    sample_offsets_s: list[float] = field(default_factory=list)
+    baseline_failures: int = 0
+    errors: list[str] = field(default_factory=list)  # distinct failure messages, a few
+    interval_s: float | None = None
+    baseline_p50_ms: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    max_ms: float | None = None
+    slowdown: float | None = None  # p50_ms / baseline_p50_ms
+    tool_ms: float | None = None
+    tool_metric: str | None = None  # "p50_ms" or "mean_ms"
+    server_bound: bool | None = None  # the probe slowed down far beyond its baseline
+    tool_disagrees: bool | None = None  # the tool's figure and the probe's differ beyond tolerance

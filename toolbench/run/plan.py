@@ -1,0 +1,124 @@
+"""A scenario's matrix, expanded into cells; each cell either runnable or
+planned as unsupported with the tool's reason."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolbench.contract import registry
+from toolbench.contract.adapter import Adapter, Support
+from toolbench.contract.cell import Cell
+from toolbench.errors import ScenarioError
+from toolbench.scenario.read import Scenario
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    cell: Cell
+    support: Support
+
+
+def expand(scenario: Scenario) -> list[PlannedCell]:
+    """Targets are the outer loop (each target starts once for its cells), then repetitions,
+    so that drift over time hits every tool alike.
+
+    A matrix entry is a tool, or a variant declared under `tools:` with `use: <tool>`,
+    which runs that tool with its own options on top of the tool's."""
+    known = registry.adapters()
+    resolved = {name: _resolve(scenario, i, name, known) for i, name in enumerate(scenario.matrix.tool)}
+    warmups = {name: _warmup_s(scenario, name, adapter.name) for name, (adapter, _) in resolved.items()}
+    _check_tools_section(scenario, known)
+    _check_tool_paths(scenario, known)
+    m = scenario.matrix
+    planned = []
+    several = len(scenario.targets) > 1
+    for target, rep in itertools.product(m.target or tuple(scenario.targets), range(1, scenario.repeat + 1)):
+        for concurrency, keepalive, rate, name in itertools.product(m.concurrency, m.keepalive, m.rate, m.tool):
+            adapter, options = resolved[name]
+            cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,
+                        repetition=rep, request=scenario.request, stop=scenario.stop,
+                        timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options,
+                        variant=name if name != adapter.name else None, target=target, target_in_id=several,
+                        warmup_s=warmups[name])
+            planned.append(PlannedCell(cell, adapter.supports(cell)))
+    return planned
+
+
+def _resolve(scenario: Scenario, index: int, name: str, known: dict[str, Adapter]) -> tuple[Adapter, dict[str, Any]]:
+    given = scenario.tools.get(name)
+    tool = given.use if given is not None and given.use else name
+    if tool not in known:
+        where = scenario.locations.get(f"matrix.tool[{index}]") or scenario.locations.get("matrix.tool", scenario.source)
+        why = registry.broken().get(tool)
+        detail = f"its adapter is broken: {why}" if why else f"unknown tool (known: {', '.join(known)})"
+        raise ScenarioError(f"{where}: matrix.tool[{index}]: {tool!r}: {detail}")
+    adapter = known[tool]
+    options = _options(scenario, tool, adapter) if name != tool else {}
+    return adapter, options | _options(scenario, name, adapter)
+
+
+def _warmup_s(scenario: Scenario, name: str, tool: str) -> float:
+    """A variant's own `warmup`, else its tool's, else the scenario's."""
+    for given in (scenario.tools.get(name), scenario.tools.get(tool)):
+        if given is not None and given.warmup_s is not None:
+            return given.warmup_s
+    return scenario.warmup_s
+
+
+def _options(scenario: Scenario, name: str, adapter: Adapter) -> dict[str, Any]:
+    given = scenario.tools.get(name)
+    if given is None:
+        return {}
+    resolved = dict(given.values)
+    for key, value in given.values.items():
+        where = given.locations[key]
+        if key not in adapter.option_types:
+            allowed = ", ".join(adapter.option_types) or "none"
+            raise ScenarioError(f"{where}: tools.{name}.{key}: unknown option (expected: {allowed})")
+        want = adapter.option_types[key]
+        if want is Path:
+            resolved[key] = _scenario_file(scenario, f"{where}: tools.{name}.{key}", value)
+            continue
+        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            raise ScenarioError(f"{where}: tools.{name}.{key}: expected {want.__name__}, got {value!r}")
+        choices = adapter.option_choices.get(key)
+        if choices is not None and value not in choices:
+            raise ScenarioError(f"{where}: tools.{name}.{key}: expected one of {', '.join(map(str, choices))}, "
+                                f"got {value!r}")
+    return resolved
+
+
+def _scenario_file(scenario: Scenario, where: str, value: Any) -> str:
+    """An option naming a file (a locustfile): relative to the scenario's folder and inside it."""
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f"{where}: expected a file name relative to the scenario, got {value!r}")
+    folder = Path(scenario.source).resolve().parent
+    path = (folder / value).resolve()
+    if not path.is_relative_to(folder):
+        raise ScenarioError(f"{where}: {value!r} is outside the scenario's folder {folder}")
+    if not path.is_file():
+        raise ScenarioError(f"{where}: {value!r}: no such file beside the scenario")
+    return str(path)
+
+
+def _check_tools_section(scenario: Scenario, known: dict[str, Adapter]) -> None:
+    """Every entry under `tools:` is checked, used or not, so that typos never hide."""
+    for name, given in scenario.tools.items():
+        tool = given.use or name
+        if tool not in known:
+            what = f"`use: {tool}` names no" if given.use else "unknown tool; a variant needs `use:` naming a"
+            raise ScenarioError(f"{given.locations['']}: tools.{name}: {what} known tool ({', '.join(known)})")
+        _options(scenario, name, known[tool])
+
+
+def _check_tool_paths(scenario: Scenario, known: dict[str, Adapter]) -> None:
+    """A path under `hosts.generator.tools` (or any of `hosts.generators`) is for a program some adapter runs."""
+    programs = sorted({adapter.program for adapter in known.values() if not adapter.read_only})  # k6: never run
+    for i, generator in enumerate(scenario.generators):
+        where = "hosts.generator" if scenario.generators_key == "hosts.generator" else f"hosts.generators[{i}]"
+        for program in (p for p in generator.host.tools if p not in programs):
+            key = f"{where}.tools.{program}"
+            raise ScenarioError(f"{scenario.locations.get(key, scenario.source)}: {key}: no tool runs a program "
+                                f"of that name (known: {', '.join(programs)})")

@@ -1,0 +1,153 @@
+"""The targets of a run, served in turn: each started once for all its cells (or once per
+cell with `restart: per-cell`), sized for the highest concurrency of its cells, and watched
+while each cell runs. How a target starts is passed in (a `TargetStarter`), so that the
+runner's logic can be driven without starting any process."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import os
+import shlex
+from pathlib import Path
+from typing import Callable, ContextManager, Iterator, Mapping
+
+from toolbench.hosts.lifeline import Lifeline, watching
+from toolbench.record.manifest import TargetRecord
+from toolbench.run.plan import PlannedCell
+from toolbench.scenario.read import Scenario
+from toolbench.record.schema import ServerCost
+from toolbench.servers import cost, remote, stacks
+from toolbench.servers.process import RunningTarget, Sampler
+from toolbench.servers.ready import wait_until_ready
+from toolbench.scenario.targets import TargetSpec
+from toolbench.hosts.ssh import SSHHost
+
+# (spec, its folder in the run, the highest concurrency it will serve) -> the running target
+TargetStarter = Callable[[TargetSpec, Path, int], ContextManager[RunningTarget]]
+
+
+def local_starter(life: Lifeline | None) -> TargetStarter:
+    """Targets started on this machine, every process recorded in the run's lifeline."""
+
+    @contextlib.contextmanager
+    def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
+        with watching(life), stacks.start(spec, workdir, max_concurrency) as target:
+            yield target
+
+    return start
+
+
+_LOGS = ("target.stdout.txt", "target.stderr.txt")
+
+
+def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str],
+                   places: Mapping[str, str]) -> TargetStarter:
+    """Targets on another machine (`hosts.target`, at `address`, its programs at `tools`,
+    given at `places` (file:line) in the scenario):
+    a bundled stack (toolbench.servers.remote) or a command, each started there in process
+    groups of its own, in a folder of its own, its output kept there and fetched when it
+    stops; checked ready from this machine; stopped by killing its groups. A bundled stack's
+    cost is sampled there; a command's is not (absent)."""
+
+    @contextlib.contextmanager
+    def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
+        if spec.bundled:
+            with remote.start(host, spec, workdir, max_concurrency, address, tools, places) as target:
+                yield target
+            return
+        workdir.mkdir(parents=True, exist_ok=True)
+        assert spec.url is not None, "a command or a URL target has its url (servers.spec)"
+        if spec.command is None:
+            wait_until_ready(spec.ready, spec.url, spec.name or "target")
+            yield RunningTarget(base_url=spec.url, label=spec.display)
+            return
+        folder = host.workspace(workdir)
+        try:
+            # Its output goes to files there: a server's log streamed over SSH while nobody
+            # reads it would fill the channel and stall the server.
+            argv = ["sh", "-c", 'exec "$@" >target.stdout.txt 2>target.stderr.txt', "sh", *shlex.split(spec.command)]
+            running = host.start(argv, cwd=Path(folder), stdout=workdir / "launch.stdout.txt",
+                                 stderr=workdir / "launch.stderr.txt")
+            try:
+                wait_until_ready(spec.ready, spec.url, spec.name or "target")
+                yield RunningTarget(base_url=spec.url, label=spec.display)
+            finally:
+                running.wait(0)  # kills its process group there
+        finally:
+            host.collect(folder, list(_LOGS), workdir)
+
+    return start
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """Cells served by one start of one target."""
+
+    name: str
+    spec: TargetSpec
+    cells: list[PlannedCell]
+    workdir: Path
+
+    @property
+    def max_concurrency(self) -> int:
+        return max(p.cell.concurrency for p in self.cells)
+
+
+def batches(scenario: Scenario, todo: list[PlannedCell], targets_dir: Path) -> list[Batch]:
+    """The plan orders cells target-outermost: consecutive cells of one target share a start,
+    unless it restarts per cell."""
+    found = []
+    for name, group in itertools.groupby(todo, key=lambda p: p.cell.target):
+        spec = scenario.targets[name]
+        cells = list(group)
+        if spec.restart == "per-cell":
+            found += [Batch(name, spec, [p], targets_dir / name / p.cell.id) for p in cells]
+        else:
+            found.append(Batch(name, spec, cells, targets_dir / name))
+    return found
+
+
+def manifest_entry(name: str, spec: TargetSpec, target: RunningTarget | None,
+                   error: str | None = None) -> TargetRecord:
+    return TargetRecord(name=name, kind=spec.kind, label=spec.display, restart=spec.restart,
+                        url=target.base_url if target else spec.url, version=target.version if target else None,
+                        error=error)
+
+
+@dataclasses.dataclass(frozen=True)
+class Serving:
+    """The target a cell loads: its name in the scenario, its spec, the running server."""
+
+    name: str
+    spec: TargetSpec
+    running: RunningTarget
+
+
+class CellWatch:
+    """The server's side of one cell: its process tree sampled from the tool's start to its end.
+    Absent for a target toolbench did not start, or with the monitor turned off."""
+
+    def __init__(self, scenario: Scenario, spec: TargetSpec, target: RunningTarget, series: Path) -> None:
+        enabled = scenario.monitor.enabled and bool(target.pids)
+        self._monitor: Sampler | None = None
+        if enabled and target.sampler is not None:  # it runs on another machine: sampled there
+            self._monitor = target.sampler(scenario.monitor.interval_s, series)
+        elif enabled:
+            self._monitor = cost.ServerMonitor(target.pids, target.port, scenario.monitor.interval_s, series)
+        self._workers = spec.workers(target.cores or len(os.sched_getaffinity(0)))
+        self.report: cost.ServerReport | None = None
+        self.series = series if enabled else None
+
+    def start(self) -> None:
+        if self._monitor is not None:
+            self._monitor.start()
+
+    def stop(self) -> None:
+        if self._monitor is not None and self.report is None:
+            self.report = self._monitor.stop()
+
+    def summary(self, requests_total: int | None) -> ServerCost | None:
+        if self.report is None:
+            return None
+        return dataclasses.replace(cost.summarize(self.report, requests_total), workers=self._workers)

@@ -1,0 +1,46 @@
+"""Pass/fail criteria over a run's figures: parsed (spec, expr), evaluated (evaluate), and
+kept in the run folder as criteria.json so that reports and `toolbench check` read them back."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from toolbench.scenario.criteria.evaluate import Evaluation, Verdict
+from toolbench.errors import StoreError
+
+FILE = "criteria.json"
+VERSION = 1
+
+
+def save(run_dir: Path, evaluations: list[Evaluation]) -> None:
+    """Replaced whole or not at all."""
+    data = {"criteria_version": VERSION, "evaluations": [e.to_dict() for e in evaluations]}
+    tmp = run_dir / (FILE + ".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(run_dir / FILE)
+    except OSError as exc:
+        raise StoreError(f"{run_dir / FILE}: cannot write: {exc.strerror}") from None
+
+
+def forget(run_dir: Path) -> None:
+    """No criteria now: an earlier part of a resumed run may have left verdicts that no longer hold."""
+    try:
+        (run_dir / FILE).unlink(missing_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{run_dir / FILE}: cannot remove: {exc.strerror}") from None
+
+
+def load(run_dir: Path) -> list[Evaluation] | None:
+    """The evaluations stored with the run; None when it has none (no criteria, or an older run)."""
+    path = run_dir / FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [Evaluation.from_dict(e) for e in data["evaluations"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"{path}: unreadable: {exc}") from None
+
+
+__all__ = ["FILE", "Evaluation", "Verdict", "forget", "load", "save"]

@@ -1,0 +1,349 @@
+"""Scenario files, parsed once at the boundary into typed, frozen objects."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from toolbench.scenario import httpvalues, names, profiles, hosts as scenario_hosts, yamlread
+from toolbench.scenario.criteria.spec import Criterion
+from toolbench.scenario.criteria.spec import from_node as criteria_from_node
+from toolbench.scenario.targets import TargetSpec, parse_target
+from toolbench.errors import ScenarioError, ScenarioErrors
+from toolbench.scenario.hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, HostSpec
+from toolbench.scenario.observation import MonitorSpec, ProbeSpec, parse_monitor, parse_probe
+from toolbench.scenario.yamlread import Node, attempt
+
+__all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]
+
+TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
+            "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
+            "criteria", "missing_tools")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
+# A tool not installed: its cells fail the run (`fail`), or are skipped with the reason (`skip`,
+# for a scenario that runs whichever of many tools a machine has).
+MISSING_TOOLS = ("fail", "skip")
+
+
+@dataclass(frozen=True)
+class Prerequisites:
+    ulimit: dict[str, int] = field(default_factory=dict)
+    sysctl: dict[str, str] = field(default_factory=dict)
+    required: bool = True  # when unmet, `toolbench run` refuses to start unless told to go on
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    method: str = "GET"
+    path: str = "/"
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None
+    content_type: str | None = None
+
+
+@dataclass(frozen=True)
+class StopSpec:
+    """Exactly one of: a duration, a total request count, or a count per connection
+    (siege's `-r`: each of the `concurrency` connections sends that many)."""
+
+    duration_s: float | None = None
+    requests: int | None = None
+    requests_per_connection: int | None = None
+
+    def total_requests(self, concurrency: int) -> int | None:
+        """The request count for a tool that counts in total: `requests`, or
+        `requests_per_connection` for each of `concurrency` connections."""
+        if self.requests_per_connection is not None:
+            return self.requests_per_connection * concurrency
+        return self.requests
+
+
+@dataclass(frozen=True)
+class Matrix:
+    tool: tuple[str, ...]
+    target: tuple[str, ...] = ()  # names in `Scenario.targets`, all of them when not given ((): all too)
+    concurrency: tuple[int, ...] = (10,)
+    keepalive: tuple[bool, ...] = (True,)
+    rate: tuple[float | None, ...] = (None,)  # requests/s for an open model; None: closed
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    values: dict[str, Any]
+    locations: dict[str, str]  # option key -> "file:line", for errors found later
+    use: str | None = None  # set for a variant: the tool it configures (`locust-2p: {use: locust, ...}`)
+    warmup_s: float | None = None  # this tool's or variant's own `warmup`, over the scenario's
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    source: str
+    targets: dict[str, TargetSpec]  # by name, in the file's order; a single `target:` is a one-entry map
+    matrix: Matrix
+    description: str = ""
+    generators: tuple[GeneratorSpec, ...] = Hosts().generators  # one, or several that share each cell's load
+    target_host: HostSpec = field(default_factory=HostSpec)
+    generators_key: str = "hosts.generator"  # where the file gave them, for messages
+    prerequisites: Prerequisites = field(default_factory=Prerequisites)
+    request: RequestSpec = field(default_factory=RequestSpec)
+    stop: StopSpec = field(default_factory=lambda: StopSpec(duration_s=10.0))
+    timeout_s: float | None = None  # hard limit per cell; derived from `stop` when absent
+    repeat: int = 1
+    cooldown_s: float = 0.0
+    warmup_s: float = 0.0  # an unmeasured run of the cell's tool before each cell; 0: none
+    probe: ProbeSpec = field(default_factory=ProbeSpec)
+    monitor: MonitorSpec = field(default_factory=MonitorSpec)
+    tools: dict[str, ToolOptions] = field(default_factory=dict)
+    locations: dict[str, str] = field(default_factory=dict)  # key path -> "file:line"
+    raw_text: str = ""
+    compare: str = "tools"
+    profile: str | None = None  # the profile applied, if any
+    profiles: tuple[str, ...] = ()  # every profile the file declares
+    criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.scenario.criteria)
+    missing_tools: str = "fail"  # one of MISSING_TOOLS
+
+    @property
+    def generator(self) -> HostSpec:
+        """The generator of a scenario with one; the first of several."""
+        return self.generators[0].host
+
+    @property
+    def scaled_out(self) -> bool:
+        return len(self.generators) > 1
+
+    def cell_timeout_s(self) -> float:
+        """A hard limit that a healthy run never reaches."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        if self.stop.duration_s is not None:
+            return self.stop.duration_s * 2 + 30
+        return 300.0
+
+
+def load(path: str | Path, profile: str | None = None) -> Scenario:
+    """The scenario in `path`, with `profile`'s overrides when given. Every declared profile
+    is checked, not only the one asked for, so a broken profile fails validation."""
+    path = Path(path)
+    with yamlread.collecting() as errors:
+        try:
+            root = yamlread.load(path)
+            top = root.items(TOP_KEYS)
+            declared = profiles.declared(top, TOP_KEYS)
+            for name in declared:
+                _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared))
+            if profile is not None:
+                top = profiles.merged(top, declared, profile, str(path))
+            loaded = _parse(path, root, top, profile, tuple(declared))
+        except ScenarioError as exc:  # one that reading cannot step over ends it, after those found before
+            errors.append(exc)
+    if errors:
+        raise ScenarioErrors(yamlread.in_file_order(errors))
+    return loaded
+
+
+def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
+           declared: tuple[str, ...]) -> Scenario:
+    for required in ("name", "matrix"):
+        if required not in top:
+            yamlread.soft(root.error(f"missing required key {required!r}"))
+    locations: dict[str, str] = {}
+    # Each key is read on its own: while collecting, a bad one is noted and the others still read.
+    targets = attempt(lambda: _targets(root, top), None)
+    hosts = attempt(lambda: scenario_hosts.parse(top["hosts"], locations), Hosts()) if "hosts" in top else Hosts()
+
+    def key(name: str, read: Callable[[Node], Any], default: Any) -> Any:
+        return attempt(lambda: read(top[name]), default) if name in top else default
+
+    matrix = key("matrix", lambda node: _matrix(node, locations, targets), None)
+    return Scenario(
+        name=key("name", Node.name, ""),
+        source=str(path),
+        description=key("description", Node.string, ""),
+        generators=hosts.generators,
+        target_host=hosts.target,
+        generators_key=hosts.key,
+        prerequisites=key("prerequisites", _prerequisites, Prerequisites()),
+        targets=targets or {},
+        request=key("request", _request, RequestSpec()),
+        matrix=matrix,
+        stop=key("stop", _stop, StopSpec(duration_s=10.0)),
+        timeout_s=key("timeout", Node.duration_s, None),
+        repeat=key("repeat", Node.positive_int, 1),
+        cooldown_s=key("cooldown", Node.duration_s, 0.0),
+        warmup_s=key("warmup", _warmup, 0.0),
+        probe=key("probe", parse_probe, ProbeSpec()),
+        monitor=key("monitor", parse_monitor, MonitorSpec()),
+        tools=key("tools", _tools, {}),
+        locations=locations,
+        raw_text=path.read_text(encoding="utf-8"),
+        compare=key("compare", lambda node: node.choice(COMPARES), "tools"),
+        missing_tools=key("missing_tools", lambda node: node.choice(MISSING_TOOLS), "fail"),
+        profile=profile,
+        profiles=declared,
+        criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())
+        if matrix is not None else (),
+    )
+
+
+def _prerequisites(node: Node) -> Prerequisites:
+    keys = node.items(("ulimit", "sysctl", "required"))
+    ulimit = {}
+    if "ulimit" in keys:
+        ulimit = {k: v.positive_int() for k, v in keys["ulimit"].items(("nofile", "nproc")).items()}
+    sysctl = {}
+    if "sysctl" in keys:
+        sysctl = {k: str(v.scalar()) for k, v in keys["sysctl"].items().items()}
+    required = keys["required"].boolean() if "required" in keys else True
+    return Prerequisites(ulimit=ulimit, sysctl=sysctl, required=required)
+
+
+def _targets(root: Node, top: dict[str, Node]) -> dict[str, TargetSpec]:
+    """`targets:` maps names to targets; a single `target:` becomes a one-entry map named by
+    its label when that is a valid name, else by its kind (`nginx-static`, `command`, `url`)."""
+    if "target" in top and "targets" in top:
+        raise top["targets"].error("give either `target` or `targets`, not both")
+    if "target" in top:
+        spec = parse_target(top["target"])
+        name = spec.label if spec.label is not None and names.problem(spec.label) is None else spec.kind
+        return {name: dataclasses.replace(spec, name=name)}
+    if "targets" not in top:
+        raise root.error("missing required key 'target' (or 'targets', a map of named targets)")
+    entries = top["targets"].items()
+    if not entries:
+        raise top["targets"].error("expected at least one named target")
+    return {name: parse_target(child, name) for name, child in entries.items()}
+
+
+def _request(node: Node) -> RequestSpec:
+    keys = node.items(("method", "path", "headers", "body", "content_type"))
+    path = _checked(keys["path"], httpvalues.request_path) if "path" in keys else "/"
+    headers = {}
+    if "headers" in keys:
+        for name, child in keys["headers"].items().items():
+            headers[name] = str(child.scalar())
+            _checked(child, lambda value: httpvalues.header(name, value), headers[name])
+    body = None
+    if "body" in keys and not keys["body"].is_null():
+        body = keys["body"].string()
+        if not _utf8(body):
+            raise keys["body"].error("the body is not valid text (it has a lone surrogate)")
+    content_type = None
+    if "content_type" in keys:
+        content_type = keys["content_type"].string()
+        _checked(keys["content_type"], lambda value: httpvalues.header("Content-Type", value), content_type)
+    return RequestSpec(
+        method=keys["method"].choice(METHODS) if "method" in keys else "GET",
+        path=path,
+        headers=headers,
+        body=body,
+        content_type=content_type,
+    )
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _checked(node: Node, check: Callable[[str], Any], value: str | None = None) -> Any:
+    """`check` applied to the node's string (or to `value`), its complaint as file:line: key: ..."""
+    try:
+        return check(node.string() if value is None else value)
+    except httpvalues.ValueProblem as exc:
+        raise node.error(str(exc)) from None
+
+
+def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:
+    children = list(node.elements()) if node.is_sequence() else [node]
+    if not children:
+        raise node.error("expected at least one value")
+    for child in children:
+        locations[child.path] = f"{child.file}:{child.line}"
+    return tuple(attempt(lambda c=child: read(c), None) for child in children)
+
+
+def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec] | None) -> Matrix:
+    """`targets` is None when they did not read: target names are then not checked against them."""
+    keys = node.items(("tool", "target", "concurrency", "keepalive", "rate"))
+    if "tool" not in keys:
+        raise node.error("missing required key 'tool'")
+
+    def known_target(child: Node) -> str:
+        name = child.name()
+        if targets is not None and name not in targets:
+            raise child.error(f"unknown target {name!r} (known: {', '.join(targets)})")
+        return name
+
+    return Matrix(
+        tool=_axis(keys["tool"], Node.name, locations),
+        target=_axis(keys["target"], known_target, locations) if "target" in keys else tuple(targets or ()),
+        concurrency=_axis(keys["concurrency"], Node.positive_int, locations)
+        if "concurrency" in keys else (10,),
+        keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
+        rate=_axis(keys["rate"], _rate, locations) if "rate" in keys else (None,),
+    )
+
+
+def _rate(node: Node) -> float | None:
+    if node.is_null():
+        return None
+    value = node.number()
+    if value <= 0:
+        raise node.error("expected a positive rate in requests/s")
+    return value
+
+
+def _stop(node: Node) -> StopSpec:
+    keys = node.items(("duration", "requests", "requests_per_connection"))
+    if len(keys) != 1:
+        raise node.error("give exactly one of `duration`, `requests` or `requests_per_connection`")
+    if "duration" in keys:
+        duration = keys["duration"].duration_s()
+        if duration <= 0:
+            raise keys["duration"].error("expected a positive duration")
+        return StopSpec(duration_s=duration)
+    if "requests" in keys:
+        return StopSpec(requests=keys["requests"].positive_int())
+    return StopSpec(requests_per_connection=keys["requests_per_connection"].positive_int())
+
+
+# A warm-up longer than this is a typo (`warmup: 2m` meant as 2 s): it would hold every cell.
+MAX_WARMUP_S = 600.0
+
+
+def _warmup(node: Node) -> float:
+    """`warmup: 2s`: the cell's tool runs that long, unmeasured, before the cell; 0 or `none`
+    runs no warm-up (a profile or a variant turning the scenario's off)."""
+    if node.is_null() or node.scalar() == "none":
+        return 0.0
+    value = node.duration_s()
+    if value > MAX_WARMUP_S:
+        raise node.error(f"expected a warm-up of at most {MAX_WARMUP_S:g}s, got {value:g}s")
+    return value
+
+
+def _tools(node: Node) -> dict[str, ToolOptions]:
+    tools = {}
+    for tool, child in node.items().items():
+        if why := names.problem(tool):  # a variant's name becomes a folder and a cell id
+            yamlread.soft(child.error(why))
+            continue
+        options = attempt(child.items, None)
+        if options is None:
+            continue
+        use = options.pop("use").name() if "use" in options else None
+        warmup = attempt(lambda node=options.pop("warmup"): _warmup(node), None) if "warmup" in options else None
+        tools[tool] = ToolOptions(
+            values={k: v.scalar() for k, v in options.items()},
+            locations={k: f"{v.file}:{v.line}" for k, v in options.items()}
+            | {"": f"{child.file}:{child.line}"},
+            use=use,
+            warmup_s=warmup,
+        )
+    return tools
