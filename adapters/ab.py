@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 import numpy as np
 
 from toolbench.record import histogram
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads, found_by_version, option)
 from toolbench.errors import ParseError
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
@@ -39,6 +39,7 @@ T = TypeVar("T")
 
 class AbAdapter(Adapter):
     name = "ab"
+    threads = Threads.ONE  # one select/poll loop
     option_types = {"gnuplot": bool, "timeout_s": int, "continue_on_error": bool}
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

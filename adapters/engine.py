@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, RawOutput, found_python, option
+from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, RawOutput, Threads, found_python, option
 from toolbench.errors import ParseError, SchemaError
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Measurement, RunResult
@@ -22,6 +22,7 @@ BODY_FILE = "body"
 
 class EngineAdapter(Adapter):
     name = "engine"
+    threads = Threads.PER_PROCESS  # one asyncio worker process per core
     # workers: processes (default one per CPU); timeout_s: per request; warmup_s: excluded start.
     option_types = {"workers": int, "timeout_s": int, "warmup_s": int}
     program = "python"  # run as `python -m toolbench.engine`: the path is the Python's

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolbench.record import failures
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, missing_program, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, Threads, missing_program, option)
 from toolbench.errors import HostError, ParseError
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
@@ -51,6 +51,7 @@ _MISMATCH = ("byte count wrong", "checksum wrong")
 
 class HttpLoadAdapter(Adapter):
     name = "http_load"
+    threads = Threads.ONE  # one select loop
     option_types = {"timeout_s": int}
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolbench.record import failures
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads, found_by_version, option)
 from toolbench.errors import ParseError
 from toolbench.record.exits import signal_name
 from toolbench.record.numbers import Numbers
@@ -87,6 +87,7 @@ _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 class SiegeAdapter(Adapter):
     name = "siege"
+    threads = Threads.ALL  # a pthread per simulated user
     option_types = {"timeout_s": int, "failures": int}
     # siege 4.0.7 sometimes never exits after a timed run (a thread cancelled while it
     # holds a glibc lock; upstream issues #4 and #66): such a run is killed at the hard

@@ -10,11 +10,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolbench.record import derive, invariants, store
+from toolbench.record import derive, store
 from toolbench.contract import registry
 from toolbench.contract.adapter import RawOutput
 from toolbench.record.manifest import (Environment, Finding, Manifest, Prerequisites, RunStatus, ScenarioRecord, TargetRecord, ToolRecord)
 from toolbench.record.schema import Artifact, GeneratorCost, Identity, Outcome, ProbeSummary, RunResult, Status
+from toolbench.contract.checked import parse_checked
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VERSIONS = {"ab": "2.3", "siege": "4.0.7", "engine": "0.1.0"}  # as the runner detects them
@@ -51,7 +52,7 @@ def measured(run: store.RunDir, scenario: str, cell: Recorded) -> RunResult:
     """Parses the fixture as the runner parses a tool's output, and keeps it as the cell's raw artifacts."""
     raw, paths = raw_output(cell.tool, cell.case)
     adapter = registry.get(cell.tool)
-    measurement = invariants.parse_checked(adapter, raw)
+    measurement = parse_checked(adapter, raw)
     status, error = derive.cell_status(measurement, 0, timed_out=False, interrupted=False, timeout_s=30, stderr=raw.stderr)
     cell_id = f"{cell.tool}-c{cell.concurrency}-{'ka' if cell.keepalive else 'close'}-rep{cell.repetition}"
     folder = run.cell_dir(cell_id)

@@ -13,6 +13,7 @@ from toolbench.errors import ParseError
 from toolbench.contract.cell import Cell
 from toolbench.scenario.read import RequestSpec, StopSpec
 from toolbench.record.schema import Fidelity, Status, TimesRow
+from toolbench.contract.checked import parse_checked
 
 
 def parse(case: str, **files: str):
@@ -87,7 +88,7 @@ def test_a_row_ab_read_past_its_table_is_its_longest_request():
     its table); that row is the longest request, and the figures are in order."""
     raw = recorded("ab", "2.3-small-n", csv="csv", tsv="tsv")
     assert "\n99,0.257\n" in raw.files["csv"].read_text()
-    m = invariants.parse_checked(ab.ADAPTER, raw)
+    m = parse_checked(ab.ADAPTER, raw)
     assert m.latency.percentiles.p98_ms == m.latency.percentiles.p99_ms == m.latency.max_ms == 4.966
     assert any("reads past its table for the 99% row of 50 requests" in note for note in m.notes)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from toolbench.record import histogram, invariants
+from toolbench.record import histogram
 from toolbench.contract import registry
 from toolbench.contract.adapter import Found, RawOutput, raw_from_files
 from toolbench.adapters.gatling import adapter as gatling
@@ -16,6 +16,7 @@ from toolbench.errors import ParseError
 from toolbench.contract.cell import Cell
 from toolbench.scenario.read import RequestSpec, StopSpec
 from toolbench.record.schema import Measurement, Omission
+from toolbench.contract.checked import parse_checked
 
 FOLDER = FIXTURES / "gatling"
 ADAPTER = registry.get("gatling")
@@ -24,7 +25,7 @@ ADAPTER = registry.get("gatling")
 def parsed(case: str) -> Measurement:
     paths = sorted(p for p in FOLDER.iterdir() if p.name.startswith(f"3.10.5-{case}."))
     assert paths, case
-    return invariants.parse_checked(ADAPTER, raw_from_files(ADAPTER, case, paths))
+    return parse_checked(ADAPTER, raw_from_files(ADAPTER, case, paths))
 
 
 def requests_in(case: str) -> list[list[str]]:

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from toolbench.record import histogram
-from toolbench.contract.adapter import Found, Missing, RawOutput
+from toolbench.contract.adapter import Found, RawOutput
 from toolbench.adapters.locust import adapter as locust
 from toolbench.record.derive import cell_status, complete
 from toolbench.errors import ParseError

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from toolbench.record import invariants, migrate
+from toolbench.record import migrate
 from toolbench.contract import registry
 from toolbench.contract.adapter import Found, RawOutput, raw_from_files
 from toolbench.errors import ParseError
 from toolbench.contract.cell import Cell
 from toolbench.scenario.read import RequestSpec, StopSpec
 from toolbench.record.schema import Measurement, Omission
+from toolbench.contract.checked import parse_checked
 
 URL = "http://127.0.0.1:8080/x?y=1"
 
@@ -23,7 +24,7 @@ def parsed(tool: str, case: str) -> Measurement:
     adapter = registry.get(tool)
     paths = sorted(p for p in (FIXTURES / tool).iterdir() if p.name.startswith(f"{case}."))
     assert paths, case
-    return invariants.parse_checked(adapter, raw_from_files(adapter, case, paths))
+    return parse_checked(adapter, raw_from_files(adapter, case, paths))
 
 
 def cell(tool: str, **kw) -> Cell:
@@ -55,7 +56,7 @@ def test_wrk_reads_its_done_script_figures_to_the_microsecond():
 
 def test_wrk_text_summary_alone_gives_its_rounded_figures():
     text = (FIXTURES / "wrk" / "4.1.0-ok.txt").read_text()
-    m = invariants.parse_checked(registry.get("wrk"), RawOutput(stdout=text, source="ok.txt"))
+    m = parse_checked(registry.get("wrk"), RawOutput(stdout=text, source="ok.txt"))
     assert m.counts.requests_total == 4509 and m.latency.percentiles.p50_ms == 0.315
     assert m.latency.percentiles.p66_ms is None and m.latency.max_ms == 15.89
     assert m.latency.resolution_ms == 0.01 and m.transfer.received_bytes is None

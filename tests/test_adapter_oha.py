@@ -9,13 +9,13 @@ import pytest
 
 from conftest import FIXTURES
 from test_adapter_more_tools import URL, argv, cell, parsed
-from toolbench.record import invariants
 from toolbench.contract import registry
 from toolbench.adapters import oha as oha_adapter
 from toolbench.contract.adapter import Found, RawOutput
 from toolbench.errors import ParseError
 from toolbench.scenario.read import RequestSpec, StopSpec
 from toolbench.record.schema import Fidelity, Measurement, Omission
+from toolbench.contract.checked import parse_checked
 
 V = "1.16.0"
 
@@ -24,7 +24,7 @@ def as_run(case: str, role: str) -> Measurement:
     """A recording read as the runner hands it over: the JSON file under the role build() gave it."""
     raw = RawOutput(stderr=(FIXTURES / "oha" / f"{V}-{case}.stderr.txt").read_text(),
                     files={role: FIXTURES / "oha" / f"{V}-{case}.json"}, source=case)
-    return invariants.parse_checked(registry.get("oha"), raw)
+    return parse_checked(registry.get("oha"), raw)
 
 
 # ---- the command ----

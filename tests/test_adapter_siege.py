@@ -8,7 +8,7 @@ import pytest
 
 from conftest import recorded
 from toolbench.record import invariants
-from toolbench.contract.adapter import Found, Missing, RawOutput
+from toolbench.contract.adapter import Found, RawOutput
 from toolbench.adapters import siege
 from toolbench.record.derive import cell_status, complete
 from toolbench.errors import ParseError

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from toolbench.record import histogram, invariants
+from toolbench.record import histogram
 from toolbench.contract import registry
 from toolbench.contract.adapter import Found, RawOutput, raw_from_files
 from toolbench.errors import ParseError
 from toolbench.contract.cell import Cell
 from toolbench.scenario.read import RequestSpec, StopSpec
 from toolbench.record.schema import Fidelity, Measurement, Omission
+from toolbench.contract.checked import parse_checked
 
 URL = "http://127.0.0.1:8080/x?y=1"
 HERE = FIXTURES / "vegeta"
@@ -30,7 +31,7 @@ def files(case: str) -> list[Path]:
 
 def parsed(case: str, keep: tuple[str, ...] = (".csv", ".json", ".gob", ".txt")) -> Measurement:
     paths = [p for p in files(case) if p.suffix in keep]
-    return invariants.parse_checked(ADAPTER, raw_from_files(ADAPTER, case, paths))
+    return parse_checked(ADAPTER, raw_from_files(ADAPTER, case, paths))
 
 
 def rows(case: str) -> list[list[str]]:
@@ -102,10 +103,10 @@ def test_a_step_that_failed_after_vegeta_was_killed_is_noted():
     paths = {p.suffix: p for p in files("cutoff")}
     raw = RawOutput(files={"csv": paths[".csv"]}, step_errors={"report": "vegeta report -type=json results.bin: "
                                                                          "exit code 1: unexpected EOF"})
-    m = invariants.parse_checked(ADAPTER, raw)
+    m = parse_checked(ADAPTER, raw)
     assert m.counts.requests_total == 298 and any("unexpected EOF" in n for n in m.notes)
     with pytest.raises(ParseError, match="unexpected EOF"):  # after a vegeta that ended by itself: the cell fails
-        invariants.parse_checked(ADAPTER, RawOutput(exit_code=0, files=raw.files, step_errors=raw.step_errors))
+        parse_checked(ADAPTER, RawOutput(exit_code=0, files=raw.files, step_errors=raw.step_errors))
 
 
 def test_no_results_and_mismatched_results_are_parse_errors(tmp_path):

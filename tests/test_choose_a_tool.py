@@ -16,7 +16,7 @@ from toolbench.scenario import read as scenario
 from toolbench.record import store
 from toolbench.cli.main import main
 from toolbench.errors import ScenarioError
-from toolbench.report import choice, model, render
+from toolbench.report import choice, render
 from toolbench.report.context import Context
 from toolbench.record.schema import Status
 

@@ -16,7 +16,6 @@ import pytest
 
 from logged_nginx import LoggedNginx, logged_nginx, need_nginx
 from sshd_server import Sshd
-from toolbench.record import invariants
 from toolbench.run import plan
 from toolbench.scenario import read as scenario
 from toolbench.contract.adapter import Found
@@ -24,6 +23,7 @@ from toolbench.contract.distributed import Generator, Outcome
 from toolbench.hosts.local import LocalHost
 from toolbench.contract.registry import get
 from toolbench.hosts.ssh import SSHHost
+from toolbench.contract.checked import parse_checked
 
 pytestmark = pytest.mark.integration
 CONCURRENCY = 4
@@ -69,12 +69,12 @@ def _run(tool: str, cell: plan.Cell, gens: list[Generator], target: LoggedNginx,
     assert distributed is not None and distributed.supports(cell, len(gens)).ok
     before = len(target.lines())
     workdir.mkdir()
-    outcome = distributed.run(cell, workdir, gens[0].found, gens)
+    outcome = distributed.run(cell, workdir, gens[0].found, gens, here=LocalHost())
     served = len(target.lines()) - before
     assert outcome.completed.exit_code == 0, (workdir / "stdout.txt").read_text()[-2000:]
     assert outcome.failed_parts == [], [p.error for p in outcome.parts]
     assert [p.label for p in outcome.parts] == [gen.label for gen in gens]
-    measured = invariants.parse_checked(adapter, outcome.raw)
+    measured = parse_checked(adapter, outcome.raw)
     total = measured.counts.requests_total
     assert total and measured.counts.requests_failed == 0
     # A request in flight when the tool stops its users may reach nginx's log uncounted: at most one per user.
@@ -119,7 +119,7 @@ def test_jmeter_controller_here_and_a_server_on_each_of_two_generators(target: L
     assert distributed is not None
     assert not distributed.supports(dataclasses.replace(cell, concurrency=3), 2).ok  # one plan for every server
     outcome = _run("jmeter", cell, _generators("jmeter", far), target, tmp_path / "cell")
-    total = invariants.parse_checked(get("jmeter"), outcome.raw).counts.requests_total
+    total = parse_checked(get("jmeter"), outcome.raw).counts.requests_total
     mine = [part.measurement.counts.requests_total for part in outcome.parts if part.measurement]
     said = ", ".join(f"127.0.0.1:{port}: {n}" for port, n in zip(_ports(cell), mine))
     assert sum(mine) == total and f"samples by server: {said}" in outcome.notes[0], outcome.notes

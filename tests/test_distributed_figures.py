@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from toolbench.record import invariants
 from toolbench.contract.adapter import RawOutput
 from toolbench.adapters.jmeter import adapter as jmeter
 from toolbench.adapters.locust import adapter as locust, workers as locust_workers
 from toolbench.adapters.jmeter.distributed import split_by_server
 from toolbench.errors import ParseError
 from toolbench.record.schema import Measurement
+from toolbench.contract.checked import parse_checked
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOCUST = FIXTURES / "locust"
@@ -27,7 +27,7 @@ def _master(case: str) -> Measurement:
     stem = LOCUST / f"2.47.0-{case}"
     raw = RawOutput(stdout=Path(f"{stem}.txt").read_text(), stderr=Path(f"{stem}.stderr.txt").read_text(),
                     exit_code=0, files={}, source=str(stem))
-    return invariants.parse_checked(locust.ADAPTER, raw)
+    return parse_checked(locust.ADAPTER, raw)
 
 
 def _generator(case: str, g: int) -> list[Path]:
@@ -82,7 +82,7 @@ def _remotes() -> list[str]:
 
 
 def _jtl(path: Path) -> Measurement:
-    return invariants.parse_checked(jmeter.ADAPTER, RawOutput(stdout="", stderr="", exit_code=0,
+    return parse_checked(jmeter.ADAPTER, RawOutput(stdout="", stderr="", exit_code=0,
                                                               files={"jtl": path}, source=str(path)))
 
 

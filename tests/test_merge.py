@@ -14,12 +14,13 @@ from toolbench.errors import ScenarioError
 from toolbench.contract.cell import Cell
 from toolbench.scenario.read import GeneratorSpec, HostSpec, RequestSpec, StopSpec
 from toolbench.record.schema import SecondSample
+from toolbench.contract.checked import parse_checked
 
 
 
 
 def parts() -> list:
-    return [invariants.parse_checked(ENGINE, recorded("engine", case, json="json"))
+    return [parse_checked(ENGINE, recorded("engine", case, json="json"))
             for case in ("0.1.0-keepalive", "0.1.0-open")]
 
 

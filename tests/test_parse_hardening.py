@@ -17,6 +17,7 @@ from toolbench.contract import registry
 from toolbench.contract.adapter import RawOutput, raw_from_files
 from toolbench.errors import ParseError, ParserCrash, SchemaError
 from toolbench.record.schema import Latency, Measurement, Percentiles
+from toolbench.contract.checked import parse_checked
 
 NOT_OUTPUT = (".md", ".py", ".jmx", ".rc")
 
@@ -39,7 +40,7 @@ def mutated(tmp_path: Path, tool: str, case: str, edits: dict[str, tuple[bytes, 
         target.write_bytes(data)
         paths.append(target)
     assert paths, f"no recorded files for {tool} {case}"
-    return invariants.parse_checked(adapter, raw_from_files(adapter, str(tmp_path / case), paths))
+    return parse_checked(adapter, raw_from_files(adapter, str(tmp_path / case), paths))
 
 
 def refused(tmp_path: Path, tool: str, case: str, edits: dict[str, tuple[bytes, bytes]], *words: str) -> str:
@@ -167,7 +168,7 @@ def test_engine_result_with_a_histogram_of_other_settings(tmp_path: Path):
     path.write_text(json.dumps(data))
     adapter = registry.get("engine")
     with pytest.raises(ParseError, match="histogram: not an HDR histogram of toolbench"):
-        invariants.parse_checked(adapter, raw_from_files(adapter, "x", [path]))
+        parse_checked(adapter, raw_from_files(adapter, "x", [path]))
 
 
 # ---- Locust ----
@@ -195,7 +196,7 @@ def test_locust_stats_csv_with_infinity(tmp_path: Path):
     path.write_bytes(b"\n".join(mutated_csv.splitlines()[:-1] + [b",".join(row)]) + b"\n")
     adapter = registry.get("locust")
     with pytest.raises(ParseError, match="Average Response Time: expected a number, got 'inf'"):
-        invariants.parse_checked(adapter, RawOutput(files={"stats_csv": path}, source="k"))
+        parse_checked(adapter, RawOutput(files={"stats_csv": path}, source="k"))
 
 
 
@@ -269,7 +270,7 @@ class CrashingAdapter:
 
 def test_any_parser_exception_is_a_one_line_parser_crash():
     with pytest.raises(ParserCrash) as caught:
-        invariants.parse_checked(CrashingAdapter(), RawOutput())  # type: ignore[arg-type]
+        parse_checked(CrashingAdapter(), RawOutput())  # type: ignore[arg-type]
     assert str(caught.value) == "crashing: parser crashed: KeyError: 'missing'"
 
 

@@ -24,6 +24,7 @@ from toolbench.contract import registry
 from toolbench.contract.adapter import Adapter, raw_from_files
 from toolbench.errors import ParseError, ParserCrash
 from toolbench.record.schema import Identity, Measurement, Outcome, RunResult, Status
+from toolbench.contract.checked import parse_checked
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The CI budget, the same inputs every run; TOOLBENCH_PROPERTY_EXAMPLES=N tries N random
@@ -162,7 +163,7 @@ def run_case(adapter: Adapter, groups: list[list[Path]], group_index: int | None
         name = adapter.group_name(paths[0])
         raw = raw_from_files(adapter, name, paths)
         try:
-            m = invariants.parse_checked(adapter, raw)
+            m = parse_checked(adapter, raw)
         except ParserCrash:
             raise
         except ParseError:

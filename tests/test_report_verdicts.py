@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from toolbench.contract import cores
+from toolbench.contract.adapter import Threads
 from toolbench.record import derive, stats, store
 from toolbench.report import bounds, fmt, groups, likewise, model, render
 from toolbench.report.context import Context, RunView
@@ -91,7 +93,8 @@ def test_a_gil_bound_tool_counts_one_core_per_process_a_threaded_one_every_core(
     assert at(97.0, "siege") in ("neither", "server")  # threads on both cores: half of what it can use
     assert at(97.0, "locust", processes=3) in ("neither", "server")  # a master and two workers: two cores
     assert at(50.0, "ab") in ("neither", "server")
-    assert bounds.THREADING["ab"] is bounds.Threads.ONE and bounds.THREADING["jmeter"] is bounds.Threads.ALL
+    assert cores.threads_of("ab") is Threads.ONE and cores.threads_of("jmeter") is Threads.ALL
+    assert cores.threads_of("no-such-tool") is Threads.ALL
 
 
 def test_keep_alive_on_is_never_ranked_against_keep_alive_off() -> None:

@@ -10,7 +10,7 @@ from toolbench.record import derive, histogram, stats
 from toolbench.run import runner
 from toolbench.scenario import read as scenario
 from toolbench.adapters import ab as ab_adapter
-from toolbench.record.schema import Counts, Identity, Measurement, Outcome, Rates, RunResult, Status
+from toolbench.record.schema import Identity, Measurement, Outcome, Rates, RunResult, Status
 
 REPEATED = """\
 name: rep

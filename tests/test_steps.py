@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from toolbench.record import invariants
 from toolbench.contract.adapter import Adapter, Found, Invocation, Step
 from toolbench.errors import AdapterError, ParseError
 from toolbench.run.execute import staged
@@ -14,6 +13,7 @@ from toolbench.hosts.local import LocalHost
 from toolbench.contract.cell import Cell
 from toolbench.scenario.read import RequestSpec, StopSpec
 from toolbench.record.schema import Counts, Measurement
+from toolbench.contract.checked import parse_checked
 
 CELL = Cell(scenario="s", tool="stepper", concurrency=1, keepalive=True, repetition=1, request=RequestSpec(),
             stop=StopSpec(duration_s=1.0), timeout_s=10, url="http://127.0.0.1:9/")
@@ -54,7 +54,7 @@ def test_a_step_reads_what_the_tool_wrote_and_its_stdout_is_parsed(tmp_path):
     completed, raw = run(adapter, tmp_path)
     assert completed.exit_code == 0 and raw.step_errors == {}
     assert raw.files == {"bin": tmp_path / "out.bin", "text": tmp_path / "out.txt"}
-    assert invariants.parse_checked(adapter, raw).counts.requests_total == 3
+    assert parse_checked(adapter, raw).counts.requests_total == 3
     assert (tmp_path / "command.txt").read_text() == "sh -c 'printf '\"'\"'a b c'\"'\"' > out.bin'\ncat out.bin > out.txt\n"
 
 
@@ -64,7 +64,7 @@ def test_a_failing_step_is_a_parse_error_of_the_cell_naming_it(tmp_path):
     assert completed.exit_code == 0
     assert raw.step_errors["text"].startswith("cat out.bin: exit code 1: cat: out.bin: No such file")
     with pytest.raises(ParseError, match=r"stepper: cannot parse output .*cat out.bin: exit code 1"):
-        invariants.parse_checked(adapter, raw)
+        parse_checked(adapter, raw)
 
 
 def test_after_a_killed_tool_the_steps_run_and_the_adapter_reads_what_there_is(tmp_path):
@@ -73,7 +73,7 @@ def test_after_a_killed_tool_the_steps_run_and_the_adapter_reads_what_there_is(t
     completed, raw = run(adapter, tmp_path, timeout_s=1.0)
     assert completed.timed_out and raw.exit_code is None
     assert raw.step_errors == {"slow": "sleep 30: still running after 0.5s, killed"}
-    assert invariants.parse_checked(adapter, raw).counts.requests_total == 2
+    assert parse_checked(adapter, raw).counts.requests_total == 2
 
 
 def test_a_step_file_is_a_plain_name_in_the_cell_folder():

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolbench.contract import toolsdir
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, missing_program, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, Threads, missing_program, option)
 from toolbench.adapters.jmeter.agg import Aggregate, Batch, Jtl
 from toolbench.adapters.jmeter.plan import BODY, NOT_XML, test_plan
 from toolbench.adapters.jmeter.reader import read_jtl
@@ -35,7 +35,7 @@ from toolbench.record.schema import Counts, Fidelity, Latency, Measurement, Omis
 from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
-    from toolbench.run.scaleout.fleet import DistributedRun
+    from toolbench.contract.distributed import DistributedTool
     from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
 
@@ -60,6 +60,7 @@ _HEAP = re.compile(r"^\d+[kmgKMG]$")
 
 class JMeterAdapter(Adapter):
     name = "jmeter"
+    threads = Threads.ALL  # a Java thread per user
     # heap: the JVM heap (-Xms and -Xmx), e.g. "1g"; timeout_s: connect and response timeouts;
     # server_port, rmi_port, client_rmi_port: the pinned RMI ports of its distributed mode
     # (adapters/jmeter/distributed.py).
@@ -139,7 +140,7 @@ class JMeterAdapter(Adapter):
                           # The wrapper of scripts/install_jmeter.sh reads JMETER_HEAP, JMeter's own script HEAP.
                           env={"JMETER_HEAP": jvm_heap, "HEAP": jvm_heap})
 
-    def distributed(self) -> "DistributedRun":
+    def distributed(self) -> "DistributedTool":
         from toolbench.adapters.jmeter.distributed import DISTRIBUTED
 
         return DISTRIBUTED

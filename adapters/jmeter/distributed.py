@@ -22,16 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from toolbench.contract import distributed
-from toolbench.record import invariants
 from toolbench.contract.adapter import Found, Invocation, RawOutput, Support
 from toolbench.adapters.jmeter import adapter as jmeter
 from toolbench.adapters.jmeter.runs import is_xml
 from toolbench.contract.distributed import Generator, Outcome, Part
-from toolbench.run.scaleout.own import OwnDistribution
 from toolbench.errors import HostError, ParseError
-from toolbench.hosts.local import LocalHost
+from toolbench.contract.host import Host
 from toolbench.contract.host import Completed
 from toolbench.scenario.read import StopSpec
+from toolbench.contract.checked import parse_checked
 
 if TYPE_CHECKING:
     from toolbench.contract.cell import Cell
@@ -45,7 +44,7 @@ SSL_NOTE = ("JMeter distributed: server.rmi.ssl.disable=true was set on the cont
             "traffic between them (plan and samples) is not encrypted; run it on a trusted network only")
 
 
-class JMeterDistributed(OwnDistribution):
+class JMeterDistributed:
     def supports(self, cell: "Cell", generators: int) -> Support:
         if cell.concurrency % generators:
             return Support(False, f"JMeter's distributed mode runs one plan on every server: a concurrency of "
@@ -55,7 +54,8 @@ class JMeterDistributed(OwnDistribution):
                                   f"requests do not divide among {generators} generators")
         return jmeter.ADAPTER.supports(per_server(cell, generators))
 
-    def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator]) -> Outcome:
+    def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator], *,
+            here: Host) -> Outcome:
         invocation = jmeter.ADAPTER.build(per_server(cell, len(generators)), workdir, controller)
         saved = [word for word in invocation.argv if word.startswith("-Jjmeter.save.saveservice.")] + [HOSTNAME]
         ports = [_option(cell, "server_port", SERVER_PORT) + i for i in range(len(generators))]
@@ -69,7 +69,7 @@ class JMeterDistributed(OwnDistribution):
                                                   ["server.log"], invocation.env))
             for server, port in zip(servers, ports):
                 _wait_ready(server, port)
-            completed = self._control(cell, workdir, invocation, generators, ports)
+            completed = self._control(cell, workdir, invocation, generators, ports, here)
         except BaseException:
             distributed.finish_all(servers, None)
             raise
@@ -95,7 +95,7 @@ class JMeterDistributed(OwnDistribution):
 
     @staticmethod
     def _control(cell: "Cell", workdir: Path, invocation: Invocation, generators: Sequence[Generator],
-                 ports: list[int]) -> Completed:
+                 ports: list[int], here: Host) -> Completed:
         reach = {distributed.reach_address(gen) for gen in generators}
         argv = [*invocation.argv, HOSTNAME, "-R", ",".join(f"{distributed.host_address(g)}:{p}" for g, p in zip(generators, ports)),
                 "-X", "-Jserver.rmi.ssl.disable=true",
@@ -105,8 +105,8 @@ class JMeterDistributed(OwnDistribution):
         for name, content in invocation.files.items():
             (workdir / name).write_text(content)
         (workdir / "command.txt").write_text(" ".join(argv) + "\n")
-        return LocalHost().run(argv, cwd=workdir, stdout=workdir / "stdout.txt", stderr=workdir / "stderr.txt",
-                               timeout_s=cell.timeout_s, env=invocation.env)
+        return here.run(argv, cwd=workdir, stdout=workdir / "stdout.txt", stderr=workdir / "stderr.txt",
+                        timeout_s=cell.timeout_s, env=invocation.env)
 
 
 def per_server(cell: "Cell", generators: int) -> "Cell":
@@ -158,7 +158,7 @@ def _figures(part: Part, samples: int) -> Part:
         return dataclasses.replace(part, why_no_figures="no JTL from the controller to split by server")
     raw = RawOutput(stdout="", stderr="", exit_code=0, files={"jtl": path}, source=str(path))
     try:
-        measurement = invariants.parse_checked(jmeter.ADAPTER, raw)
+        measurement = parse_checked(jmeter.ADAPTER, raw)
     except ParseError as exc:
         return dataclasses.replace(part, why_no_figures=str(exc))
     note = "this server's samples: its rows of the controller's JTL (by the server named in each thread name)"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from toolbench.record import histogram
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_python, group_by_suffix, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads, found_python, group_by_suffix, option)
 from toolbench.adapters.locust import csv_set as locust_csv
 from toolbench.adapters.locust import output as out
 from toolbench.adapters.engine import request_args
@@ -33,7 +33,7 @@ from toolbench.errors import ParseError
 from toolbench.record.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, SecondSample, Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.run.scaleout.fleet import DistributedRun
+    from toolbench.contract.distributed import DistributedTool
     from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
 
@@ -61,6 +61,7 @@ NOTE_PREFIX = "toolbench locustfile: "  # a line the locustfile prints for the r
 
 class LocustAdapter(Adapter):
     name = "locust"
+    threads = Threads.PER_PROCESS  # gevent greenlets under the GIL, per process
     # processes: 1 runs one process; N >= 2 runs a master and N workers on this
     # machine (--processes N); -1 is one worker per core.
     # locustfile: a file beside the scenario whose own User classes run instead of the bundled
@@ -147,7 +148,7 @@ class LocustAdapter(Adapter):
         return Invocation(argv=[found.path, "-m", "locust", *args], files={LOCUSTFILE: source, **files},
                           outputs=dict(OUTPUTS))
 
-    def distributed(self) -> "DistributedRun":
+    def distributed(self) -> "DistributedTool":
         from toolbench.adapters.locust.distributed import DISTRIBUTED
 
         return DISTRIBUTED

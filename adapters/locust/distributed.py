@@ -19,9 +19,8 @@ from toolbench.contract import distributed
 from toolbench.contract.adapter import SUPPORTED, Found, RawOutput, Support, option
 from toolbench.adapters.locust import adapter as locust, workers as locust_workers
 from toolbench.contract.distributed import Generator, Outcome, Part
-from toolbench.run.scaleout.own import OwnDistribution
 from toolbench.errors import HostError, ParseError
-from toolbench.hosts.local import LocalHost
+from toolbench.contract.host import Host
 from toolbench.contract.host import free_port
 
 if TYPE_CHECKING:
@@ -34,14 +33,15 @@ WORKERS_WAIT_S = 60
 SPAWN_WAIT_S = 10
 
 
-class LocustDistributed(OwnDistribution):
+class LocustDistributed:
     def supports(self, cell: "Cell", generators: int) -> Support:
         if cell.stop.duration_s is None:
             return Support(False, "Locust's distributed mode runs for a duration: its workers share no request "
                                   "budget")
         return SUPPORTED
 
-    def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator]) -> Outcome:
+    def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator], *,
+            here: Host) -> Outcome:
         invocation = locust.ADAPTER.build(cell, workdir, controller)
         counts = [worker_count(gen, cell) for gen in generators]
         reach = [distributed.reach_address(gen) for gen in generators]
@@ -56,8 +56,8 @@ class LocustDistributed(OwnDistribution):
         for name, content in {**invocation.files, locust.PARAMS: _params(params, run_s_after_spawn=run_s)}.items():
             (workdir / name).write_text(content)
         (workdir / "command.txt").write_text(" ".join(master_argv) + "\n")
-        master = LocalHost().start(master_argv, cwd=workdir, stdout=workdir / "stdout.txt",
-                                   stderr=workdir / "stderr.txt")
+        master = here.start(master_argv, cwd=workdir, stdout=workdir / "stdout.txt",
+                            stderr=workdir / "stderr.txt")
         parts: list[distributed.Launched] = []
         files = {**invocation.files, locust.PARAMS: _params(params, worker_stats=locust_workers.PREFIX)}
         try:

@@ -9,12 +9,13 @@ import sys
 import warnings
 from pathlib import Path
 
-from toolbench.record import derive, invariants, store
+from toolbench.record import derive, store
 from toolbench.contract import registry
 from toolbench.contract.adapter import Adapter, Found, RawOutput, raw_from_files
 from toolbench.cli.outputs import output_file
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
 from toolbench.record.schema import Identity, Outcome, RunResult
+from toolbench.contract.checked import parse_checked
 
 EXIT_INVALID = 2  # a scenario that does not validate (README, "Exit codes")
 
@@ -79,7 +80,6 @@ def print_json(value: object) -> None:
 
 def validate(args: argparse.Namespace) -> int:
     from toolbench.run import plan
-    from toolbench.contract import ramp
     from toolbench.scenario import read as scenario
     from toolbench.errors import ScenarioError
 
@@ -105,7 +105,7 @@ def validate(args: argparse.Namespace) -> int:
         warm = f" after a {planned.cell.warmup_s:g}s warm-up" if planned.cell.warmup_s else ""
         state = f"run{warm}" if planned.support.ok else f"unsupported: {planned.support.reason}"
         print(f"  {planned.cell.id:<32} {state}")
-    for said in ramp.plan_warnings(cells):
+    for said in plan.ramp_warnings(cells):
         warnings.warn(Notice(said), stacklevel=1)
     profile = f" (profile {loaded.profile})" if loaded.profile else ""
     print(f"{args.scenario}{profile}: ok, {len(cells)} cells, {len(unsupported)} unsupported")
@@ -158,7 +158,7 @@ def results_of(adapter: Adapter, name: str, paths: list[Path], merge_runs: bool 
 
 
 def _parse_group(adapter: Adapter, name: str, raw: RawOutput) -> RunResult:
-    measurement = invariants.parse_checked(adapter, raw)
+    measurement = parse_checked(adapter, raw)
     status, error = derive.cell_status(measurement, 0, timed_out=False, interrupted=False, timeout_s=0,
                                  stderr=raw.stderr)
     identity = Identity(scenario="parsed", cell_id=Path(name).name, tool=measurement.tool,

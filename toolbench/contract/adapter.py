@@ -6,6 +6,7 @@ entry-point group (see toolbench.contract.registry), never by name."""
 from __future__ import annotations
 
 import abc
+import enum
 import re
 import shlex
 import sys
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from toolbench.contract.host import Captured, Host
     from toolbench.contract.cell import Cell
     from toolbench.record.timings import SecondTally
-    from toolbench.run.scaleout.fleet import DistributedRun
+    from toolbench.contract.distributed import DistributedTool
 
 
 # What the runner itself writes in a cell's folder, beside the tool's files.
@@ -118,6 +119,14 @@ class Missing:
 Detection = Found | Missing
 
 
+class Threads(str, enum.Enum):
+    """How a tool can use the generator's CPU (toolbench.contract.cores)."""
+
+    ONE = "one thread"  # an event loop on one thread: one core at most
+    PER_PROCESS = "one core per process"  # Python's GIL: one core per process, however many greenlets
+    ALL = "threads on every core"
+
+
 class Adapter(abc.ABC):
     """The contract every adapter implements. Core code reads nothing from an adapter
     that is not declared here; the class attributes and the non-abstract methods are the
@@ -139,10 +148,12 @@ class Adapter(abc.ABC):
     # A tool toolbench only reads (`toolbench parse`) and never runs: supports() turns every
     # cell away with the reason, and build() is never called.
     read_only: ClassVar[bool] = False
+    # How the tool uses cores: a tool that used all of what this allows is generator-bound.
+    threads: ClassVar[Threads] = Threads.ALL
 
-    def distributed(self) -> "DistributedRun | None":
+    def distributed(self) -> "DistributedTool | None":
         """A tool with a distributed mode of its own (a master and workers) returns how it
-        runs a cell on several generators (toolbench.run.scaleout.fleet.DistributedRun); None: one
+        runs a cell on several generators (toolbench.contract.distributed); None: one
         instance of it per generator, started together, their figures merged."""
         return None
 

@@ -20,12 +20,24 @@ from toolbench.errors import HostError
 from toolbench.contract.host import Completed, Host, Running
 
 if TYPE_CHECKING:
-    from toolbench.run.generator_watch import GeneratorWatch
     from toolbench.contract.cell import Cell
     from toolbench.record.schema import Measurement
 
+
+
+class Watch(Protocol):
+    """The runner's monitor of one generator's part (toolbench.run.generator_watch): prepared
+    before the part starts, started on its process, stopped once it ended."""
+
+    def prepare(self) -> None: ...
+
+    def start(self, running: Running) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 # Makes the monitor of a generator's part: (its host, the part's folder there, its folder here).
-Watcher = Callable[[Host, "Path | PurePosixPath", Path], "GeneratorWatch"]
+Watcher = Callable[[Host, "Path | PurePosixPath", Path], Watch]
 
 # How long a generator's part may take to end once the controller has ended (the tool tells it to).
 PART_GRACE_S = 15.0
@@ -56,7 +68,7 @@ class Part:
     exit_code: int | None
     error: str | None = None
     completed: Completed | None = None  # None: it could not be waited for
-    watch: "GeneratorWatch | None" = None  # its monitor, stopped
+    watch: Watch | None = None  # its monitor, stopped
     measurement: "Measurement | None" = None  # its own figures, where the tool's output tells them apart
     why_no_figures: str | None = None  # why `measurement` is None, when it is
 
@@ -74,12 +86,14 @@ class Outcome:
 
 
 class DistributedTool(Protocol):
-    """A tool's own distributed mode; `Adapter.distributed()` hands the runner one that is also
-    callable as toolbench.run.scaleout.fleet.DistributedRun (see toolbench.run.scaleout.own)."""
+    """A tool's own distributed mode, as `Adapter.distributed()` hands it to the runner, which
+    runs it on the scenario's generators and makes its outcome a result (toolbench.run.scaleout.own)."""
 
     def supports(self, cell: "Cell", generators: int) -> Support: ...
 
-    def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator]) -> Outcome: ...
+    def run(self, cell: "Cell", workdir: Path, controller: Found, generators: Sequence[Generator], *,
+            here: Host) -> Outcome:
+        """The cell, its controller started on `here` (this machine) and a part on each generator."""
 
 
 def host_address(gen: Generator) -> str:
@@ -121,7 +135,7 @@ class Launched:
     tool_dir: str | Path
     running: Running
     outputs: list[str] = field(default_factory=list)
-    watch: "GeneratorWatch | None" = None
+    watch: Watch | None = None
 
 
 def launch(gen: Generator, folder: Path, argv: list[str], files: Mapping[str, str], outputs: Sequence[str] = (),

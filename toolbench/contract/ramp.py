@@ -8,12 +8,6 @@ so under five ramps the cell's rate is understated by more than 10%, more than t
 spread toolbench sees on a quiet machine."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from toolbench.contract import registry
-
-if TYPE_CHECKING:
-    from toolbench.run.plan import PlannedCell
 
 RAMP_MULTIPLE = 5.0
 
@@ -27,19 +21,3 @@ def ramp_note(tool: str, duration_s: float, ramp_s: float, asked: bool = False) 
     what = "asks for" if asked else "measured"
     return (f"the cell {what} {duration_s:.3g}s, under {RAMP_MULTIPLE:g}x {tool}'s {ramp_s:g}s ramp to its "
             f"steady rate: its rate is understated (run it {RAMP_MULTIPLE * ramp_s:g}s or longer)")
-
-
-def plan_warnings(cells: "list[PlannedCell]") -> list[str]:
-    """One line per runnable cell whose asked duration is under RAMP_MULTIPLE times its tool's
-    ramp, for `toolbench validate`. A stop after N requests has no duration to check here;
-    the runner checks the measured one."""
-    said = []
-    for planned in cells:
-        cell, asked_s = planned.cell, planned.cell.stop.duration_s
-        if not planned.support.ok or asked_s is None:
-            continue
-        ramp = registry.get(cell.tool).ramp_s(cell)
-        if short_of_ramp(asked_s, ramp):
-            said.append(f"{cell.id}: {ramp_note(cell.label, asked_s, ramp, asked=True)}")
-    return said
-

@@ -37,37 +37,14 @@ import math
 import typing
 from typing import Any, Callable, Iterator
 
-from toolbench.record import derive, histogram, numbers
-from toolbench.errors import ParseError, ParserCrash, SchemaError
+from toolbench.record import histogram, numbers
+from toolbench.errors import ParseError, SchemaError
 from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Latency, Measurement, SecondSample, SiegeFigures, TimesRow)
-
-if typing.TYPE_CHECKING:
-    from toolbench.contract.adapter import Adapter, RawOutput
 
 MAX_SERIES_S = histogram.MAX_SERIES_S
 MAX_SERIES_SLACK_S = 10.0
 _FLOAT_NOISE = 1e-9
 TABLE_STEP_MS = 1.0  # ab's Connection Times table is in whole ms
-
-
-def parse_checked(adapter: "Adapter", raw: "RawOutput") -> Measurement:
-    """The adapter's reading of `raw`, completed with what toolbench derives, every
-    invariant checked before and after. Raises only ParseError (ParserCrash for an
-    adapter that failed in any other way). A step after a tool that ended by itself
-    (Invocation.steps) that failed is a ParseError: its output would be partial; after a
-    tool that was killed, the adapter reads what there is."""
-    if raw.step_errors and raw.exit_code is not None:
-        raise ParseError(adapter.name, "; ".join(raw.step_errors.values()), raw.source)
-    try:
-        parsed = adapter.parse(raw)
-        if not isinstance(parsed, Measurement):
-            raise TypeError(f"parse() returned {type(parsed).__name__}, not a Measurement")
-        check(parsed, raw.source)
-        return check(derive.complete(parsed), raw.source)
-    except ParseError:
-        raise
-    except (Exception, SystemExit) as exc:  # a parser may fail in any way; it costs its cell, not the run
-        raise ParserCrash(adapter.name, exc) from exc
 
 
 def check(m: Measurement, source: str | None = None) -> Measurement:

@@ -3,7 +3,7 @@
 Server-bound: toolbench's probe, timed during the load, slowed far beyond its unloaded
 time (the probe's own `server_bound` judgement), or the server's CPU was saturated.
 Generator-bound: the tool's process tree used what it can use, which depends on how the
-tool is built (THREADING): all the host's cores for a multi-threaded tool, one core for a
+tool is built (each adapter's `threads`, toolbench.contract.cores): all the host's cores for a multi-threaded tool, one core for a
 single-threaded one, and one core per process for a tool bound by Python's GIL."""
 from __future__ import annotations
 
@@ -12,33 +12,14 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from toolbench.contract.adapter import Threads
+from toolbench.contract.cores import GENERATOR_BOUND_SHARE, threads_of, usable_cores
 from toolbench.report import fmt
 from toolbench.report.groups import Point
 from toolbench.record.schema import RunResult
 
 
-class Threads(str, enum.Enum):
-    ONE = "one thread"  # an event loop on one thread: one core at most
-    PER_PROCESS = "one core per process"  # Python's GIL: one core per process, however many greenlets
-    ALL = "threads on every core"
-
-
-# How each tool can use the generator's CPU. A tool not listed is treated as able to use
-# every core, so it is called generator-bound only when it used them all.
-THREADING: dict[str, Threads] = {
-    "ab": Threads.ONE,  # one select/poll loop
-    "http_load": Threads.ONE,  # one select loop
-    "siege": Threads.ALL,  # a pthread per simulated user
-    "jmeter": Threads.ALL,  # a Java thread per user
-    "locust": Threads.PER_PROCESS,  # gevent greenlets under the GIL, per process
-    "engine": Threads.PER_PROCESS,  # one asyncio worker process per core
-}
-
-# Shares of the capacity that count as "used what it can". The tool's share is its CPU over
-# the wall time of its process, start and end included (Locust spends about a second of a
-# 5 s cell importing and stopping), and the server and the monitor share the host: a tool
-# flat out during its load reads as 80 to 90 %.
-GENERATOR_BOUND_SHARE = 0.80
+# Of the server's workers' CPU, the share that counts as saturated.
 SERVER_BOUND_SHARE = 0.90
 
 
@@ -60,17 +41,6 @@ class Limit:
     why: str  # the evidence, in words: "probe 9.8× its unloaded time; 97 % of its one core"
 
 
-def usable_cores(tool: str, processes: int | None, host_cores: int | None) -> float | None:
-    """How many cores the tool's design lets it use on this host."""
-    model = THREADING.get(tool, Threads.ALL)
-    if model is Threads.ONE:
-        return 1.0
-    if model is Threads.PER_PROCESS:
-        count = float(processes or 1)
-        return min(count, float(host_cores)) if host_cores else count
-    return float(host_cores) if host_cores else None
-
-
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -86,7 +56,7 @@ def _generator(point: Point, host_cores: int | None) -> tuple[bool | None, str]:
     if cores is None:
         return None, ""
     share = cpu / (cores * 100.0)
-    model = THREADING.get(tool, Threads.ALL)
+    model = threads_of(tool)
     what = {Threads.ONE: "its one core (one thread)", Threads.PER_PROCESS: f"{fmt.number(cores)} core(s), "
             "one per process", Threads.ALL: f"the host's {fmt.number(cores)} cores"}[model]
     return share >= GENERATOR_BOUND_SHARE, f"{tool} used {share * 100:.0f} % of {what}"

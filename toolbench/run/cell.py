@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from toolbench.record import derive, diagnose, invariants, store
+from toolbench.record import derive, diagnose, store
 from toolbench.hosts import monitor
 from toolbench.run import probe, warmup
 from toolbench.contract import registry
@@ -20,6 +20,7 @@ from toolbench.contract.ramp import ramp_note, short_of_ramp
 from toolbench.scenario.read import Scenario
 from toolbench.record.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary, RunResult, Status, Timing)
 from toolbench.run.serving import Serving
+from toolbench.contract.checked import parse_checked
 
 
 def identity_of(scenario: Scenario, cell: Cell, version: str | None, target: str) -> Identity:
@@ -136,6 +137,6 @@ def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | 
     """The cell's measurement, or the one-line reason there is none: a ParseError, an
     invariant the figures break, or `<tool>: parser crashed: <Type>: <message>`."""
     try:
-        return invariants.parse_checked(adapter, raw), None
+        return parse_checked(adapter, raw), None
     except ParseError as exc:
         return None, str(exc)

@@ -13,7 +13,7 @@ from toolbench.hosts import monitor
 from toolbench.errors import HostError, TargetError
 from toolbench.contract.host import Completed, Host, Running
 from toolbench.contract.cell import Cell
-from toolbench.report.bounds import GENERATOR_BOUND_SHARE, usable_cores
+from toolbench.contract.cores import GENERATOR_BOUND_SHARE, usable_cores
 from toolbench.scenario.read import Scenario
 from toolbench.record.schema import GeneratorCost
 from toolbench.servers import cost, remote

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolbench.contract import registry
+from toolbench.contract import ramp, registry
 from toolbench.contract.adapter import Adapter, Support
 from toolbench.contract.cell import Cell
 from toolbench.errors import ScenarioError
@@ -122,3 +122,19 @@ def _check_tool_paths(scenario: Scenario, known: dict[str, Adapter]) -> None:
             key = f"{where}.tools.{program}"
             raise ScenarioError(f"{scenario.locations.get(key, scenario.source)}: {key}: no tool runs a program "
                                 f"of that name (known: {', '.join(programs)})")
+
+
+def ramp_warnings(cells: list[PlannedCell]) -> list[str]:
+    """One line per runnable cell whose asked duration is under ramp.RAMP_MULTIPLE times its tool's
+    ramp, for `toolbench validate`. A stop after N requests has no duration to check here;
+    the runner checks the measured one."""
+    said = []
+    for planned in cells:
+        cell, asked_s = planned.cell, planned.cell.stop.duration_s
+        if not planned.support.ok or asked_s is None:
+            continue
+        ramp_s = registry.get(cell.tool).ramp_s(cell)
+        if ramp.short_of_ramp(asked_s, ramp_s):
+            said.append(f"{cell.id}: {ramp.ramp_note(cell.label, asked_s, ramp_s, asked=True)}")
+    return said
+

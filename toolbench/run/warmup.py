@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Callable
 
-from toolbench.record import derive, invariants, store
+from toolbench.record import derive, store
 from toolbench.contract.adapter import Adapter, Found
 from toolbench.errors import ParseError, ToolbenchError
 from toolbench.run.execute import staged
@@ -26,6 +26,7 @@ from toolbench.contract.host import Completed, Host
 from toolbench.contract.cell import Cell
 from toolbench.scenario.read import StopSpec
 from toolbench.record.schema import Artifact, Status, Warmup
+from toolbench.contract.checked import parse_checked
 
 FOLDER = "warmup"  # inside the cell's raw folder
 
@@ -91,7 +92,7 @@ def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
 
     completed, raw, _ = staged(adapter, found, warm, folder, host, run)
     try:
-        measurement, unread = invariants.parse_checked(adapter, raw), ""
+        measurement, unread = parse_checked(adapter, raw), ""
     except ParseError as exc:
         measurement, unread = None, f" ({exc})"  # judged below as a run without output, its reason kept
     status, error = derive.cell_status(measurement, completed.exit_code, timed_out=completed.timed_out,

@@ -8,7 +8,7 @@ wrapper that sleeps until that instant by its own host's clock, the host's measu
 (toolbench.hosts.clocks) taken into account. The parts' per-second series line up because of it.
 
 A tool with a distributed mode of its own (Locust's workers, JMeter's servers) plugs in
-through `Adapter.distributed` (see `DistributedRun`) and is handed the whole fleet instead."""
+through `Adapter.distributed` (toolbench.contract.distributed.DistributedTool; toolbench.run.scaleout.own runs it) and is handed the whole fleet instead."""
 from __future__ import annotations
 
 import contextlib
@@ -17,15 +17,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Sequence
 
 from toolbench.hosts import clocks, ssh
-from toolbench.record import derive, invariants, manifest, merge
+from toolbench.record import derive, manifest, merge
 from toolbench.run import execute, warmup
 from toolbench.contract import registry
 from toolbench.contract.adapter import Detection, Found, Missing, RawOutput
 from toolbench.errors import HostError, ParseError, ScenarioError
 from toolbench.run.generator_watch import GeneratorWatch
+from toolbench.run.scaleout import own
 from toolbench.hosts.local import LocalHost
 from toolbench.contract.host import Completed, Host, Running
 from toolbench.hosts.lifeline import Lifeline
@@ -35,6 +36,7 @@ from toolbench.scenario.read import GeneratorSpec, Scenario
 from toolbench.record.schema import (Artifact, ClockOffset, GeneratorPart, Identity, Measurement, Outcome, RunResult, Status, Timing)
 from toolbench.run.serving import Serving
 from toolbench.record import store
+from toolbench.contract.checked import parse_checked
 
 START_LEAD_S = 1.5  # from the barrier to the common start: time enough to tell every generator when
 READY_TIMEOUT_S = 120.0  # staging and starting on every generator, the warm-up's length added
@@ -94,14 +96,6 @@ class Fleet:
             if not isinstance(detection, Found):
                 return detection
         return self.found[self.reached[0].name][tool]
-
-
-class DistributedRun(Protocol):
-    """A tool's own distributed mode: runs the whole cell on `fleet` and returns its result,
-    with a GeneratorPart per generator where the tool tells them apart."""
-
-    def __call__(self, scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, fleet: Fleet,
-                 target: Serving, identity: Identity) -> RunResult: ...
 
 
 def connect(scenario: Scenario, stack: contextlib.ExitStack, known_hosts: Path | None,
@@ -259,9 +253,9 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     """The cell on every generator of `fleet`, each part's figures kept and merged when every
     part succeeded; a part that failed makes the cell PARTIAL, with its reason."""
     adapter = registry.get(cell.tool)
-    own = adapter.distributed()
-    if own is not None:
-        return own(scenario, planned, cell, run_dir, fleet, target, identity)
+    tool = adapter.distributed()
+    if tool is not None:
+        return own.cell_result(tool, scenario, planned, cell, run_dir, fleet, target, identity)
     workdir = run_dir.cell_dir(cell.id)
     shares = split(cell, [g.spec for g in fleet.generators])
     parts = [_PartRun(g, share, _folder(workdir, g.name), error=g.error) for g, share in zip(fleet.generators, shares)]
@@ -325,7 +319,7 @@ def _part(run: _PartRun, run_dir: store.RunDir, adapter: "registry.Adapter", int
         return GeneratorPart(status=Status.FAILED, measurement=Measurement(cell.tool), error=run.error, **common)
     measurement: Measurement | None
     try:
-        measurement, parse_error = invariants.parse_checked(adapter, run.raw), None
+        measurement, parse_error = parse_checked(adapter, run.raw), None
     except ParseError as exc:
         measurement, parse_error = None, str(exc)
     completed = run.completed

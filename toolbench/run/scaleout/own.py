@@ -8,7 +8,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
-from toolbench.record import derive, invariants, store
+from toolbench.record import derive, store
 from toolbench.run import execute
 from toolbench.contract import registry
 from toolbench.contract.adapter import Found
@@ -18,6 +18,7 @@ from toolbench.run.generator_watch import GeneratorWatch
 from toolbench.hosts.local import LocalHost
 from toolbench.record.schema import Artifact, GeneratorPart, Identity, Measurement, RunResult, Status, Timing
 from toolbench.record.schema import Outcome as CellOutcome
+from toolbench.contract.checked import parse_checked
 
 if TYPE_CHECKING:
     from toolbench.run.plan import PlannedCell
@@ -27,15 +28,6 @@ if TYPE_CHECKING:
     from toolbench.scenario.read import Scenario
     from toolbench.run.serving import Serving
     from toolbench.contract.distributed import DistributedTool
-
-
-class OwnDistribution:
-    """A tool's own distributed mode (toolbench.contract.distributed.DistributedTool: `supports`, `run`),
-    callable as the runner calls it (toolbench.run.scaleout.fleet.DistributedRun)."""
-
-    def __call__(self, scenario: "Scenario", planned: "PlannedCell", cell: "Cell", run_dir: store.RunDir,
-                 fleet: "Fleet", target: "Serving", identity: Identity) -> RunResult:
-        return cell_result(self, scenario, planned, cell, run_dir, fleet, target, identity)  # type: ignore[arg-type]
 
 
 def cell_result(tool: "DistributedTool", scenario: "Scenario", planned: "PlannedCell", cell: "Cell",
@@ -56,7 +48,7 @@ def cell_result(tool: "DistributedTool", scenario: "Scenario", planned: "Planned
     started_at = store.utc_now()
     with execute.CellWatchers(scenario, cell, target, workdir) as watchers:
         try:
-            outcome = tool.run(cell, workdir, controller, gens)
+            outcome = tool.run(cell, workdir, controller, gens, here=LocalHost())
         except HostError as exc:
             return RunResult(identity, CellOutcome(Status.FAILED, error=str(exc)),
                              Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
@@ -82,7 +74,7 @@ def _merged(adapter: "registry.Adapter", outcome: Outcome, identity: Identity, t
             cell: "Cell") -> RunResult:
     completed, raw = outcome.completed, outcome.raw
     try:
-        measurement, parse_error = invariants.parse_checked(adapter, raw), None
+        measurement, parse_error = parse_checked(adapter, raw), None
     except ParseError as exc:
         measurement, parse_error = None, str(exc)
     status, error = derive.cell_status(measurement, completed.exit_code, timed_out=completed.timed_out,
@@ -111,8 +103,10 @@ def _part(generator: "FleetGenerator", part: Part, cell: "Cell", run_dir: store.
     if part.completed is not None:
         measurement = dataclasses.replace(measurement, timing=dataclasses.replace(measurement.timing,
                                                                                 wall_s=part.completed.wall_s))
-    cost, bound = (part.watch.summary(part.completed, measurement.counts.requests_total)
-                   if part.watch is not None and part.completed is not None else (None, None))
+    # The watches this module gave the parts (GeneratorWatch); the contract knows them only as Watch.
+    watch = part.watch if isinstance(part.watch, GeneratorWatch) else None
+    cost, bound = (watch.summary(part.completed, measurement.counts.requests_total)
+                   if watch is not None and part.completed is not None else (None, None))
     return GeneratorPart(name=generator.name, host=generator.host.label,
                          status=Status.OK if part.error is None else Status.FAILED,
                          measurement=measurement, exit_code=part.exit_code, error=part.error, cost=cost,
