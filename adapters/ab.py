@@ -8,16 +8,18 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 
 import numpy as np
 
-from toolbench.record import histogram
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads, found_by_version, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
+                                        found_by_version, option)
 from toolbench.errors import ParseError
+from toolbench.record import histogram
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
+from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement,
+                                     Omission, Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
 from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 # ab allocates its per-request table up front and caps `-t` alone at 50,000
 # requests; with -n it runs until either limit. This bounds the table for a run

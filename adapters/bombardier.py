@@ -18,15 +18,17 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.record import failures
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_go_tool, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
+                                        found_go_tool, option)
 from toolbench.errors import ParseError
+from toolbench.record import failures
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
+                                     Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 BODY_FILE = "body"
 RESOLUTION_MS = 0.001

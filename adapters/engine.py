@@ -13,8 +13,8 @@ from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Measurement, RunResult
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Captured, Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Captured, Host
 
 RESULT_FILE = "engine.json"
 BODY_FILE = "body"

@@ -21,15 +21,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from toolbench.record import failures, histogram
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, missing_program, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
+                                        missing_program, option)
 from toolbench.errors import HostError, ParseError
+from toolbench.record import failures, histogram
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
+                                     Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 BODY_FILE = "body"
 RESOLUTION_MS = 0.1  # four decimals of a second

@@ -17,15 +17,16 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.record import failures
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, Threads, missing_program, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
+                                        Threads, missing_program, option)
 from toolbench.errors import HostError, ParseError
+from toolbench.record import failures
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 MAX_RATE = 1000  # http_load refuses a higher -rate
 URL_FILE = "urls.txt"

@@ -20,15 +20,17 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.record import failures
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
+                                        found_by_version, option)
 from toolbench.errors import ParseError
+from toolbench.record import failures
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing)
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
+                                     Timing)
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 RESOLUTION_MS = 0.1
 _VERSION = re.compile(r"httperf-(\d[\w.]*)")

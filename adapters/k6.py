@@ -16,15 +16,15 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.record import histogram
 from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, Missing, RawOutput, Support
 from toolbench.errors import AdapterError, ParseError
+from toolbench.record import histogram
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Counts, Fidelity, Latency, Measurement, Percentiles, Rates, Timing, Transfer
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 WHY = "k6 is read-only here: its licence (AGPL-3.0) rules it out for this project; `toolbench parse` reads its output"
 _PCTS = {"med": "p50_ms", "p(50)": "p50_ms", "p(66)": "p66_ms", "p(75)": "p75_ms", "p(80)": "p80_ms",

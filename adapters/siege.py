@@ -7,16 +7,18 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.record import failures
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads, found_by_version, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
+                                        found_by_version, option)
 from toolbench.errors import ParseError
+from toolbench.record import failures
 from toolbench.record.exits import signal_name
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, SiegeFigures, Timing, Transfer)
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, SiegeFigures,
+                                     Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 MIB = 1024 * 1024
 RESOLUTION_MS = 10.0  # siege prints times in hundredths of a second

@@ -36,16 +36,18 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from toolbench.record import failures, histogram, numbers
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Step, Support, found_go_tool, option)
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Step, Support,
+                                        found_go_tool, option)
 from toolbench.errors import ParseError
+from toolbench.record import failures, histogram, numbers
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
+                                     Timing, Transfer)
 from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 TARGETS_FILE = "targets.json"
 RESULTS_FILE = "results.bin"

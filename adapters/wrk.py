@@ -19,16 +19,18 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.record import failures
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, found_by_version, option)
 from toolbench.adapters import units
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
+                                        found_by_version, option)
 from toolbench.errors import ParseError
+from toolbench.record import failures
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, Timing, Transfer)
+from toolbench.record.schema import (Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates,
+                                     Timing, Transfer)
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 SCRIPT = "wrk_done.lua"
 RESULT_FILE = "wrk.json"  # the name the script writes, in the working directory

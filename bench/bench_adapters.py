@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Callable
 
 from toolbench.contract import registry
-from toolbench.run import tool_steps as steps
 from toolbench.contract.adapter import Adapter, Found, RawOutput
+from toolbench.contract.cell import Cell
 from toolbench.errors import ToolbenchError
 from toolbench.hosts.local import LocalHost
-from toolbench.contract.cell import Cell
+from toolbench.run import tool_steps as steps
 from toolbench.scenario.read import RequestSpec, StopSpec
 
 # Run by bench_engine.py's own pinned commands (as before), or never run here (k6's licence).

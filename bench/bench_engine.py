@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import bench_adapters
 import psutil
 
-import bench_adapters
 import toolbench
 from toolbench.engine.churn_native import PATH_ENV, churn_path
 from toolbench.errors import ToolbenchError

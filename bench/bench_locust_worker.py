@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-
 from bench_engine import LOCUSTFILE  # the same FastHttpUser, no wait
 
 from toolbench.engine.locust_cell import free_port

@@ -25,16 +25,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from toolbench.run import cell as cell_run, plan
-from toolbench.record import derive, store
-from toolbench.hosts import monitor
 from toolbench.contract import registry
-from toolbench.scenario import read as scenario
 from toolbench.contract.adapter import Found, RawOutput
+from toolbench.hosts import monitor
 from toolbench.hosts.local import LocalHost
+from toolbench.record import derive, store
+from toolbench.run import cell as cell_run
+from toolbench.run import plan
 from toolbench.run.serving import Serving
-from toolbench.servers.process import RunningTarget
+from toolbench.scenario import read as scenario
 from toolbench.servers.nginx import nginx_static
+from toolbench.servers.process import RunningTarget
 
 SCENARIO = """\
 name: bench-monitor

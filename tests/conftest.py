@@ -7,11 +7,10 @@ from typing import Iterator
 
 import pytest
 
-import netns
-import sshd_server
+from helpers import netns, sshd_server
 from toolbench.contract.adapter import RawOutput
-from toolbench.servers.process import RunningTarget
 from toolbench.servers.nginx import nginx_static
+from toolbench.servers.process import RunningTarget
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -47,13 +46,13 @@ def need(tool: str) -> None:
 
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd_server.Sshd]:
-    """A real sshd on 127.0.0.1 with keys of its own, one per test module (tests/sshd_server.py)."""
+    """A real sshd on 127.0.0.1 with keys of its own, one per test module (tests/helpers/sshd_server.py)."""
     yield from sshd_server.serve(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def testnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netns.TestNet]:
-    """Four machines on one box (tests/netns.py): `ctl` where toolbench runs, `target`, and
+    """Four machines on one box (tests/helpers/netns.py): `ctl` where toolbench runs, `target`, and
     the generators `gen1` and `gen2`, each a network namespace with an sshd. Skips when
     namespaces cannot be made here (not root)."""
     yield from netns.testnet(tmp_path_factory.mktemp("testnet"), ("ctl", "target", "gen1", "gen2"))
@@ -62,5 +61,5 @@ def testnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netns.TestNet]
 @pytest.fixture(scope="session")
 def nginx_there(testnet: netns.TestNet, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """nginx in the `target` machine on port 8080, for every test that uses the machines; its
-    access log, one line per request by client address (tests/netns.py)."""
+    access log, one line per request by client address (tests/helpers/netns.py)."""
     return testnet.start_nginx(tmp_path_factory.mktemp("nginx-netns"))

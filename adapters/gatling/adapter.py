@@ -34,17 +34,18 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.contract import toolsdir
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, missing_program, option)
 from toolbench.adapters.gatling import log as gatling_log
 from toolbench.adapters.jmeter.adapter import JIT
+from toolbench.contract import toolsdir
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
+                                        missing_program, option)
 from toolbench.errors import HostError, ParseError
 from toolbench.record.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Timing
 from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Host
     from toolbench.contract.cell import Cell
+    from toolbench.contract.host import Host
 
 SOURCE, PARAMS, RESULTS, LOG = "ToolbenchSimulation.java", "gatling_params.json", "gatling-results", "simulation.log"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")

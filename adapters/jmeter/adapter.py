@@ -23,21 +23,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.contract import toolsdir
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support, Threads, missing_program, option)
 from toolbench.adapters.jmeter.agg import Aggregate, Batch, Jtl
 from toolbench.adapters.jmeter.plan import BODY, NOT_XML, test_plan
 from toolbench.adapters.jmeter.reader import read_jtl
 from toolbench.adapters.jmeter.runs import MIN_GAP_S, count_runs, is_xml, read_merged, read_run, run_windows
 from toolbench.adapters.jmeter.summary import SUMMARY, measurement_of, summary_of
+from toolbench.contract import toolsdir
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
+                                        Threads, missing_program, option)
 from toolbench.errors import HostError, ParseError
 from toolbench.record.schema import Counts, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
+    from toolbench.contract.cell import Cell
     from toolbench.contract.distributed import DistributedTool
     from toolbench.contract.host import Host
-    from toolbench.contract.cell import Cell
 
 PLAN, JTL, LOG = "plan.jmx", "results.jtl", "jmeter.log"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toolbench.record import failures, histogram
 from toolbench.errors import ParseError, ToolbenchError
+from toolbench.record import failures, histogram
 from toolbench.record.numbers import MAX_VALUE
 from toolbench.record.schema import Failures, SecondSample
 

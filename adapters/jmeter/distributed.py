@@ -21,16 +21,15 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from toolbench.contract import distributed
-from toolbench.contract.adapter import Found, Invocation, RawOutput, Support
 from toolbench.adapters.jmeter import adapter as jmeter
 from toolbench.adapters.jmeter.runs import is_xml
-from toolbench.contract.distributed import Generator, Outcome, Part
-from toolbench.errors import HostError, ParseError
-from toolbench.contract.host import Host
-from toolbench.contract.host import Completed
-from toolbench.scenario.read import StopSpec
+from toolbench.contract import distributed
+from toolbench.contract.adapter import Found, Invocation, RawOutput, Support
 from toolbench.contract.checked import parse_checked
+from toolbench.contract.distributed import Generator, Outcome, Part
+from toolbench.contract.host import Completed, Host
+from toolbench.errors import HostError, ParseError
+from toolbench.scenario.read import StopSpec
 
 if TYPE_CHECKING:
     from toolbench.contract.cell import Cell

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from toolbench.adapters.jmeter.agg import Aggregate, Jtl, JtlError
 from toolbench.adapters.jmeter.jtl import Part, read_range
-from toolbench.adapters.jmeter.layout import Layout, layout_of
 from toolbench.adapters.jmeter.jtl_xml import read_xml
+from toolbench.adapters.jmeter.layout import Layout, layout_of
 from toolbench.errors import ParseError
 
 MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves

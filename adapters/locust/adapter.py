@@ -24,18 +24,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from toolbench.record import histogram
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads, found_python, group_by_suffix, option)
+from toolbench.adapters.engine import request_args
 from toolbench.adapters.locust import csv_set as locust_csv
 from toolbench.adapters.locust import output as out
-from toolbench.adapters.engine import request_args
+from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
+                                        found_python, group_by_suffix, option)
 from toolbench.errors import ParseError
-from toolbench.record.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Omission, Percentiles, Rates, SecondSample, Timing, Transfer)
+from toolbench.record import histogram
+from toolbench.record.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Omission,
+                                     Percentiles, Rates, SecondSample, Timing, Transfer)
 
 if TYPE_CHECKING:
+    from toolbench.contract.cell import Cell
     from toolbench.contract.distributed import DistributedTool
     from toolbench.contract.host import Host
-    from toolbench.contract.cell import Cell
 
 USER_CLASSES = ("FastHttpUser", "HttpUser")
 WORKER_KINDS = ("locust", "engine")

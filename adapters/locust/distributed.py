@@ -15,13 +15,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from toolbench.adapters.locust import adapter as locust
+from toolbench.adapters.locust import workers as locust_workers
 from toolbench.contract import distributed
 from toolbench.contract.adapter import SUPPORTED, Found, RawOutput, Support, option
-from toolbench.adapters.locust import adapter as locust, workers as locust_workers
 from toolbench.contract.distributed import Generator, Outcome, Part
+from toolbench.contract.host import Host, free_port
 from toolbench.errors import HostError, ParseError
-from toolbench.contract.host import Host
-from toolbench.contract.host import free_port
 
 if TYPE_CHECKING:
     from toolbench.contract.cell import Cell

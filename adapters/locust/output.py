@@ -11,8 +11,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench.record import failures, histogram
 from toolbench.adapters.locust.csv_set import DISTRIBUTION_0X, PCT_NAMES, STATS_0X
+from toolbench.record import failures, histogram
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import PERCENTILES, Failures, Percentiles, SecondSample
 

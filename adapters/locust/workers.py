@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from toolbench.record import derive, invariants
-from toolbench.contract.adapter import RawOutput
 from toolbench.adapters.locust import adapter as locust
 from toolbench.adapters.locust import output as out
+from toolbench.contract.adapter import RawOutput
 from toolbench.errors import ParseError
+from toolbench.record import derive, invariants
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Failures, Measurement
 

@@ -14,15 +14,15 @@ from typing import Iterable
 
 import yaml
 
-from toolbench.scenario import criteria
-from toolbench.export import junit
-from toolbench.record import store
 from toolbench.cli import examples
 from toolbench.cli.commands import cell_summary, print_json
 from toolbench.cli.outputs import json_quiet, output_file
-from toolbench.scenario.criteria import Evaluation, Verdict, evaluate, spec
+from toolbench.export import junit
+from toolbench.record import store
 from toolbench.record.manifest import RunStatus
 from toolbench.record.schema import RunResult, Status
+from toolbench.scenario import criteria
+from toolbench.scenario.criteria import Evaluation, Verdict, evaluate, spec
 
 EXIT_CRITERIA = 1
 EXIT_CELLS = 3

@@ -9,23 +9,23 @@ import sys
 import warnings
 from pathlib import Path
 
-from toolbench.record import derive, store
+from toolbench.cli.outputs import output_file
 from toolbench.contract import registry
 from toolbench.contract.adapter import Adapter, Found, RawOutput, raw_from_files
-from toolbench.cli.outputs import output_file
-from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
-from toolbench.record.schema import Identity, Outcome, RunResult
 from toolbench.contract.checked import parse_checked
+from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
+from toolbench.record import derive, store
+from toolbench.record.schema import Identity, Outcome, RunResult
 
 EXIT_INVALID = 2  # a scenario that does not validate (README, "Exit codes")
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench.run import plan, runner
-    from toolbench.scenario import read as scenario
     from toolbench.cli.check_cmd import finish_run
     from toolbench.cli.progress import ProgressObserver
     from toolbench.cli.signals import StopOnSignals
+    from toolbench.run import plan, runner
+    from toolbench.scenario import read as scenario
 
     reports_dir = args.reports_dir
     if args.reports_dir_old is not None:
@@ -79,9 +79,9 @@ def print_json(value: object) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
+    from toolbench.errors import ScenarioError
     from toolbench.run import plan
     from toolbench.scenario import read as scenario
-    from toolbench.errors import ScenarioError
 
     try:
         loaded = scenario.load(args.scenario, args.profile)
@@ -128,7 +128,8 @@ def parse(args: argparse.Namespace) -> int:
             raise ToolbenchError(f"the parsed result is not JSON: {exc}") from None
         print(text)
     elif args.format == "csv":
-        from toolbench.export import formats as export, rows
+        from toolbench.export import formats as export
+        from toolbench.export import rows
 
         export.write(rows.frame([rows.flatten(r) for r in results]), "csv", None, sys.stdout)
     else:
@@ -242,8 +243,8 @@ def _print_results_table(results: list[RunResult]) -> None:
     from rich.table import Table
 
     from toolbench.cli.progress import no_color
-    from toolbench.report.fmt import number
     from toolbench.record.stats import throughput
+    from toolbench.report.fmt import number
 
     table = Table(show_edge=False, header_style="bold")
     for column in ("cell", "status", "requests", "failed", "ok req/s", "mean ms", "p99 ms"):

@@ -31,8 +31,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench.export import formats as export
     from toolbench.cli.outputs import output_file, output_folder
+    from toolbench.export import formats as export
 
     if args.hgrm is not None:
         output_folder(args.hgrm, "--hgrm")

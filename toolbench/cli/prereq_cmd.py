@@ -20,8 +20,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     from toolbench.hosts import prereq
-    from toolbench.scenario import read as scenario
     from toolbench.hosts.local import LocalHost
+    from toolbench.scenario import read as scenario
 
     loaded = scenario.load(args.scenario)
     host = LocalHost()

@@ -29,8 +29,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolbench.scenario import read as scenario
     from toolbench.install import setup
+    from toolbench.scenario import read as scenario
 
     loaded = scenario.load(args.scenario)
     results = setup.setup_scenario(loaded, args.record_dir, args.root, known_hosts=args.known_hosts,

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
-from toolbench.scenario import names
 from toolbench.contract import toolsdir
 from toolbench.errors import AdapterError, HostError
 from toolbench.record.schema import Measurement
+from toolbench.scenario import names
 
 if TYPE_CHECKING:
-    from toolbench.contract.host import Captured, Host
     from toolbench.contract.cell import Cell
-    from toolbench.record.timings import SecondTally
     from toolbench.contract.distributed import DistributedTool
+    from toolbench.contract.host import Captured, Host
+    from toolbench.record.timings import SecondTally
 
 
 # What the runner itself writes in a cell's folder, beside the tool's files.

@@ -16,8 +16,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
 
 from toolbench.contract.adapter import Found, RawOutput, Support
-from toolbench.errors import HostError
 from toolbench.contract.host import Completed, Host, Running
+from toolbench.errors import HostError
 
 if TYPE_CHECKING:
     from toolbench.contract.cell import Cell

@@ -8,7 +8,6 @@ so under five ramps the cell's rate is understated by more than 10%, more than t
 spread toolbench sees on a quiet machine."""
 from __future__ import annotations
 
-
 RAMP_MULTIPLE = 5.0
 
 

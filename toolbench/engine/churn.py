@@ -1,7 +1,7 @@
 """Keep-alive off in Python: a new connection per request, on raw non-blocking sockets.
 
 The path where the C one (_churn.c, churn_native.py) is not built, and its reference:
-both run the same tests (tests/test_engine_churn.py).
+both run the same tests (tests/engine/test_engine_churn.py).
 
 Profiled (perf, strace; bench/README.md): through uvloop's create_connection a
 connection cost a coroutine, a task, a future, a transport and a protocol, and ten
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import errno
 import select
-from select import EPOLLIN, EPOLLOUT
 from _socket import AF_INET, AF_INET6, SO_ERROR, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET
 from _socket import socket as raw_socket
+from select import EPOLLIN, EPOLLOUT
 from typing import TYPE_CHECKING
 
 from httptools import HttpParserError, HttpResponseParser

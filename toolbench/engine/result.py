@@ -9,11 +9,13 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench.record import failures, histogram
 from toolbench.engine.churn_native import churn_path
 from toolbench.engine.coordinator import Collected
 from toolbench.engine.recorder import Moments, WorkerResult
-from toolbench.record.schema import (Counts, Failures, Fidelity, GeneratorCost, Identity, Latency, LoadModel, Measurement, Omission, Outcome, Rates, RunResult, SecondSample, Status, Timing, Transfer)
+from toolbench.record import failures, histogram
+from toolbench.record.schema import (Counts, Failures, Fidelity, GeneratorCost, Identity, Latency, LoadModel,
+                                     Measurement, Omission, Outcome, Rates, RunResult, SecondSample, Status, Timing,
+                                     Transfer)
 
 TOOL = "engine"
 # A note for people: the engine's failure kinds are finer than the schema's classes (refused

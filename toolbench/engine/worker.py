@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from toolbench.record import histogram
 from toolbench.engine.client import clock
 from toolbench.engine.load import Load
 from toolbench.engine.options import EngineOptions, Target
 from toolbench.engine.recorder import Recorder, WorkerResult
+from toolbench.record import histogram
 
 # After its last second a worker stops itself even if the parent never says so.
 SELF_STOP_GRACE_S = 5.0

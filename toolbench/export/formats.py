@@ -13,9 +13,9 @@ from typing import IO, TYPE_CHECKING, Any, Iterator
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench.record import histogram, store
-from toolbench.export import rows
 from toolbench.errors import ToolbenchError, UsageError
+from toolbench.export import rows
+from toolbench.record import histogram, store
 from toolbench.record.schema import RunResult
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolbench.scenario.criteria import Evaluation, Verdict
 from toolbench.errors import ToolbenchError
 from toolbench.record.schema import RunResult, Status
+from toolbench.scenario.criteria import Evaluation, Verdict
 
 # XML 1.0 has no way to carry these, not even escaped; a tool's error may hold them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

@@ -16,8 +16,8 @@ import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from toolbench.record import store
 from toolbench.errors import StoreError
+from toolbench.record import store
 from toolbench.record.schema import METRICS, Artifact, Measurement, RunResult, SecondSample
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ import time
 
 import paramiko
 
-from toolbench.errors import HostError
 from toolbench.contract.host import Host
+from toolbench.errors import HostError
 from toolbench.record.schema import ClockOffset
 
 ROUND_TRIPS = 7

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, TypeVar
 
-from toolbench.hosts.monitor_read import (HostSample, TcpSample, ToolSample, TreeState, host_reader, read_tcp, read_tool, ss_available)
+from toolbench.hosts.monitor_read import (HostSample, TcpSample, ToolSample, TreeState, host_reader, read_tcp,
+                                          read_tool, ss_available)
 from toolbench.record.schema import GeneratorCost, cpu_us_per_request
 
 # A single-threaded tool above this share of one core is saturating itself.

@@ -14,8 +14,8 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from toolbench.errors import HostError, ToolbenchError
 from toolbench.contract.host import Host, Limit
+from toolbench.errors import HostError, ToolbenchError
 from toolbench.scenario.read import Prerequisites
 
 # Settings where more is better, or less; any other is compared for equality. A wanted

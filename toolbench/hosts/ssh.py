@@ -16,12 +16,12 @@ from typing import IO, Mapping, Sequence
 
 import paramiko
 
+from toolbench.contract.host import Captured, Completed, Facts, Host, Limit
 from toolbench.errors import HostError
 from toolbench.hosts.local import RLIMITS, LocalHost, parse_proc_limits
-from toolbench.contract.host import Captured, Completed, Facts, Host, Limit
-from toolbench.scenario.read import HostSpec
 from toolbench.hosts.ssh_connect import open_client, os_why, why
 from toolbench.hosts.ssh_process import RemoteProcess, Streams, launch_line
+from toolbench.scenario.read import HostSpec
 
 CONNECT_TIMEOUT_S = 10.0
 _SYSCTL_KEY = re.compile(r"[A-Za-z0-9_-]+([./][A-Za-z0-9_-]+)*")

@@ -13,8 +13,8 @@ from typing import IO, Callable, Mapping, Sequence
 
 import paramiko
 
-from toolbench.errors import HostError
 from toolbench.contract.host import Completed
+from toolbench.errors import HostError
 
 # Run inside a fresh session (setsid, see _WATCHED), so the shell's pid is the process
 # group of the tool and of everything it starts. The group id is the first line on stdout; the

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from toolbench.hosts import ssh
-from toolbench.record import store
 from toolbench.errors import HostError
-from toolbench.scenario.read import Scenario
+from toolbench.hosts import ssh
 from toolbench.install import needs as needs_of
 from toolbench.install import setup_steps as steps
 from toolbench.install.needs import HostNeeds
 from toolbench.install.setup_steps import Lack, Steps
+from toolbench.record import store
+from toolbench.scenario.read import Scenario
 
 RECORD = "setup-record.json"
 

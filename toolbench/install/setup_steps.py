@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Sequence
 
 from toolbench.contract import toolsdir
-from toolbench.hosts import prereq
 from toolbench.errors import HostError
-from toolbench.scenario.read import Prerequisites
-from toolbench.install.needs import ENGINE_REQUIREMENTS, Package
+from toolbench.hosts import prereq
 from toolbench.hosts.ssh import SSHHost
+from toolbench.install.needs import ENGINE_REQUIREMENTS, Package
+from toolbench.scenario.read import Prerequisites
 
 INSTALL_TIMEOUT_S = 900.0  # apt-get and pip over a slow mirror
 COPIED = ".toolbench-copied"  # written last into a copied JMeter home

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from toolbench.install import recipes as installs
 from toolbench.contract import toolsdir
 from toolbench.errors import ToolbenchError, UsageError
+from toolbench.install import recipes as installs
 from toolbench.install.recipes import Apt, GoModule, NotInstallable, Purpose, Recipe, Script, Step, Venv
 
 Say = Callable[[str], None]

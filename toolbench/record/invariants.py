@@ -37,9 +37,10 @@ import math
 import typing
 from typing import Any, Callable, Iterator
 
-from toolbench.record import histogram, numbers
 from toolbench.errors import ParseError, SchemaError
-from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Latency, Measurement, SecondSample, SiegeFigures, TimesRow)
+from toolbench.record import histogram, numbers
+from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Latency, Measurement, SecondSample,
+                                     SiegeFigures, TimesRow)
 
 MAX_SERIES_S = histogram.MAX_SERIES_S
 MAX_SERIES_SLACK_S = 10.0

@@ -11,10 +11,11 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from toolbench.record import codec
 from toolbench.errors import SchemaError
+from toolbench.record import codec
 # Part of the schema, kept in their own module: toolbench.record.schema.GeneratorCost etc. stay valid.
-from toolbench.record.observed import GeneratorCost, ProbeSummary, ProcessCost, ServerCost, cpu_us_per_request  # noqa: F401
+from toolbench.record.observed import (GeneratorCost, ProbeSummary, ProcessCost, ServerCost,  # noqa: F401
+                                       cpu_us_per_request)
 
 SCHEMA_VERSION = 4  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
 #                     4: RunResult.generators, the parts of a cell run on several generators

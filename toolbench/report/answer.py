@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 from toolbench.report import fmt
-from toolbench.report.context import RunView
 from toolbench.report.by_target import Entry, TargetComparison
+from toolbench.report.context import RunView
 from toolbench.report.verdict_text import estimate, every
 
 QUESTIONS = ("tools", "targets")

@@ -14,10 +14,9 @@ from typing import Any
 
 from toolbench.contract.adapter import Threads
 from toolbench.contract.cores import GENERATOR_BOUND_SHARE, threads_of, usable_cores
+from toolbench.record.schema import RunResult
 from toolbench.report import fmt
 from toolbench.report.groups import Point
-from toolbench.record.schema import RunResult
-
 
 # Of the server's workers' CPU, the share that counts as saturated.
 SERVER_BOUND_SHARE = 0.90

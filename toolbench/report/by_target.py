@@ -8,12 +8,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from toolbench.record import stats
+from toolbench.record.schema import RunResult
 from toolbench.report import fmt, groups, likewise
 from toolbench.report.context import Context
 from toolbench.report.perf import noise
 from toolbench.report.verdict_text import estimate
 from toolbench.report.view import Column, Row, Section, Table, num, text
-from toolbench.record.schema import RunResult
 
 
 @dataclass(frozen=True)

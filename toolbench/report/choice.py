@@ -16,12 +16,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from toolbench.record import stats
+from toolbench.record.schema import LoadModel, Status
 from toolbench.report import fmt, likewise
 from toolbench.report.context import Context
 from toolbench.report.groups import Point
 from toolbench.report.truth import Verdict, cell_truth
 from toolbench.report.view import Column, Row, Section, Table, Value, num, text
-from toolbench.record.schema import LoadModel, Status
 
 ACCURACY_TIE_PP = 1.0  # rate errors closer than one percentage point are the same accuracy
 CHECKED = (Verdict.AGREES, Verdict.LOWER, Verdict.HIGHER, Verdict.SUB_RESOLUTION, Verdict.NO_LATENCY)

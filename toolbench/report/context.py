@@ -9,15 +9,15 @@ from urllib.parse import quote
 
 import yaml
 
-from toolbench.record import store
 from toolbench.errors import StoreError
+from toolbench.record import store
 from toolbench.record.manifest import Manifest
-from toolbench.report import charts, groups
 from toolbench.record.schema import RunResult
+from toolbench.report import charts, groups
 
 if TYPE_CHECKING:
-    from toolbench.report.likewise import Comparison
     from toolbench.report.by_target import TargetComparison
+    from toolbench.report.likewise import Comparison
 
 
 @dataclass(frozen=True)

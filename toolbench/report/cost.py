@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from toolbench.record.schema import GeneratorCost, RunResult
 from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context
 from toolbench.report.view import Figure, Row, Section, Table, Value, columns, num, text
-from toolbench.record.schema import GeneratorCost, RunResult
 
 
 def cpu_us_per_request(r: RunResult) -> tuple[float | None, bool]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from toolbench.scenario import criteria
-from toolbench.scenario.criteria import Evaluation, Verdict
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Row, Section, Table, Value, text
+from toolbench.scenario import criteria
+from toolbench.scenario.criteria import Evaluation, Verdict
 
 FLAGS = {Verdict.FAILED: "not met", Verdict.UNKNOWN: "unknown"}
 

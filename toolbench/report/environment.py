@@ -6,10 +6,10 @@ from collections import Counter
 from typing import Any
 
 from toolbench.record.manifest import Environment, Finding
+from toolbench.record.schema import Status
 from toolbench.report import fmt
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Row, Section, Table, Value, text
-from toolbench.record.schema import Status
 
 NOT_CHECKED = "not checked"
 

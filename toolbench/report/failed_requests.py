@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from toolbench.record.schema import RunResult, Status
 from toolbench.report import fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Row, Section, Table, columns, num, text
-from toolbench.record.schema import RunResult, Status
 
 CLASSES = (("connect", "could not connect"), ("timeout", "no answer in time"), ("read", "read failed"),
            ("reset", "connection reset by the peer"),

@@ -3,10 +3,10 @@ measured and what it cost, its clock's offset, and whether it was the limit. A c
 whose generators failed is said to be partial, with each failure's reason."""
 from __future__ import annotations
 
+from toolbench.record.schema import GeneratorPart, RunResult, Status
 from toolbench.report import fmt
 from toolbench.report.context import Context
 from toolbench.report.view import Row, Section, Table, Value, columns, num, text
-from toolbench.record.schema import GeneratorPart, RunResult, Status
 
 _LABELS = ("cell", "generator", "host", "status", "connections", ("rate", "requests/s asked of it"),
            "requests", ("req/s ok", "its successful requests per second"), ("p50 ms", "its own median"),

@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from toolbench.record.schema import Latency
 from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context
 from toolbench.report.view import Figure, Row, Section, Table, Value, columns, num, text
-from toolbench.record.schema import Latency
 
 SHOWN = (("p50", "p50_ms", 50.0), ("p75", "p75_ms", 75.0), ("p90", "p90_ms", 90.0), ("p95", "p95_ms", 95.0),
          ("p99", "p99_ms", 99.0), ("p99.9", "p999_ms", 99.9))

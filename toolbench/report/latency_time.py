@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toolbench.contract import registry
-from toolbench.record import timings
 from toolbench.contract.adapter import Adapter, RawOutput
 from toolbench.errors import ToolbenchError
+from toolbench.record import timings
+from toolbench.record.schema import RunResult
 from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Figure, Section
-from toolbench.record.schema import RunResult
 
 MAX_PANELS = 8
 NAMES = tuple(f"p{q:g}" for q in timings.OVER_TIME)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench.record import histogram
 from toolbench.errors import SchemaError
+from toolbench.record import histogram
 from toolbench.report import charts, fmt, groups, latency_data
 from toolbench.report.context import Context
 from toolbench.report.latency import panel_concurrencies

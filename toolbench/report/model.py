@@ -10,7 +10,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from toolbench.report import (choice, compare, cost, environment, failed_requests, generators, latency, latency_time, latency_views, perf, ranking, results, by_target as targets, truth, verdict)
+from toolbench.report import by_target as targets
+from toolbench.report import (choice, compare, cost, environment, failed_requests, generators, latency, latency_time,
+                              latency_views, perf, ranking, results, truth, verdict)
 from toolbench.report.context import Context, RunView
 from toolbench.report.criteria_section import criteria_section
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value

@@ -9,8 +9,8 @@ from typing import Any
 
 import jinja2
 
-from toolbench.record import store
 from toolbench.errors import ToolbenchError
+from toolbench.record import store
 from toolbench.report import compare, model
 from toolbench.report.context import RunView
 from toolbench.report.fmt import SHORT_OF_RAMP

@@ -5,11 +5,11 @@ from collections import defaultdict
 
 from toolbench.contract import ramp
 from toolbench.record import stats
+from toolbench.record.schema import Latency, RunResult, Status
 from toolbench.report import fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.cost import cpu_us_per_request
 from toolbench.report.view import Column, Link, Row, Section, Table, Value, num, text
-from toolbench.record.schema import Latency, RunResult, Status
 
 NOT_BAD = (Status.OK, Status.UNSUPPORTED, Status.TOOL_MISSING)  # a cell not run is no failure
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from toolbench.record import store
 from toolbench.errors import StoreError, ToolbenchError, UsageError
+from toolbench.record import store
 from toolbench.record.manifest import RunStatus
-from toolbench.report.redact import Redactor
 from toolbench.report import fmt, render
 from toolbench.report.model import ReportData
+from toolbench.report.redact import Redactor
 from toolbench.report.view import IndexEntry, Link
 
 # What a run folder holds that is never published: the old report (rendered anew), the lock and

@@ -9,10 +9,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from toolbench.record.schema import LoadModel, ProbeSummary
 from toolbench.report import charts, fmt, groups
 from toolbench.report.context import Context
 from toolbench.report.view import Figure, Row, Section, Table, Value, columns, num, text
-from toolbench.record.schema import LoadModel, ProbeSummary
 
 PROBE_RULE = ("agrees: the tool's median (its mean when it gives no median) lands in the range of the probe's "
               "median during the load: within the probe's own tolerance where it recorded a judgement, else "

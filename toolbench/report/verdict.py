@@ -11,15 +11,17 @@ from dataclasses import dataclass
 
 from toolbench.record import stats
 from toolbench.record.manifest import RunStatus
-from toolbench.report import answer, fmt, by_target as targets
+from toolbench.record.schema import Status
+from toolbench.report import answer
+from toolbench.report import by_target as targets
+from toolbench.report import fmt
 from toolbench.report.bounds import Bound
+from toolbench.report.by_target import TargetComparison
 from toolbench.report.context import Context, RunView
 from toolbench.report.groups import Series
 from toolbench.report.likewise import By, Cell, Comparison, leader
-from toolbench.report.by_target import TargetComparison
 from toolbench.report.truth import CellTruth, Verdict
 from toolbench.report.verdict_text import estimate, every, example, lead, limit_phrase, ranking_sentence
-from toolbench.record.schema import Status
 
 MAX_LISTED = 6  # per-comparison sentences in the verdict; the like-for-like table has them all
 

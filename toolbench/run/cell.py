@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import dataclasses
 
-from toolbench.record import derive, diagnose, store
-from toolbench.hosts import monitor
-from toolbench.run import probe, warmup
 from toolbench.contract import registry
 from toolbench.contract.adapter import Adapter, Detection, Found, Missing, RawOutput
-from toolbench.run.execute import Watched, execute_with_retries
-from toolbench.errors import HostError, ParseError
-from toolbench.contract.host import Completed, Host
-from toolbench.run.plan import PlannedCell
 from toolbench.contract.cell import Cell
-from toolbench.contract.ramp import ramp_note, short_of_ramp
-from toolbench.scenario.read import Scenario
-from toolbench.record.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary, RunResult, Status, Timing)
-from toolbench.run.serving import Serving
 from toolbench.contract.checked import parse_checked
+from toolbench.contract.host import Completed, Host
+from toolbench.contract.ramp import ramp_note, short_of_ramp
+from toolbench.errors import HostError, ParseError
+from toolbench.hosts import monitor
+from toolbench.record import derive, diagnose, store
+from toolbench.record.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
+                                     RunResult, Status, Timing)
+from toolbench.run import probe, warmup
+from toolbench.run.execute import Watched, execute_with_retries
+from toolbench.run.plan import PlannedCell
+from toolbench.run.serving import Serving
+from toolbench.scenario.read import Scenario
 
 
 def identity_of(scenario: Scenario, cell: Cell, version: str | None, target: str) -> Identity:

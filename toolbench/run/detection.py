@@ -3,10 +3,10 @@ generator of a scenario with several (toolbench.run.scaleout.fleet)."""
 from __future__ import annotations
 
 from toolbench.contract import registry
-from toolbench.run.scaleout import fleet as scaleout
 from toolbench.contract.adapter import Detection, Missing
-from toolbench.errors import HostError
 from toolbench.contract.host import Host
+from toolbench.errors import HostError
+from toolbench.run.scaleout import fleet as scaleout
 from toolbench.scenario.read import Scenario
 
 

@@ -7,15 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from toolbench.hosts import monitor
-from toolbench.run import probe, serving, tool_steps as steps
-from toolbench.record import store
 from toolbench.contract.adapter import Adapter, Found, RawOutput
-from toolbench.contract.host import Completed, Host, Running
 from toolbench.contract.cell import Cell
-from toolbench.scenario.read import Scenario
+from toolbench.contract.host import Completed, Host, Running
+from toolbench.hosts import monitor
+from toolbench.record import store
 from toolbench.record.schema import Latency, ProbeSummary, ServerCost
+from toolbench.run import probe, serving
+from toolbench.run import tool_steps as steps
 from toolbench.run.serving import Serving
+from toolbench.scenario.read import Scenario
 
 T = TypeVar("T")
 

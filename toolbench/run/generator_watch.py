@@ -9,15 +9,16 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
-from toolbench.hosts import monitor
-from toolbench.errors import HostError, TargetError
-from toolbench.contract.host import Completed, Host, Running
 from toolbench.contract.cell import Cell
 from toolbench.contract.cores import GENERATOR_BOUND_SHARE, usable_cores
-from toolbench.scenario.read import Scenario
-from toolbench.record.schema import GeneratorCost
-from toolbench.servers import cost, remote
+from toolbench.contract.host import Completed, Host, Running
+from toolbench.errors import HostError, TargetError
+from toolbench.hosts import monitor
 from toolbench.hosts.ssh import SSHHost
+from toolbench.record.schema import GeneratorCost
+from toolbench.scenario.read import Scenario
+from toolbench.servers import cost, remote
+
 
 class GeneratorWatch:
     def __init__(self, scenario: Scenario, cell: Cell, host: Host, tool_dir: Path, workdir: Path) -> None:

@@ -21,9 +21,9 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from toolbench.errors import ToolbenchError
-from toolbench.scenario.read import RequestSpec
-from toolbench.scenario.observation import ProbeSpec
 from toolbench.record.schema import Latency, ProbeSummary
+from toolbench.scenario.observation import ProbeSpec
+from toolbench.scenario.read import RequestSpec
 
 MAX_ERRORS_KEPT = 5
 

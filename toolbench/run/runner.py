@@ -13,20 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from toolbench.run import detection, plan, serving
-from toolbench.hosts import lifeline, prereq, ssh
-from toolbench.record import manifest, store
-from toolbench.run.scaleout import fleet as scaleout
 from toolbench.contract.adapter import Detection, Found
-from toolbench.run.cell import identity_of, not_runnable, run_cell, version_of
-from toolbench.errors import Interrupted, Notice, ScenarioError, TargetError, ToolbenchError
-from toolbench.hosts.local import LocalHost
-from toolbench.contract.host import Host
-from toolbench.run.plan import PlannedCell
 from toolbench.contract.cell import Cell
-from toolbench.scenario.read import Scenario
+from toolbench.contract.host import Host
+from toolbench.errors import Interrupted, Notice, ScenarioError, TargetError, ToolbenchError
+from toolbench.hosts import lifeline, prereq, ssh
+from toolbench.hosts.local import LocalHost
+from toolbench.record import manifest, store
 from toolbench.record.schema import Measurement, Outcome, RunResult, Status, Timing
+from toolbench.run import detection, plan, serving
+from toolbench.run.cell import identity_of, not_runnable, run_cell, version_of
+from toolbench.run.plan import PlannedCell
+from toolbench.run.scaleout import fleet as scaleout
 from toolbench.run.serving import Serving, TargetStarter
+from toolbench.scenario.read import Scenario
 
 
 class Observer(Protocol):

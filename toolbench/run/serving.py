@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Mapping
 
 from toolbench.hosts.lifeline import Lifeline, watching
+from toolbench.hosts.ssh import SSHHost
 from toolbench.record.manifest import TargetRecord
+from toolbench.record.schema import ServerCost
 from toolbench.run.plan import PlannedCell
 from toolbench.scenario.read import Scenario
-from toolbench.record.schema import ServerCost
+from toolbench.scenario.targets import TargetSpec
 from toolbench.servers import cost, remote, stacks
 from toolbench.servers.process import RunningTarget, Sampler
 from toolbench.servers.ready import wait_until_ready
-from toolbench.scenario.targets import TargetSpec
-from toolbench.hosts.ssh import SSHHost
 
 # (spec, its folder in the run, the highest concurrency it will serve) -> the running target
 TargetStarter = Callable[[TargetSpec, Path, int], ContextManager[RunningTarget]]

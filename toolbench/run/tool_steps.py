@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Sequence
 
 from toolbench.contract.adapter import Step
-from toolbench.record.derive import error_line
-from toolbench.errors import HostError
-from toolbench.record.exits import exit_words
 from toolbench.contract.host import Host
+from toolbench.errors import HostError
+from toolbench.record.derive import error_line
+from toolbench.record.exits import exit_words
 
 
 def command_lines(steps: Sequence[Step]) -> str:

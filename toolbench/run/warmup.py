@@ -18,15 +18,15 @@ import math
 from pathlib import Path
 from typing import Callable
 
-from toolbench.record import derive, store
 from toolbench.contract.adapter import Adapter, Found
-from toolbench.errors import ParseError, ToolbenchError
-from toolbench.run.execute import staged
-from toolbench.contract.host import Completed, Host
 from toolbench.contract.cell import Cell
-from toolbench.scenario.read import StopSpec
-from toolbench.record.schema import Artifact, Status, Warmup
 from toolbench.contract.checked import parse_checked
+from toolbench.contract.host import Completed, Host
+from toolbench.errors import ParseError, ToolbenchError
+from toolbench.record import derive, store
+from toolbench.record.schema import Artifact, Status, Warmup
+from toolbench.run.execute import staged
+from toolbench.scenario.read import StopSpec
 
 FOLDER = "warmup"  # inside the cell's raw folder
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import yaml
 
-from toolbench.scenario import names
 from toolbench.errors import ScenarioError
+from toolbench.scenario import names
 from toolbench.scenario.yamlread import Node
 
 MERGED = ("matrix", "probe", "monitor", "tools")

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from toolbench.scenario import httpvalues, names, profiles, hosts as scenario_hosts, yamlread
+from toolbench.errors import ScenarioError, ScenarioErrors
+from toolbench.scenario import hosts as scenario_hosts
+from toolbench.scenario import httpvalues, names, profiles, yamlread
 from toolbench.scenario.criteria.spec import Criterion
 from toolbench.scenario.criteria.spec import from_node as criteria_from_node
-from toolbench.scenario.targets import TargetSpec, parse_target
-from toolbench.errors import ScenarioError, ScenarioErrors
 from toolbench.scenario.hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, HostSpec
 from toolbench.scenario.observation import MonitorSpec, ProbeSpec, parse_monitor, parse_probe
+from toolbench.scenario.targets import TargetSpec, parse_target
 from toolbench.scenario.yamlread import Node, attempt
 
 __all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]

@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import yaml
 
-from toolbench.scenario import names
 from toolbench.errors import ScenarioError
+from toolbench.scenario import names
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toolbench.hosts.monitor import TCP_MIN_INTERVAL_S, peak, tree_peaks, write_series
-from toolbench.hosts.monitor_read import (ServerTcpSample, ToolSample, TreeState, read_server_tcp, read_tool, ss_available)
+from toolbench.hosts.monitor_read import (ServerTcpSample, ToolSample, TreeState, read_server_tcp, read_tool,
+                                          ss_available)
 from toolbench.record.schema import ServerCost, cpu_us_per_request
-
 
 
 @dataclass(frozen=True)

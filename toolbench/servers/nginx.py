@@ -15,11 +15,11 @@ import tempfile
 from pathlib import Path, PurePath
 from typing import Callable, Iterator
 
-from toolbench.errors import TargetError
-from toolbench.servers.process import Recipe, RunningTarget, launched_recipe
 from toolbench.contract.host import free_port
-from toolbench.servers.ready import wait_until_ready
+from toolbench.errors import TargetError
 from toolbench.scenario.targets import LimitReq, NginxOptions, ReadySpec
+from toolbench.servers.process import Recipe, RunningTarget, launched_recipe
+from toolbench.servers.ready import wait_until_ready
 
 HELLO = b"Hello, World!"  # the reference study's 13-byte static file
 MIN_WORKER_CONNECTIONS = 1024

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
-from toolbench.hosts import lifeline
 from toolbench.errors import TargetError
+from toolbench.hosts import lifeline
 
 if TYPE_CHECKING:
     from toolbench.servers.cost import ServerReport

@@ -18,11 +18,11 @@ import time
 from pathlib import Path, PurePath
 from typing import Callable, Iterator
 
-from toolbench.errors import TargetError
-from toolbench.servers.process import Recipe, RunningTarget, launched_recipe, log_tail
 from toolbench.contract.host import free_port
-from toolbench.servers.ready import wait_until_ready
+from toolbench.errors import TargetError
 from toolbench.scenario.targets import GunicornOptions, ReadySpec, SocketOptions, UwsgiOptions
+from toolbench.servers.process import Recipe, RunningTarget, launched_recipe, log_tail
+from toolbench.servers.ready import wait_until_ready
 
 APP = "toolbench.servers.apps.flask_hello:create_app()"  # gunicorn and uWSGI both call a factory so named
 HOST = "127.0.0.1"

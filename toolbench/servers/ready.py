@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Sequence
 
 from toolbench.errors import TargetError
-from toolbench.servers.process import log_tail
 from toolbench.scenario.targets import ReadySpec
+from toolbench.servers.process import log_tail
 
 POLL_S = 0.05
 MAX_ATTEMPT_S = 10.0

@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterator, Mapping, Sequence
 
-from toolbench.errors import HostError, TargetError, ToolbenchError
 from toolbench.contract.host import Host
+from toolbench.errors import HostError, TargetError, ToolbenchError
 from toolbench.hosts.ssh import SSHHost
-from toolbench.servers import cost, nginx, python_stacks as py
+from toolbench.hosts.ssh_process import RemoteProcess
+from toolbench.scenario.targets import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
+from toolbench.servers import cost, nginx
+from toolbench.servers import python_stacks as py
 from toolbench.servers.process import Recipe, RunningTarget, log_tail
 from toolbench.servers.ready import wait_until_ready
-from toolbench.scenario.targets import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
-from toolbench.hosts.ssh_process import RemoteProcess
 
 GRACE_S = 3.0  # after the stop signal, before SIGKILL
 KILL_WAIT_S = 5.0

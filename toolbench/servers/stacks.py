@@ -11,11 +11,11 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from toolbench.servers import nginx, python_stacks
 from toolbench.errors import TargetError
+from toolbench.scenario.targets import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
+from toolbench.servers import nginx, python_stacks
 from toolbench.servers.process import RunningTarget, launched, log_tail
 from toolbench.servers.ready import wait_until_ready
-from toolbench.scenario.targets import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
 
 
 @contextlib.contextmanager

@@ -19,24 +19,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from toolbench.hosts import clocks, ssh
-from toolbench.record import derive, manifest, merge
-from toolbench.run import execute, warmup
 from toolbench.contract import registry
 from toolbench.contract.adapter import Detection, Found, Missing, RawOutput
-from toolbench.errors import HostError, ParseError, ScenarioError
-from toolbench.run.generator_watch import GeneratorWatch
-from toolbench.run.scaleout import own
-from toolbench.hosts.local import LocalHost
-from toolbench.contract.host import Completed, Host, Running
-from toolbench.hosts.lifeline import Lifeline
-from toolbench.run.plan import PlannedCell
 from toolbench.contract.cell import Cell
-from toolbench.scenario.read import GeneratorSpec, Scenario
-from toolbench.record.schema import (Artifact, ClockOffset, GeneratorPart, Identity, Measurement, Outcome, RunResult, Status, Timing)
-from toolbench.run.serving import Serving
-from toolbench.record import store
 from toolbench.contract.checked import parse_checked
+from toolbench.contract.host import Completed, Host, Running
+from toolbench.errors import HostError, ParseError, ScenarioError
+from toolbench.hosts import clocks, ssh
+from toolbench.hosts.lifeline import Lifeline
+from toolbench.hosts.local import LocalHost
+from toolbench.record import derive, manifest, merge, store
+from toolbench.record.schema import (Artifact, ClockOffset, GeneratorPart, Identity, Measurement, Outcome, RunResult,
+                                     Status, Timing)
+from toolbench.run import execute, warmup
+from toolbench.run.generator_watch import GeneratorWatch
+from toolbench.run.plan import PlannedCell
+from toolbench.run.scaleout import own
+from toolbench.run.serving import Serving
+from toolbench.scenario.read import GeneratorSpec, Scenario
 
 START_LEAD_S = 1.5  # from the barrier to the common start: time enough to tell every generator when
 READY_TIMEOUT_S = 120.0  # staging and starting on every generator, the warm-up's length added

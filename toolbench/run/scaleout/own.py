@@ -8,26 +8,27 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
-from toolbench.record import derive, store
-from toolbench.run import execute
 from toolbench.contract import registry
 from toolbench.contract.adapter import Found
+from toolbench.contract.checked import parse_checked
 from toolbench.contract.distributed import Generator, Outcome, Part
 from toolbench.errors import HostError, ParseError
-from toolbench.run.generator_watch import GeneratorWatch
 from toolbench.hosts.local import LocalHost
-from toolbench.record.schema import Artifact, GeneratorPart, Identity, Measurement, RunResult, Status, Timing
+from toolbench.record import derive, store
+from toolbench.record.schema import Artifact, GeneratorPart, Identity, Measurement
 from toolbench.record.schema import Outcome as CellOutcome
-from toolbench.contract.checked import parse_checked
+from toolbench.record.schema import RunResult, Status, Timing
+from toolbench.run import execute
+from toolbench.run.generator_watch import GeneratorWatch
 
 if TYPE_CHECKING:
-    from toolbench.run.plan import PlannedCell
     from toolbench.contract.cell import Cell
+    from toolbench.contract.distributed import DistributedTool
+    from toolbench.run.plan import PlannedCell
     from toolbench.run.scaleout.fleet import Fleet
     from toolbench.run.scaleout.fleet import Generator as FleetGenerator
-    from toolbench.scenario.read import Scenario
     from toolbench.run.serving import Serving
-    from toolbench.contract.distributed import DistributedTool
+    from toolbench.scenario.read import Scenario
 
 
 def cell_result(tool: "DistributedTool", scenario: "Scenario", planned: "PlannedCell", cell: "Cell",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from toolbench.scenario.criteria.evaluate import Evaluation, Verdict
 from toolbench.errors import StoreError
+from toolbench.scenario.criteria.evaluate import Evaluation, Verdict
 
 FILE = "criteria.json"
 VERSION = 1

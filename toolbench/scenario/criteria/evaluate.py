@@ -14,10 +14,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from toolbench.record.schema import RunResult, Status
 from toolbench.scenario.criteria import expr
 from toolbench.scenario.criteria.figures import FIGURES, read
 from toolbench.scenario.criteria.spec import Criterion, Selector
-from toolbench.record.schema import RunResult, Status
 
 NOT_RUN = (Status.UNSUPPORTED, Status.TOOL_MISSING, Status.INTERRUPTED)
 

@@ -17,9 +17,9 @@ from typing import Any, Collection, Sequence
 
 import yaml
 
+from toolbench.errors import ScenarioError
 from toolbench.scenario.criteria import expr
 from toolbench.scenario.criteria.figures import FIGURES
-from toolbench.errors import ScenarioError
 from toolbench.scenario.yamlread import Node
 
 SELECTORS = ("tool", "target", "concurrency", "keepalive", "rate")
