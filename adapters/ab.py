@@ -10,6 +10,7 @@ import numpy as np
 
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
                                         found_by_version, option)
+from toolbench.contract.recipe import BOTH, Apt, Install
 from toolbench.errors import ParseError
 from toolbench.record import histogram
 from toolbench.record.numbers import Numbers
@@ -41,6 +42,7 @@ T = TypeVar("T")
 
 class AbAdapter(Adapter):
     name = "ab"
+    install = Install((Apt(("apache2-utils",), program="ab"),), BOTH)
     threads = Threads.ONE  # one select/poll loop
     option_types = {"gnuplot": bool, "timeout_s": int, "continue_on_error": bool}
 

@@ -9,8 +9,8 @@ What bombardier is, and what follows for its results:
 - with `-l` it reports the mean, stddev, max and p50/75/90/95/99 of its requests' times, in
   microseconds, over every request: failed ones (refused, timed out) are timed too;
 - it counts responses by status class and failed requests apart ("others"), with their error
-  texts. Built by `go install`, it says its version is "unspecified": scripts/install.sh puts
-  it in .tools/go/bombardier-<version>/, and the folder's name says it."""
+  texts. Built by `go install`, it says its version is "unspecified": `toolbench install`
+  puts it in .tools/go/bombardier-<version>/, and the folder's name says it."""
 from __future__ import annotations
 
 import math
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_go_tool, option)
+from toolbench.contract.recipe import TESTS, GoModule, Install
 from toolbench.errors import ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
@@ -45,6 +46,7 @@ FAILURE_TABLE: failures.Table = (
 
 class BombardierAdapter(Adapter):
     name = "bombardier"
+    install = Install((GoModule("github.com/codesenberg/bombardier", "1.2.6", "bombardier"),), TESTS)
     option_types = {"timeout_s": int}
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

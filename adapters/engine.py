@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, RawOutput, Threads, found_python, option
+from toolbench.contract.recipe import BOTH, Install, Venv
 from toolbench.errors import ParseError, SchemaError
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Measurement, RunResult
@@ -22,6 +23,7 @@ BODY_FILE = "body"
 
 class EngineAdapter(Adapter):
     name = "engine"
+    install = Install((Venv("toolbench.engine"),), BOTH)
     threads = Threads.PER_PROCESS  # one asyncio worker process per core
     # workers: processes (default one per CPU); timeout_s: per request; warmup_s: excluded start.
     option_types = {"workers": int, "timeout_s": int, "warmup_s": int}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from toolbench.adapters import units
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
+from toolbench.contract.recipe import TESTS, Apt, Install
 from toolbench.errors import ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
@@ -45,6 +46,7 @@ FAILURE_TABLE: failures.Table = (("timeout", ("timeout",)),)
 
 class H2loadAdapter(Adapter):
     name = "h2load"
+    install = Install((Apt(("nghttp2-client",), program="h2load"),), TESTS)
     # h2: HTTP/2 (cleartext, prior knowledge) instead of --h1; threads: -t; timeout_s: -N, idle time per connection.
     option_types = {"h2": bool, "threads": int, "timeout_s": int}
 

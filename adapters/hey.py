@@ -23,6 +23,7 @@ import numpy as np
 
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                         missing_program, option)
+from toolbench.contract.recipe import TESTS, Apt, Install
 from toolbench.errors import HostError, ParseError
 from toolbench.record import failures, histogram
 from toolbench.record.numbers import Numbers
@@ -55,6 +56,7 @@ FAILURE_TABLE: failures.Table = (
 
 class HeyAdapter(Adapter):
     name = "hey"
+    install = Install((Apt(("hey",), program="hey"),), TESTS)
     # per_request: `-o csv` rows (histogram, per-second series) instead of the summary's counts.
     option_types = {"per_request": bool, "timeout_s": int}
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                         Threads, missing_program, option)
+from toolbench.contract.recipe import Install
 from toolbench.errors import HostError, ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
@@ -52,6 +53,7 @@ _MISMATCH = ("byte count wrong", "checksum wrong")
 
 class HttpLoadAdapter(Adapter):
     name = "http_load"
+    install = Install(impossible="in no package registry toolbench reaches: put http_load on the PATH yourself")
     threads = Threads.ONE  # one select loop
     option_types = {"timeout_s": int}
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
+from toolbench.contract.recipe import TESTS, Apt, Install
 from toolbench.errors import ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
@@ -53,6 +54,7 @@ FAILURE_TABLE: failures.Table = (
 
 class HttperfAdapter(Adapter):
     name = "httperf"
+    install = Install((Apt(("httperf",), program="httperf"),), TESTS)
     option_types = {"timeout_s": int}
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

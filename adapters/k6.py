@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, Missing, RawOutput, Support
+from toolbench.contract.recipe import Install
 from toolbench.errors import AdapterError, ParseError
 from toolbench.record import histogram
 from toolbench.record.numbers import Numbers
@@ -33,6 +34,7 @@ _PCTS = {"med": "p50_ms", "p(50)": "p50_ms", "p(66)": "p66_ms", "p(75)": "p75_ms
 
 class K6Adapter(Adapter):
     name = "k6"
+    install = Install(impossible="never run here (AGPL-3.0)")
     read_only = True
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from toolbench.contract import toolsdir
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
+from toolbench.contract.recipe import TESTS, Install, Script
 from toolbench.errors import ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
@@ -58,13 +59,16 @@ FAILURE_TABLE: failures.Table = (
 
 
 def candidates() -> list[str]:
-    """Where oha is looked for: the newest <tools>/cargo/oha-*/ (scripts/install_oha.sh),
+    """Where oha is looked for: the newest <tools>/cargo/oha-*/ (`toolbench install oha`),
     then `oha` on PATH."""
     return toolsdir.newest("cargo", "oha", "bin/oha", complete=".toolbench-complete") + ["oha"]
 
 
 class OhaAdapter(Adapter):
     name = "oha"
+    # adapters/install_oha.sh: `cargo install --locked` from crates.io.
+    install = Install((Script("install_oha.sh", "cargo/oha-1.16.0", package="toolbench.adapters", needs="cargo"),),
+                      TESTS)
     # h2: HTTP/2 (cleartext, prior knowledge) with --http2; timeout_s: -t, per request;
     # latency_correction: time a rate cell's requests from when they were due (default true).
     option_types = {"h2": bool, "timeout_s": int, "latency_correction": bool}

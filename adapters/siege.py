@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
                                         found_by_version, option)
+from toolbench.contract.recipe import BOTH, Apt, Install
 from toolbench.errors import ParseError
 from toolbench.record import failures
 from toolbench.record.exits import signal_name
@@ -89,6 +90,7 @@ _VERBOSE = re.compile(r"^HTTP/\d\.\d\s+(\d{3})\s")
 
 class SiegeAdapter(Adapter):
     name = "siege"
+    install = Install((Apt(("siege",), program="siege"),), BOTH)
     threads = Threads.ALL  # a pthread per simulated user
     option_types = {"timeout_s": int, "failures": int}
     # siege 4.0.7 sometimes never exits after a timed run (a thread cancelled while it

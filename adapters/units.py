@@ -1,5 +1,5 @@
-"""Times and sizes printed with a unit (`746.00us`, `1.80ms`, `2.35MB`, `468.44KB`), as wrk
-and h2load print them, read through toolbench.record.numbers."""
+"""Times printed with a unit (`746.00us`, `1.80ms`), as wrk and h2load print them, read
+through toolbench.record.numbers."""
 from __future__ import annotations
 
 import re
@@ -8,8 +8,6 @@ from toolbench.record.numbers import Numbers
 
 _WITH_UNIT = re.compile(r"^\s*([0-9.+-]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)\s*$")  # linear: no backtracking
 TIME_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
-# Both tools divide by 1024: wrk's format_binary, h2load's util::utos_funit.
-SIZE_BYTES = {"b": 1, "": 1, "kb": 1024, "mb": 1024 ** 2, "gb": 1024 ** 3, "tb": 1024 ** 4}
 
 
 def time_ms(num: Numbers, text: str, what: str) -> float:
@@ -18,14 +16,6 @@ def time_ms(num: Numbers, text: str, what: str) -> float:
     if unit not in TIME_MS:
         raise num.error(what, f"unknown time unit {unit!r} in {text.strip()[:40]!r}")
     return value * TIME_MS[unit]
-
-
-def size_bytes(num: Numbers, text: str, what: str) -> float:
-    """A size with its unit (binary multiples), in bytes."""
-    value, unit = _split(num, text, what)
-    if unit.lower() not in SIZE_BYTES:
-        raise num.error(what, f"unknown size unit {unit!r} in {text.strip()[:40]!r}")
-    return value * SIZE_BYTES[unit.lower()]
 
 
 def _split(num: Numbers, text: str, what: str) -> tuple[float, str]:

@@ -19,7 +19,7 @@ What vegeta is, and what follows for its results:
   percentiles from the rows (exact times into the HDR histogram) and vegeta's own only when
   the rows are missing; min, mean and max, the counts by status, the bytes and the rate come
   from its report when there is one. Built by `go install`, its `-version` is empty:
-  scripts/install.sh puts it in .tools/go/vegeta-<version>/, and the folder's name says it."""
+  `toolbench install` puts it in .tools/go/vegeta-<version>/, and the folder's name says it."""
 from __future__ import annotations
 
 import base64
@@ -38,6 +38,7 @@ import numpy as np
 
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Step, Support,
                                         found_go_tool, option)
+from toolbench.contract.recipe import TESTS, GoModule, Install
 from toolbench.errors import ParseError
 from toolbench.record import failures, histogram, numbers
 from toolbench.record.numbers import Numbers
@@ -71,6 +72,7 @@ FAILURE_TABLE: failures.Table = (
 
 class VegetaAdapter(Adapter):
     name = "vegeta"
+    install = Install((GoModule("github.com/tsenart/vegeta/v12", "12.13.0", "vegeta"),), TESTS)
     # max_workers: a bound on the workers of a rate cell (default none); timeout_s: per request.
     option_types = {"timeout_s": int, "max_workers": int}
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from toolbench.adapters import units
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
+from toolbench.contract.recipe import TESTS, Apt, Install
 from toolbench.errors import ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
@@ -59,6 +60,7 @@ _SUMMARY_HEAD = re.compile(r"Running \S+ test @ [^\n]*\n\s+\d+ threads and \d+ c
 
 class WrkAdapter(Adapter):
     name = "wrk"
+    install = Install((Apt(("wrk",), program="wrk"),), TESTS)
     # threads: wrk's -t (at most the connections); timeout_s: its --timeout, whole seconds.
     option_types = {"threads": int, "timeout_s": int}
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what toolbench needs: its Python packages into .venv inside the checkout, then the
-# load tools, targets and test helpers by `toolbench install --for PURPOSE`, whose one table
-# (toolbench/install/recipes.py) says how each is installed (apt, go install, scripts/install_*.sh).
+# load tools, targets and test helpers by `toolbench install --for PURPOSE`: each tool as its
+# adapter declares (Adapter.install in adapters/: apt, go install, its install script), the
+# targets and test helpers as toolbench/install/recipes.py lists them.
 #   scripts/install.sh                    everything the tests use (the default)
 #   scripts/install.sh --for quickstart   only what scenarios/quickstart.yaml needs
 # Idempotent: a second call checks and returns in a few seconds.
@@ -16,15 +17,11 @@ case "$#:$purpose" in
 esac
 say() { printf '[install] %s\n' "$*" >&2; }
 
-# What the venv needs before toolbench can run: python3-venv, and gcc, libc6-dev and
-# python3-dev because pip builds uWSGI from source, against the venv's own Python. The tools'
-# own packages come from the table, asked with the system's Python (standard library only),
-# so that a user who is not root gets one apt line for everything.
+# What the venv needs before toolbench can run, and only that: python3-venv, and gcc, libc6-dev
+# and python3-dev because pip builds uWSGI from source, against the venv's own Python. The
+# tools' packages are `toolbench install`'s, below: they are known only to the adapters, which
+# need the venv to be read.
 apt_packages=(python3-venv gcc libc6-dev python3-dev)
-if command -v python3 >/dev/null; then
-    read -r -a listed <<< "$(cd "$repo" && python3 -m toolbench.install.recipes --apt-packages "$purpose")"
-    apt_packages+=("${listed[@]}")
-fi
 missing=()
 for pkg in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
@@ -52,7 +49,7 @@ want="$(cat "$repo/pyproject.toml" "$repo"/toolbench/engine/_churn*.[ch] | sha25
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing Python packages into $venv"
     "$venv/bin/pip" install -q --upgrade pip
-    "$venv/bin/pip" install -q -e "$repo[test]"
+    "$venv/bin/pip" install -q -e "$repo[all,test]"
     # The packages built from binary wheels (Parquet export, HDR histograms, the engine's
     # parser) must import, or the stamp would record a broken install as done.
     "$venv/bin/python" -c "import pyarrow, hdrh, httptools, uvloop" \
@@ -63,7 +60,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "$want" > "$stamp"
 fi
 
-# The tools: apt packages (done above, or now on a machine that had no python3), go modules
-# into .tools/go/<name>-<version>/ and the install_<tool>.sh scripts into .tools/.
+# The tools, targets and test helpers: their apt packages (as root; not root, it prints the one
+# `sudo apt-get install` line for all of them and exits 1), go modules into
+# .tools/go/<name>-<version>/ and the adapters' install scripts into .tools/.
 "$venv/bin/toolbench" install --for "$purpose" >&2
 say "ready"

@@ -1,4 +1,4 @@
-"""Gatling 3.x (Maven Central, scripts/install_gatling.sh): runs one fixed Java-DSL simulation
+"""Gatling 3.x (Maven Central, install.sh beside this module): runs one fixed Java-DSL simulation
 with the cell's values as data, and reads its simulation.log.
 
 What Gatling is, and what follows for its results:
@@ -39,6 +39,7 @@ from toolbench.adapters.jmeter.adapter import JIT
 from toolbench.contract import toolsdir
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                         missing_program, option)
+from toolbench.contract.recipe import TESTS, Apt, Install, Script
 from toolbench.errors import HostError, ParseError
 from toolbench.record.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Timing
 from toolbench.record.timings import SecondTally
@@ -58,7 +59,7 @@ JIT_RAMP_S = 2.0  # as JMeter (jmeter.JIT_RAMP_S): a JVM runs its code interpret
 
 def candidates() -> list[str]:
     """Where Gatling is looked for: $TOOLBENCH_GATLING_HOME, then the newest complete
-    <tools>/gatling-*/ (scripts/install_gatling.sh). A `gatling` on the PATH is Gatling's own
+    <tools>/gatling-*/ (`toolbench install gatling`). A `gatling` on the PATH is Gatling's own
     bundle script, which cannot run toolbench's simulation: it is not looked for."""
     found = []
     if os.environ.get("TOOLBENCH_GATLING_HOME"):
@@ -68,6 +69,11 @@ def candidates() -> list[str]:
 
 class GatlingAdapter(Adapter):
     name = "gatling"
+    # install.sh beside this module builds a Gatling home; a JDK, as javac compiles the fixed
+    # simulation once per install.
+    install = Install((Apt(("openjdk-17-jdk-headless",), program="javac"),
+                       Apt(("maven",), program="mvn", build_only=True),  # resolves the artifacts from Maven Central
+                       Script("install.sh", "gatling-3.10.5", package="toolbench.adapters.gatling")), TESTS)
     # heap: the JVM heap (-Xms and -Xmx), e.g. "512m"; timeout_s: each request's timeout.
     option_types = {"heap": str, "timeout_s": int}
 
@@ -76,7 +82,7 @@ class GatlingAdapter(Adapter):
         if where is None:
             if path:
                 return missing_program(host, path)
-            return Missing(f"Gatling is not installed on {host.label} (run scripts/install_gatling.sh)")
+            return Missing(f"Gatling is not installed on {host.label} (run toolbench install gatling)")
         if host.which("javac") is None:
             return Missing(f"Gatling at {where} compiles its simulation with javac: no `javac` on the PATH of "
                            f"{host.label} (install a JDK, e.g. apt-get install openjdk-17-jdk-headless)")
@@ -87,11 +93,11 @@ class GatlingAdapter(Adapter):
         said = _VERSION.search(captured.stdout)
         if said is None:
             return Missing(f"{host.label}: {where} --version names no Gatling version: it is not the launcher "
-                           "of scripts/install_gatling.sh")
+                           "of `toolbench install gatling`")
         version = ".".join(said.groups())
         if (int(said.group(1)), int(said.group(2))) >= (3, 11):
             return Missing(f"{where} is Gatling {version}, whose simulation.log is binary; toolbench reads "
-                           "the text log of 3.10 and earlier (scripts/install_gatling.sh)")
+                           "the text log of 3.10 and earlier (toolbench install gatling)")
         return Found(where, version)
 
     def ramp_s(self, cell: "Cell") -> float:

@@ -1,1 +1,3 @@
-"""TODO"""
+"""JMeter: the adapter (adapter), its test plan (plan, templates/jmeter.jmx.j2), the JTL read as
+CSV of every header version (layout, jtl, digits) or XML (jtl_xml), aggregated (agg, reader,
+runs), the console summariser (summary), and JMeter's own distributed mode (distributed)."""

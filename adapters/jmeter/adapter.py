@@ -31,6 +31,7 @@ from toolbench.adapters.jmeter.summary import SUMMARY, measurement_of, summary_o
 from toolbench.contract import toolsdir
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                         Threads, missing_program, option)
+from toolbench.contract.recipe import TESTS, Apt, Install, Script
 from toolbench.errors import HostError, ParseError
 from toolbench.record.schema import Counts, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
 from toolbench.record.timings import SecondTally
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 PLAN, JTL, LOG = "plan.jmx", "results.jtl", "jmeter.log"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 DEBIAN_213 = ("Debian's JMeter 2.13 cannot run test plans on Debian 12 (xstream ForbiddenClassException); "
-              "run scripts/install_jmeter.sh")
+              "run `toolbench install jmeter`")
 # Every column the parser reads, saved whatever a user's jmeter.properties says.
 SAVE = ("time", "timestamp_format=ms", "label", "response_code", "response_message", "successful",
         "thread_name", "data_type", "assertion_results_failure_message", "bytes", "sent_bytes",
@@ -61,6 +62,10 @@ _HEAP = re.compile(r"^\d+[kmgKMG]$")
 
 class JMeterAdapter(Adapter):
     name = "jmeter"
+    # install.sh beside this module builds a JMeter home from its artifacts on Maven Central.
+    install = Install((Apt(("openjdk-17-jdk-headless",), program="java"),
+                       Apt(("maven",), program="mvn", build_only=True),  # resolves the artifacts from Maven Central
+                       Script("install.sh", "jmeter-5.6.3", package="toolbench.adapters.jmeter")), TESTS)
     threads = Threads.ALL  # a Java thread per user
     # heap: the JVM heap (-Xms and -Xmx), e.g. "1g"; timeout_s: connect and response timeouts;
     # server_port, rmi_port, client_rmi_port: the pinned RMI ports of its distributed mode
@@ -138,7 +143,7 @@ class JMeterAdapter(Adapter):
         if cell.request.body is not None:
             files[BODY] = cell.request.body
         return Invocation(argv=argv, files=files, outputs={"jtl": JTL, "log": LOG},
-                          # The wrapper of scripts/install_jmeter.sh reads JMETER_HEAP, JMeter's own script HEAP.
+                          # The wrapper of install.sh (beside this module) reads JMETER_HEAP, JMeter's own script HEAP.
                           env={"JMETER_HEAP": jvm_heap, "HEAP": jvm_heap})
 
     def distributed(self) -> "DistributedTool":
@@ -190,7 +195,7 @@ def parse_version(text: str) -> str | None:
 
 def candidates() -> list[str]:
     """Where JMeter is looked for, in order: $TOOLBENCH_JMETER_HOME, the newest complete
-    <tools>/jmeter-*/ (scripts/install_jmeter.sh), then `jmeter` on PATH."""
+    <tools>/jmeter-*/ (`toolbench install jmeter`), then `jmeter` on PATH."""
     found = []
     if os.environ.get("TOOLBENCH_JMETER_HOME"):
         found.append(str(Path(os.environ["TOOLBENCH_JMETER_HOME"], "bin", "jmeter")))

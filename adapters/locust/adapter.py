@@ -29,6 +29,7 @@ from toolbench.adapters.locust import csv_set as locust_csv
 from toolbench.adapters.locust import output as out
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
                                         found_python, group_by_suffix, option)
+from toolbench.contract.recipe import TESTS, Install, Venv
 from toolbench.errors import ParseError
 from toolbench.record import histogram
 from toolbench.record.schema import (PERCENTILES, Counts, Failures, Fidelity, Latency, Measurement, Omission,
@@ -63,6 +64,7 @@ NOTE_PREFIX = "toolbench locustfile: "  # a line the locustfile prints for the r
 
 class LocustAdapter(Adapter):
     name = "locust"
+    install = Install((Venv("locust"),), TESTS)
     threads = Threads.PER_PROCESS  # gevent greenlets under the GIL, per process
     # processes: 1 runs one process; N >= 2 runs a master and N workers on this
     # machine (--processes N); -1 is one worker per core.

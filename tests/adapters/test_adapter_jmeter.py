@@ -233,7 +233,7 @@ def test_detect_explains_debians_213(monkeypatch, tmp_path):
 def installed() -> Path:
     homes = sorted((REPO / ".tools").glob("jmeter-5.*/bin/jmeter"))
     if not homes:
-        pytest.skip("JMeter 5.x is not installed (scripts/install_jmeter.sh installs it into .tools/)")
+        pytest.skip("JMeter 5.x is not installed (`toolbench install jmeter` installs it into .tools/)")
     return homes[-1]
 
 

@@ -28,7 +28,7 @@ STORED = Path(__file__).parents[1] / "fixtures" / "runs" / "choose-a-tool"
 def test_the_scenario_validates_with_every_tool_toolbench_can_run_and_its_quick_profile(capsys):
     s = scenario.load(SCENARIO)
     assert s.missing_tools == "skip"
-    runnable = {r.name for r in installs.RECIPES if r.load_tool} | {"http_load"}
+    runnable = {r.name for r in installs.installable() if r.load_tool} | {"http_load"}
     assert set(s.matrix.tool) == runnable & set(registry.adapters())
     assert None in s.matrix.rate and len([r for r in s.matrix.rate if r]) == 1
     assert set(s.matrix.keepalive) == {True, False} and len(s.matrix.concurrency) >= 2 and s.repeat >= 2

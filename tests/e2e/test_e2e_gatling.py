@@ -1,13 +1,15 @@
-"""The real Gatling 3.10 (installed by scripts/install_gatling.sh into .tools/) driven by the
+"""The real Gatling 3.10 (installed by `toolbench install gatling` into .tools/) driven by the
 runner against the bundled nginx on loopback: one rate cell (the open model) and one
 concurrency cell (the closed model), 2 s of load each, and `toolbench tools` naming it."""
 import subprocess
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from toolbench.contract import registry
 from toolbench.contract.adapter import Found
+from toolbench.contract.recipe import Script
 from toolbench.hosts.local import LocalHost
 from toolbench.record import store
 from toolbench.record.schema import LoadModel, Omission, Status
@@ -17,7 +19,7 @@ from toolbench.scenario import read as scenario
 FOUND = registry.get("gatling").detect(LocalHost())
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not isinstance(FOUND, Found), reason=f"{getattr(FOUND, 'reason', '')} "
-                                                                     "(run scripts/install_gatling.sh)")]
+                                                                     "(run toolbench install gatling)")]
 
 SCENARIO = """\
 name: gatling-live
@@ -61,9 +63,11 @@ def test_tools_lists_gatling_with_its_version():
 def test_a_second_install_keeps_the_home_and_keeps_it_offline():
     home = Path(FOUND.path).parents[1]
     stamp = (home / ".toolbench-complete").read_text()
-    script = Path(__file__).parents[2] / "scripts" / "install_gatling.sh"
-    done = subprocess.run([str(script)], capture_output=True, text=True, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "TOOLBENCH_TOOLS": str(home.parent), "GATLING_VERSION": FOUND.version})
+    (step,) = [s for s in registry.get("gatling").install.steps if isinstance(s, Script)]
+    with resources.as_file(resources.files(step.package) / step.script) as script:
+        done = subprocess.run([str(script)], capture_output=True, text=True, timeout=300,
+                              env={"PATH": "/usr/bin:/bin", "TOOLBENCH_TOOLS": str(home.parent),
+                                   "GATLING_VERSION": FOUND.version})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == str(home) and (home / ".toolbench-complete").read_text() == stamp
     # No run reaches beyond loopback: no warm-up request to gatling.io, no analytics, and a stored

@@ -1,4 +1,4 @@
-"""The real JMeter 5.6 (installed by scripts/install_jmeter.sh into .tools/) driven by the
+"""The real JMeter 5.6 (installed by `toolbench install jmeter` into .tools/) driven by the
 runner against the bundled nginx on loopback. JMeter's JVM takes 2-4 s to start, so the
 cells are short and few."""
 from pathlib import Path
@@ -14,7 +14,7 @@ from toolbench.scenario import read as scenario
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(not list((REPO / ".tools").glob("jmeter-5.*/bin/jmeter")),
-                       reason="JMeter 5.x is not in .tools/ (run scripts/install_jmeter.sh)"),
+                       reason="JMeter 5.x is not in .tools/ (run `toolbench install jmeter`)"),
 ]
 
 TIMED = """\

@@ -113,7 +113,7 @@ def test_needs_follow_the_tools_and_skip_what_the_scenario_places_itself(sshd: S
     (wanted,) = needs.of_scenario(scenario.load(lab))
     assert [p.apt for p in wanted.packages] == ["apache2-utils", "python3-venv"]
     assert wanted.python_tools == ("locust",) and not wanted.jmeter
-    assert wanted.cannot == ("http_load: " + needs.WHY_NOT["http_load"],)
+    assert wanted.cannot == ("http_load: " + needs.why_not()["http_load"],)
     text = lab.read_text().replace("}\ntarget", ", tools: {ab: /opt/ab/ab, python: /usr/bin/python3}}\ntarget")
     (wanted,) = needs.of_scenario(scenario.load(_write(tmp_path / "placed.yaml", text)))
     assert wanted.packages == () and wanted.python_tools == ()

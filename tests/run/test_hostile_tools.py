@@ -84,7 +84,7 @@ def test_locust_runs_hostile_names_and_values_as_data(tmp_path):
     assert body_of(sent) == hostile["body"].encode()
 
 
-@pytest.mark.skipif(not JMETER_INSTALLED, reason="JMeter 5.x is not in .tools/ (run scripts/install_jmeter.sh)")
+@pytest.mark.skipif(not JMETER_INSTALLED, reason="JMeter 5.x is not in .tools/ (run `toolbench install jmeter`)")
 def test_jmeter_sends_functions_as_text_and_runs_none(tmp_path):
     """`${__groovy(...)}` in the path, a header and the body: sent literally, never run."""
     marker = tmp_path / "MARKER"
@@ -101,7 +101,7 @@ def test_jmeter_sends_functions_as_text_and_runs_none(tmp_path):
     assert body_of(sent) == request.body.encode()
 
 
-@pytest.mark.skipif(not JMETER_INSTALLED, reason="JMeter 5.x is not in .tools/ (run scripts/install_jmeter.sh)")
+@pytest.mark.skipif(not JMETER_INSTALLED, reason="JMeter 5.x is not in .tools/ (run `toolbench install jmeter`)")
 def test_jmeter_runs_no_function_in_a_url_that_skipped_validation(tmp_path):
     """validate refuses such a host (test_hostile_scenario); the plan makes it literal anyway."""
     marker = tmp_path / "MARKER"

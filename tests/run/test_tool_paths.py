@@ -75,4 +75,4 @@ def test_why_a_tool_cannot_run_is_the_missing_cells_error(tmp_path, monkeypatch)
     (result,) = run(tmp_path, text, host=Debian213()).values()
     assert result.outcome.status is Status.TOOL_MISSING
     assert result.outcome.error == ("/usr/bin/jmeter is JMeter 2.13: Debian's JMeter 2.13 cannot run test plans on "
-                                    "Debian 12 (xstream ForbiddenClassException); run scripts/install_jmeter.sh")
+                                    "Debian 12 (xstream ForbiddenClassException); run `toolbench install jmeter`")

@@ -13,6 +13,7 @@ from toolbench.cli.outputs import output_file
 from toolbench.contract import registry
 from toolbench.contract.adapter import Adapter, Found, RawOutput, raw_from_files
 from toolbench.contract.checked import parse_checked
+from toolbench.contract.recipe import Install, how
 from toolbench.errors import Interrupted, Notice, ParserCrash, ToolbenchError, UsageError
 from toolbench.record import derive, store
 from toolbench.record.schema import Identity, Outcome, RunResult
@@ -180,7 +181,7 @@ def tools(args: argparse.Namespace) -> int:
                            "reason": None, "install": None})
         else:
             listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": found.reason,
-                           "install": _install_command(name)})
+                           "install": _install_command(name, adapter.install)})
     for name, why in registry.broken().items():
         listed.append({"tool": name, "found": False, "version": None, "path": None, "reason": f"adapter broken: {why}",
                        "install": None})
@@ -199,17 +200,12 @@ def tools(args: argparse.Namespace) -> int:
     return 0
 
 
-def _install_command(name: str) -> str | None:
-    """The exact command that installs a missing tool, with what it comes to; None when
-    toolbench does not install it (the adapter's reason says why)."""
-    from toolbench.install import recipes as installs
-
-    found = installs.recipe(name)
-    if found is None:
-        return None
-    if isinstance(found, installs.NotInstallable):
-        return f"not by toolbench: {found.reason}"
-    return f"toolbench install {name}  ({'; '.join(installs.how(s) for s in found.steps)})"
+def _install_command(name: str, install: Install) -> str:
+    """The exact command that installs a missing tool, with what it comes to, from its adapter's
+    declaration; for a tool toolbench does not install, the adapter's reason."""
+    if install.impossible is not None:
+        return f"not by toolbench: {install.impossible}"
+    return f"toolbench install {name}  ({'; '.join(how(s) for s in install.steps)})"
 
 
 def report(args: argparse.Namespace) -> int:

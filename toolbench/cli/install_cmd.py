@@ -1,13 +1,14 @@
-"""`toolbench install TOOL...`: installs tools the way the project does (toolbench.install.recipes)."""
+"""`toolbench install TOOL...`: installs tools the way the project does: each as its adapter
+declares (Adapter.install), the targets and test helpers as toolbench.install.recipes lists."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from toolbench.install.recipes import PURPOSES
+from toolbench.contract.recipe import PURPOSES
 
 EPILOG = """examples:
-  toolbench install wrk bombardier       # apt packages as root, go modules and scripts into .tools/
+  toolbench install wrk bombardier       # apt packages as root, go modules and scripts into the tools folder
   toolbench install --for quickstart     # what scenarios/quickstart.yaml needs
   toolbench install --for tests          # everything the tests use
   toolbench install --all                # every load tool toolbench can install"""
@@ -15,7 +16,8 @@ EPILOG = """examples:
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = subparsers.add_parser("install", help="install load tools the way toolbench does (apt, go, scripts)",
-                              description="Install tools into the checkout's .tools/ (or $TOOLBENCH_TOOLS), and "
+                              description="Install tools into the checkout's .tools/ ($TOOLBENCH_TOOLS if set; "
+                                          "for an installed toolbench, $XDG_DATA_HOME/toolbench/tools), and "
                                           "their Debian packages with apt when root; not root, it prints the apt "
                                           "command and exits 1. A second call changes nothing and says so.",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

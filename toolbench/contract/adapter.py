@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from toolbench.contract import toolsdir
+from toolbench.contract.recipe import Install
 from toolbench.errors import AdapterError, HostError
 from toolbench.record.schema import Measurement
 from toolbench.scenario import names
@@ -150,6 +151,10 @@ class Adapter(abc.ABC):
     read_only: ClassVar[bool] = False
     # How the tool uses cores: a tool that used all of what this allows is generator-bound.
     threads: ClassVar[Threads] = Threads.ALL
+    # How `toolbench install` installs the tool here, and from it what `toolbench setup` gives a
+    # remote host (toolbench.contract.recipe); a tool toolbench does not install says why.
+    install: ClassVar[Install] = Install(impossible="toolbench has no install recipe for it: "
+                                                    "install it yourself and put it on the PATH")
 
     def distributed(self) -> "DistributedTool | None":
         """A tool with a distributed mode of its own (a master and workers) returns how it
@@ -270,7 +275,7 @@ def found_by_version(host: "Host", program: str, args: list[str], pattern: re.Pa
 
 
 def found_go_tool(host: "Host", path: str | None, name: str, args: list[str], pattern: re.Pattern[str]) -> Detection:
-    """A tool scripts/install.sh builds with `go install` into <tools>/go/<name>-<version>/
+    """A tool `toolbench install` builds with `go install` into <tools>/go/<name>-<version>/
     (toolsdir.newest), else `name` on the PATH, or the scenario's `path` alone. Its version is
     what it prints when asked (`pattern`'s first group); `go install` leaves that unset
     ("unspecified", empty), and then the folder's name says it."""

@@ -1,5 +1,10 @@
-"""`toolbench setup`: prepares the remote generator and target hosts of a scenario over SSH.
+"""Installing what toolbench drives, here and on remote hosts.
 
-needs: what each host needs, from the scenario (pure); steps: each need checked on the host
-and, when unmet, met there; record: what was changed and how to undo it; hosts: the whole
-setup of one host, and of every host of a scenario."""
+recipes: every recipe, the load tools' from their adapters (Adapter.install) and the targets'
+and helpers' here; tools: `toolbench install`, the recipes carried out into the tools folder;
+needs, setup_steps, setup: `toolbench setup`, each remote host of a scenario given what it needs
+over SSH (needs: what a host needs, from the scenario; setup_steps: each need checked and met
+there; setup: the whole setup of a host, and of every host of a scenario).
+
+May import: toolbench.errors, toolbench.record, toolbench.scenario, toolbench.contract,
+toolbench.hosts, toolbench.servers, toolbench.run"""

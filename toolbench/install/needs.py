@@ -1,11 +1,15 @@
 """What each remote host of a scenario needs before it can run its part: system packages,
 a Python virtual environment with Locust or toolbench's engine, JMeter, the prerequisites.
-Pure: read from the scenario and the plan, nothing is asked of any host here."""
+Pure: read from the scenario, the plan and each tool's install as its adapter declares it
+(toolbench.contract.recipe, the same that `toolbench install` carries out here); nothing is
+asked of any host here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from toolbench.contract import registry
+from toolbench.contract.recipe import Apt, GoModule, Script, Venv, how
 from toolbench.run import plan
 from toolbench.scenario.read import HostSpec, Prerequisites, Scenario
 from toolbench.scenario.targets import NGINX_KINDS
@@ -20,28 +24,48 @@ class Package:
     probe: tuple[str, ...] = ()
 
 
-# The tools toolbench can install through the package manager, by the program they put on PATH.
-TOOL_PACKAGES: dict[str, tuple[Package, ...]] = {
-    "ab": (Package("apache2-utils", "ab"),),
-    "siege": (Package("siege", "siege"),),
-    "wrk": (Package("wrk", "wrk"),),
-    "hey": (Package("hey", "hey"),),
-    "h2load": (Package("nghttp2-client", "h2load"),),
-    "httperf": (Package("httperf", "httperf"),),
-    "jmeter": (Package("default-jre-headless", "java"),),
-}
 # A venv needs `venv` and `ensurepip`, which Debian splits off into python3-venv.
 VENV_PACKAGE = Package("python3-venv", probe=("python3", "-c", "import venv, ensurepip"))
 NGINX_PACKAGE = Package("nginx", probe=("sh", "-c", "command -v nginx || test -x /usr/sbin/nginx"))
-# Tools that run as `python -m ...` from the venv setup makes: what each needs installed there.
-PYTHON_TOOLS = ("locust", "engine")
 # The engine's imports (and the server sampler's), without the report's and servers' packages.
 ENGINE_REQUIREMENTS = ("numpy", "hdrhistogram", "httptools", "uvloop", "psutil", "pyyaml")
-WHY_NOT = {
-    "http_load": "http_load is in no package registry: build it there and put it on the PATH",
-    "k6": "k6 is read-only in toolbench: it is never run",
-    "bombardier": "bombardier is a Go program: `go install github.com/codesenberg/bombardier@v1.2.6` there",
-}
+# Tools that setup copies from this machine's install (setup_steps.jmeter), not installs there.
+COPIED = ("jmeter",)
+
+
+def tool_packages() -> dict[str, tuple[Package, ...]]:
+    """The Debian packages a host needs to run each tool, by the program they put on its PATH:
+    the adapter's apt steps, but not those that only install the tool here (maven)."""
+    found: dict[str, tuple[Package, ...]] = {}
+    for name, adapter in registry.adapters().items():
+        packages = tuple(Package(apt, step.program) for step in adapter.install.steps
+                         if isinstance(step, Apt) and not step.build_only for apt in step.packages)
+        if packages:
+            found[name] = packages
+    return found
+
+
+def python_tools() -> tuple[str, ...]:
+    """The tools run as `python -m ...` from the venv setup makes (installed with toolbench's
+    packages): Locust, the engine."""
+    return tuple(name for name, adapter in registry.adapters().items()
+                 if any(isinstance(step, Venv) for step in adapter.install.steps))
+
+
+def why_not() -> dict[str, str]:
+    """The tools setup cannot install on a host, each with what to do there instead: those
+    toolbench does not install at all, and those built here by `go install` or a script."""
+    said: dict[str, str] = {}
+    for name, adapter in registry.adapters().items():
+        install = adapter.install
+        built = next((s for s in install.steps if isinstance(s, (GoModule, Script))), None)
+        if install.impossible is not None:
+            said[name] = install.impossible
+        elif isinstance(built, GoModule):
+            said[name] = f"{name} is a Go program: `{how(built)}` there"
+        elif isinstance(built, Script) and name not in COPIED:
+            said[name] = f"{name} is built by a script ({built.path}): `toolbench install {name}` there"
+    return said
 
 
 @dataclass(frozen=True)
@@ -51,7 +75,7 @@ class HostNeeds:
     spec: HostSpec
     roles: tuple[str, ...]
     packages: tuple[Package, ...] = ()
-    python_tools: tuple[str, ...] = ()  # of PYTHON_TOOLS, installed into one venv
+    python_tools: tuple[str, ...] = ()  # of python_tools(), installed into one venv
     jmeter: bool = False
     prerequisites: Prerequisites = field(default_factory=Prerequisites)
     cannot: tuple[str, ...] = ()  # tools setup cannot install, each with what to do instead
@@ -78,12 +102,13 @@ def of_scenario(scenario: Scenario) -> list[HostNeeds]:
 
 
 def for_generator(spec: HostSpec, tools: Sequence[str], prereqs: Prerequisites) -> HostNeeds:
-    packages = [p for tool in tools if tool not in spec.tools for p in TOOL_PACKAGES.get(tool, ())]
-    python = tuple(t for t in tools if t in PYTHON_TOOLS and "python" not in spec.tools)
+    by_tool, runs_in_venv, why = tool_packages(), python_tools(), why_not()
+    packages = [p for tool in tools if tool not in spec.tools for p in by_tool.get(tool, ())]
+    python = tuple(t for t in tools if t in runs_in_venv and "python" not in spec.tools)
     if python:
         packages.append(VENV_PACKAGE)
-    cannot = tuple(f"{tool}: {WHY_NOT[tool]}" for tool in tools if tool in WHY_NOT and tool not in spec.tools)
-    return HostNeeds(spec, ("generator",), tuple(packages), python,
+    cannot = tuple(f"{tool}: {why[tool]}" for tool in tools if tool in why and tool not in spec.tools)
+    return HostNeeds(spec, ("generator",), _unique(tuple(packages)), python,
                      jmeter="jmeter" in tools and "jmeter" not in spec.tools, prerequisites=prereqs, cannot=cannot)
 
 

@@ -22,8 +22,8 @@ from toolbench.scenario.read import Prerequisites
 INSTALL_TIMEOUT_S = 900.0  # apt-get and pip over a slow mirror
 COPIED = ".toolbench-copied"  # written last into a copied JMeter home
 SOURCE_STAMP = "toolbench-source.sha256"  # the hash of the source tree installed into the venv
-# toolbench's source files that make an installable tree (pyproject's package-dir mapping).
-SOURCE_PARTS = ("pyproject.toml", "README.md", "toolbench", "adapters")
+# toolbench's source files that make an installable tree (setup.py's packages, pyproject's package-dir).
+SOURCE_PARTS = ("pyproject.toml", "setup.py", "README.md", "toolbench", "adapters", "scenarios")
 _PROBE = ('id -u; printf "%s\\n" "$HOME"; ( . /etc/os-release 2>/dev/null; echo "${ID:-unknown} ${ID_LIKE:-}" ); '
           'command -v apt-get || echo; sudo -n true 2>/dev/null && echo sudo || echo no-sudo')
 
@@ -185,11 +185,11 @@ def _toolbench(m: Machine, python: str, done: Steps) -> None:
 
 
 def jmeter(m: Machine, done: Steps) -> str | None:
-    """A copy of this checkout's JMeter home (scripts/install_jmeter.sh) at <root>/jmeter-<version>;
+    """A copy of this checkout's JMeter home (`toolbench install jmeter`, adapters/jmeter/install.sh) at <root>/jmeter-<version>;
     its launcher's path there."""
     homes = toolsdir.newest("", "jmeter", "", complete="bin/ApacheJMeter.jar")
     if not homes:
-        done.lacks.append(Lack("no JMeter home here to copy (run scripts/install_jmeter.sh here first)", ""))
+        done.lacks.append(Lack("no JMeter home here to copy (run `toolbench install jmeter` here first)", ""))
         return None
     home = Path(homes[0])
     dest = f"{m.root}/{home.name}"

@@ -1,6 +1,7 @@
-"""`toolbench install`: the recipes of toolbench.install.recipes carried out into the checkout's
-.tools/ (or $TOOLBENCH_TOOLS), idempotently: each step first checks whether its result is
-there, and a second call changes nothing and says so."""
+"""`toolbench install`: the recipes of toolbench.install.recipes (each tool's as its adapter
+declares it) carried out into the tools folder (toolbench.contract.toolsdir: $TOOLBENCH_TOOLS,
+the checkout's .tools/, or the user's data folder for an installed package), idempotently: each
+step first checks whether its result is there, and a second call changes nothing and says so."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,13 +10,16 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Callable, Sequence
 
 from toolbench.contract import toolsdir
+from toolbench.contract.recipe import Apt, GoModule, Purpose, Script, Step, Venv, how
 from toolbench.errors import ToolbenchError, UsageError
 from toolbench.install import recipes as installs
-from toolbench.install.recipes import Apt, GoModule, NotInstallable, Purpose, Recipe, Script, Step, Venv
+from toolbench.install.recipes import Named
 
 Say = Callable[[str], None]
 
@@ -31,39 +35,41 @@ class Done:
     what: str  # what was done, or what was found in place
 
 
-def choose(names: Sequence[str], all_tools: bool = False, purpose: Purpose | None = None) -> list[Recipe]:
+def choose(names: Sequence[str], all_tools: bool = False, purpose: Purpose | None = None) -> list[Named]:
     """The recipes asked for, in table order, each once; an unknown or uninstallable name is
     an error naming it."""
     if not names and not all_tools and purpose is None:
         raise UsageError("name the tools to install, or give --all or --for quickstart|tests")
-    chosen: dict[str, Recipe] = {}
+    table = installs.recipes()
+    chosen: set[str] = set()
     if all_tools:
-        chosen.update((r.name, r) for r in installs.RECIPES if r.load_tool)
+        chosen.update(r.name for r in table if r.load_tool and r.impossible is None)
     if purpose is not None:
-        chosen.update((r.name, r) for r in installs.for_purpose(purpose))
+        chosen.update(r.name for r in table if purpose in r.purposes)
+    by_name = {r.name: r for r in table}
     for name in names:
-        found = installs.recipe(name)
+        found = by_name.get(name)
         if found is None:
-            known = ", ".join(r.name for r in installs.RECIPES)
+            known = ", ".join(r.name for r in table if r.impossible is None)
             raise UsageError(f"no tool named {name!r}: toolbench installs {known}")
-        if isinstance(found, NotInstallable):
-            raise InstallError(f"{name}: {found.reason}")
-        chosen[name] = found
-    return [r for r in installs.RECIPES if r.name in chosen]
+        if found.impossible is not None:
+            raise InstallError(f"{name}: {found.impossible}")
+        chosen.add(name)
+    return [r for r in table if r.name in chosen]
 
 
-def install(recipes: Sequence[Recipe], say: Say) -> list[Done]:
+def install(recipes: Sequence[Named], say: Say) -> list[Done]:
     """Carries out the recipes: every apt package first (all at once, as root; otherwise an
     InstallError with the exact command), then each tool's own steps; one Done per recipe,
     saying its last step."""
     done = _apt(recipes, say)
-    tools = _tools_dir() if any(isinstance(s, (GoModule, Script)) for r in recipes for s in r.steps) else None
+    tools = toolsdir.tools_dir()
     for r in recipes:
         for step in r.steps:
             if isinstance(step, GoModule):
-                done.append(_go(r.name, step, _checked(tools), say))
+                done.append(_go(r.name, step, tools, say))
             elif isinstance(step, Script):
-                done.append(_script(r.name, step, _checked(tools), say))
+                done.append(_script(r.name, step, tools, say))
             elif isinstance(step, Venv):
                 done.append(_venv(r.name, step))
     changed = {d.name for d in done if d.changed}
@@ -84,10 +90,10 @@ def installed(step: Step, tools: Path | None) -> bool:
     return (tools / step.home / step.complete).is_file()
 
 
-def _apt(recipes: Sequence[Recipe], say: Say) -> list[Done]:
+def _apt(recipes: Sequence[Named], say: Say) -> list[Done]:
     wanted = installs.apt_packages(recipes)
     missing = _apt_missing(wanted)
-    owners = {r.name: [p for s in r.steps if isinstance(s, Apt) for p in s.packages] for r in recipes}
+    owners = {r.name: list(r.install.apt_packages()) for r in recipes}
     if missing:
         if os.geteuid() != 0:
             raise InstallError("not root: install these first, then run this again: "
@@ -118,9 +124,9 @@ def _go(name: str, step: GoModule, tools: Path, say: Say) -> Done:
         return Done(name, False, f"{dest / step.binary}")
     go = shutil.which("go")
     if go is None:
-        raise InstallError(f"{name}: needs Go (`{installs.how(step)}`), and go is not on the PATH: "
+        raise InstallError(f"{name}: needs Go (`{how(step)}`), and go is not on the PATH: "
                            "install it from https://go.dev/dl/")
-    say(f"{name}: {installs.how(step)}")
+    say(f"{name}: {how(step)}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
@@ -143,9 +149,13 @@ def _script(name: str, step: Script, tools: Path, say: Say) -> Done:
     if step.needs and shutil.which(step.needs) is None:
         raise InstallError(f"{name}: {step.script} needs {step.needs}, which is not on the PATH"
                            + (": install Rust with https://rustup.rs" if step.needs == "cargo" else ""))
-    script = _checkout() / "scripts" / step.script
-    say(f"{name}: {installs.how(step)}")
-    out = _run(["bash", str(script)], f"{name}: {step.script}", env={**os.environ, "TOOLBENCH_TOOLS": str(tools)})
+    source = _source(name, step)
+    say(f"{name}: {how(step)}")
+    # Run where it lies, not from a copy: a script sources its neighbours (jmeter/install.sh:
+    # ../maven_home.sh) and reads its package's templates (as_file copies only out of a zip).
+    with resources.as_file(source) as script:
+        out = _run(["bash", str(script)], f"{name}: {step.script}",
+                   env={**os.environ, "TOOLBENCH_TOOLS": str(tools)})
     if not installed(step, tools):
         raise InstallError(f"{name}: {step.script} ended without writing {tools / step.home / step.complete}")
     lines = out.strip().splitlines()
@@ -167,22 +177,12 @@ def _run(argv: list[str], what: str, env: dict[str, str]) -> str:
     return proc.stdout
 
 
-def _tools_dir() -> Path:
-    tools = toolsdir.tools_dir()
-    if tools is None:
-        raise InstallError("toolbench install works in a checkout (or with $TOOLBENCH_TOOLS set): "
-                           "this toolbench is an installed package")
-    tools.mkdir(parents=True, exist_ok=True)
-    return tools
-
-
-def _checked(tools: Path | None) -> Path:
-    assert tools is not None, "install() finds the tools folder before any step that needs it"
-    return tools
-
-
-def _checkout() -> Path:
-    repo = toolsdir.checkout()
-    if repo is None:
-        raise InstallError("the install scripts are in toolbench's checkout; this toolbench is an installed package")
-    return repo
+def _source(name: str, step: Script) -> Traversable:
+    """The script, from the package that ships it as data (in a checkout or a wheel alike)."""
+    try:
+        source = resources.files(step.package) / step.script
+    except ModuleNotFoundError as exc:
+        raise InstallError(f"{name}: no package {step.package} to read {step.script} from: {exc}") from exc
+    if not source.is_file():
+        raise InstallError(f"{name}: {step.path} is missing from its package: reinstall toolbench")
+    return source

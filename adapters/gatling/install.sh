@@ -7,7 +7,7 @@
 # Why 3.10.5: it is the last line whose simulation.log is tab-separated text (3.11 made it a
 # binary format); it runs on Java 17 (Debian 12's).
 #
-# Layout produced in ${TOOLBENCH_TOOLS:-<repo>/.tools}/gatling-<version>:
+# Layout produced in ${TOOLBENCH_TOOLS}/gatling-<version>:
 #   lib/*.jar              the runtime dependencies
 #   conf/gatling.conf      no warm-up request to gatling.io, no usage analytics (only loopback
 #                          traffic here), console summary every 5 s
@@ -18,27 +18,28 @@
 #   .toolbench-complete    stamp written last; its presence = complete
 #
 # Idempotent: with the stamp of this version and launcher revision in place it only compiles
-# adapters/templates/ToolbenchSimulation.java when its hash is new (a second or so) and exits 0.
+# templates/ToolbenchSimulation.java (beside this script) when its hash is new (a second or so) and exits 0.
 # Otherwise it builds in a temporary directory next to the target, verifies it by running a probe
 # simulation through the launcher, and renames it into place. The last line printed on success is
 # always the Gatling home path.
 #
 # Environment:
-#   TOOLBENCH_TOOLS        tools directory (default: <repo>/.tools)
+#   TOOLBENCH_TOOLS        tools directory (required; `toolbench install gatling` sets it)
 #   GATLING_VERSION        Gatling version (default: 3.10.5)
 #   TOOLBENCH_MAVEN_REPO   maven local repository (default: maven's, ~/.m2/repository)
 #   TOOLBENCH_FORCE=1      rebuild even if the stamp is present
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
-TOOLS_DIR="${TOOLBENCH_TOOLS:-${REPO_ROOT}/.tools}"
+# `toolbench install` always sets it (toolbench.contract.toolsdir); this script is package data,
+# in a checkout or an installed wheel alike, so there is no folder of its own to fall back on.
+TOOLS_DIR="${TOOLBENCH_TOOLS:?set TOOLBENCH_TOOLS to the tools folder, or run: toolbench install gatling}"
 VERSION="${GATLING_VERSION:-3.10.5}"
 DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 LAUNCHER=3  # the revision of bin/gatling and conf/ written below: a home of another is built again
 
-# shellcheck source=scripts/maven_home.sh
-. "${SCRIPT_DIR}/maven_home.sh"
+# shellcheck source=adapters/maven_home.sh
+. "${SCRIPT_DIR}/../maven_home.sh"
 mkdir -p "${TOOLS_DIR}"
 TOOLS_DIR="$(cd "${TOOLS_DIR}" && pwd)"
 G_HOME="${TOOLS_DIR}/gatling-${VERSION}"
@@ -54,7 +55,7 @@ is_complete() {
 }
 
 # toolbench's simulation, compiled ahead of the first cell (a second call: a check of its hash).
-TEMPLATE="${REPO_ROOT}/adapters/templates/ToolbenchSimulation.java"
+TEMPLATE="${SCRIPT_DIR}/templates/ToolbenchSimulation.java"
 precompile() {
     if [[ -f "${TEMPLATE}" ]]; then
         "${1}/bin/gatling" compile "${TEMPLATE}" || die "toolbench's simulation does not compile against Gatling ${VERSION}"
@@ -107,7 +108,7 @@ for jar in gatling-app gatling-core gatling-http gatling-core-java gatling-http-
 done
 
 cat >"${NEW_HOME}/conf/gatling.conf" <<'EOF'
-# Written by toolbench's scripts/install_gatling.sh: toolbench sends load to loopback only.
+# Written by toolbench's adapters/gatling/install.sh: toolbench sends load to loopback only.
 gatling {
   http { warmUpUrl = "" }
   data {
@@ -144,7 +145,7 @@ EOF
 # bin/gatling: `gatling --version`, or `gatling run SOURCE.java PARAMS.json RESULTS-FOLDER`.
 cat >"${NEW_HOME}/bin/gatling" <<'EOF'
 #!/bin/sh
-# Gatling launcher written by toolbench's scripts/install_gatling.sh.
+# Gatling launcher written by toolbench's adapters/gatling/install.sh.
 #   gatling --version                        prints "Gatling <version>"
 #   gatling compile SOURCE.java              compiles SOURCE into classes/<hash of SOURCE>/, once
 #   gatling run SOURCE.java PARAMS.json DIR  compiles SOURCE (cached by its hash in classes/),

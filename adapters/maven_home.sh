@@ -1,5 +1,6 @@
 # Sourced by the install scripts that build a tool home from Maven Central artifacts
-# (install_jmeter.sh, install_gatling.sh): the steps they share. TOOLS_DIR is set before.
+# (jmeter/install.sh, gatling/install.sh, as ${SCRIPT_DIR}/../maven_home.sh): the steps they share.
+# TOOLS_DIR is set before.
 
 # lock_home NAME: serialises concurrent installers of the same home (file descriptor 9).
 lock_home() {

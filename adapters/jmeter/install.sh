@@ -3,7 +3,7 @@
 # from the org.apache.jmeter artifacts published to Maven Central plus their
 # transitive dependencies, resolved with `mvn` through a throwaway pom.
 #
-# Layout produced in ${TOOLBENCH_TOOLS:-<repo>/.tools}/jmeter-<version>:
+# Layout produced in ${TOOLBENCH_TOOLS}/jmeter-<version>:
 #   bin/ApacheJMeter.jar                 launcher (org.apache.jmeter:ApacheJMeter)
 #   bin/jmeter                           small POSIX wrapper (written by this script)
 #   bin/*.properties, bin/log4j2.xml ... unpacked from ApacheJMeter_config
@@ -18,22 +18,23 @@
 # The last line printed on success is always the JMeter home path.
 #
 # Environment:
-#   TOOLBENCH_TOOLS        tools directory (default: <repo>/.tools)
+#   TOOLBENCH_TOOLS        tools directory (required; `toolbench install jmeter` sets it)
 #   JMETER_VERSION         JMeter version (default: 5.6.3)
 #   TOOLBENCH_MAVEN_REPO   maven local repository (default: maven's, ~/.m2/repository)
 #   TOOLBENCH_FORCE=1      rebuild even if the stamp is present
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
-TOOLS_DIR="${TOOLBENCH_TOOLS:-${REPO_ROOT}/.tools}"
+# `toolbench install` always sets it (toolbench.contract.toolsdir); this script is package data,
+# in a checkout or an installed wheel alike, so there is no folder of its own to fall back on.
+TOOLS_DIR="${TOOLBENCH_TOOLS:?set TOOLBENCH_TOOLS to the tools folder, or run: toolbench install jmeter}"
 VERSION="${JMETER_VERSION:-5.6.3}"
 DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 # Artifacts that go to lib/ext (the rest of the graph goes to lib/).
 MODULES=(ApacheJMeter_core ApacheJMeter_http ApacheJMeter_components ApacheJMeter_functions ApacheJMeter_config)
 
-# shellcheck source=scripts/maven_home.sh
-. "${SCRIPT_DIR}/maven_home.sh"
+# shellcheck source=adapters/maven_home.sh
+. "${SCRIPT_DIR}/../maven_home.sh"
 mkdir -p "${TOOLS_DIR}"
 TOOLS_DIR="$(cd "${TOOLS_DIR}" && pwd)"
 JM_HOME="${TOOLS_DIR}/jmeter-${VERSION}"
@@ -52,7 +53,7 @@ if [[ "${TOOLBENCH_FORCE:-0}" != 1 ]] && is_complete "${JM_HOME}"; then
     exit 0
 fi
 
-command -v java >/dev/null 2>&1 || die "java not found on PATH (install a JRE >= 8, e.g. apt-get install default-jre-headless)"
+command -v java >/dev/null 2>&1 || die "java not found on PATH (install a JRE >= 8, e.g. toolbench's apt-get install openjdk-17-jdk-headless)"
 command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (install maven, e.g. apt-get install maven)"
 
 lock_home "jmeter-${VERSION}"
@@ -144,7 +145,7 @@ done
 # (JVM_ARGS, JMETER_OPTS, JMETER_HEAP, JMETER_GC_ALGO, JMETER_LANGUAGE, JAVA_HOME).
 cat >"${NEW_HOME}/bin/jmeter" <<'EOF'
 #!/bin/sh
-# JMeter launcher written by toolbench's scripts/install_jmeter.sh.
+# JMeter launcher written by toolbench's adapters/jmeter/install.sh.
 PRG="$0"
 while [ -h "$PRG" ]; do
   link=$(readlink "$PRG")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install oha (default 1.16.0) with `cargo install --locked` from crates.io into
-# ${TOOLBENCH_TOOLS:-<repo>/.tools}/cargo/oha-<version>/bin/oha.
+# ${TOOLBENCH_TOOLS}/cargo/oha-<version>/bin/oha.
 #
 # Idempotent: when the stamp names this version and bin/oha exists it exits 0 at once.
 # Otherwise it builds into a temporary root next to the target, checks that
@@ -11,16 +11,16 @@
 # The last line printed on success is always the install path.
 #
 # Environment:
-#   TOOLBENCH_TOOLS         tools directory (default: <repo>/.tools)
+#   TOOLBENCH_TOOLS         tools directory (required; `toolbench install oha` sets it)
 #   OHA_VERSION             oha version (default: 1.16.0)
 #   TOOLBENCH_CARGO_TARGET  cargo's build directory (default: ~/.cache/toolbench/cargo-target)
 #   TOOLBENCH_CARGO_TIMEOUT_S  bound on the build, in seconds (default: 2700)
 #   TOOLBENCH_FORCE=1       rebuild even if the stamp is present
 set -euo pipefail
 
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
-TOOLS_DIR="${TOOLBENCH_TOOLS:-${REPO_ROOT}/.tools}"
+# `toolbench install` always sets it (toolbench.contract.toolsdir); this script is package data,
+# in a checkout or an installed wheel alike, so there is no folder of its own to fall back on.
+TOOLS_DIR="${TOOLBENCH_TOOLS:?set TOOLBENCH_TOOLS to the tools folder, or run: toolbench install oha}"
 VERSION="${OHA_VERSION:-1.16.0}"
 TARGET_DIR="${TOOLBENCH_CARGO_TARGET:-${HOME}/.cache/toolbench/cargo-target}"
 # A build that hangs (a stalled download) must not hold CI forever; one cut short resumes from the
