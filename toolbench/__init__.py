@@ -1,4 +1,8 @@
-"""toolbench: a load-tool meta-benchmark and result normalizer."""
+"""toolbench: a load-tool meta-benchmark and result normalizer.
+
+Its packages are its layers, each importing only those before it (docs/architecture.md):
+errors (here) -> record -> scenario -> contract -> hosts, engine -> adapters (toolbench.adapters),
+servers -> run -> install, report, export -> cli. `load()` below is the public entry for analysis."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -3,4 +3,6 @@
 timed into HDR histograms, results in the common schema.
 
 Entry points: `toolbench engine ...` (command.py), `python -m toolbench.engine ...`,
-and the `engine` adapter (toolbench.adapters.engine)."""
+and the `engine` adapter (toolbench.adapters.engine).
+
+May import: toolbench.errors, toolbench.record"""

@@ -1,1 +1,8 @@
-"""TODO"""
+"""The machines: the Host interface (toolbench.contract.host) on this machine (local) and over
+SSH (ssh, ssh_connect, ssh_process), and what toolbench learns from a host.
+
+lifeline: nothing toolbench starts outlives it; clocks: a host's clock against this one's;
+prereq: ulimits and sysctls found, wanted, applied; monitor and monitor_read: a process tree
+and its host sampled while a tool or a server runs.
+
+May import: toolbench.errors, toolbench.record, toolbench.scenario, toolbench.contract"""

@@ -1,1 +1,12 @@
-"""TODO"""
+"""Running a scenario: the plan, the targets, and each cell.
+
+plan: the matrix expanded into cells, each runnable or unsupported with the reason; runner: a
+scenario from plan to the last result, each appended as it exists; serving: the targets started
+in turn; cell: one cell on one generator (warm-up, run, parse, what was observed beside it);
+execute and tool_steps: a tool's run on its host and the steps after it; warmup: the unmeasured
+run before a cell; probe: requests timed by toolbench itself; generator_watch: the generator's
+monitor, here or over SSH; detection: each tool looked for where it runs; scaleout/: one cell
+on several generators.
+
+May import: toolbench.errors, toolbench.record, toolbench.scenario, toolbench.contract,
+toolbench.hosts, toolbench.servers"""

@@ -14,4 +14,7 @@ servers of study 003), their typed specs, starting and stopping them, and what t
 
 This file imports nothing: the servers themselves import `toolbench.servers.apps`, and must
 not carry the catalogue (psutil, yaml, ...) in the memory the monitor measures.
+
+May import: toolbench.errors, toolbench.record, toolbench.scenario, toolbench.contract,
+toolbench.hosts
 """
