@@ -66,6 +66,15 @@ class SchemaError(ToolbenchError):
     """A stored record does not fit the result schema."""
 
 
+class MissingExtra(ToolbenchError):
+    """What a command needs is an optional part of the package that is not installed."""
+
+    def __init__(self, extra: str, module: str, what: str = "this") -> None:
+        super().__init__(f"{what} needs toolbench's [{extra}] extra ({module} is not installed): "
+                         f"pip install 'toolbench-meta[{extra}]'")
+        self.extra = extra
+
+
 class Interrupted(ToolbenchError):
     """Ctrl-C (or SIGTERM, SIGHUP) during a run: what was measured is on disk."""
 

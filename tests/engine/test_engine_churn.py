@@ -3,6 +3,7 @@ misbehave, and the engine's file-descriptor limit. Functional: nothing here is t
 from __future__ import annotations
 
 import json
+import os
 import resource
 import socket
 import subprocess
@@ -31,7 +32,12 @@ def churn_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     pure-Python one (churn.py) that runs where the extension was not built."""
     if request.param == "Python":
         monkeypatch.setenv(PATH_ENV, "python")
-    assert churn_native.churn_path() == request.param  # the install builds the C path (gcc, Python headers)
+    elif churn_native.churn_path() != "C":
+        # Optional (built by the install where gcc and the Python headers are); CI asks for it.
+        if os.environ.get("TOOLBENCH_REQUIRE_C_PATH"):
+            pytest.fail("the engine's C path (toolbench.engine._churn) is not built, and TOOLBENCH_REQUIRE_C_PATH is set")
+        pytest.skip("the engine's C path (toolbench.engine._churn) is not built here")
+    assert churn_native.churn_path() == request.param
     return str(request.param)
 
 

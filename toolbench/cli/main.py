@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
 import toolbench
-from toolbench.cli import signals
+from toolbench.cli import extras, signals
 from toolbench.cli.outputs import json_quiet
+from toolbench.cli.scenarios_cmd import scenario_arg
 from toolbench.errors import Interrupted, Notice, ScenarioError, ToolbenchError, UsageError
 
 # Exit codes (README, "Exit codes"): 0 done; 1 an error, said in one line (and a criterion
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
     p = command("run", "run a scenario and render its report")
-    p.add_argument("scenario", type=Path)
+    p.add_argument("scenario", type=scenario_arg, help="a scenario file, or a bundled scenario's name (toolbench scenarios)")
     p.add_argument("--reports-dir", type=Path, default=Path("reports"), metavar="DIR",
                    help="where run folders land (default: reports/)")
     # Before -o meant "an output file" everywhere, it meant this folder here: still taken, with a note.
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.run)
 
     p = command("validate", "check a scenario and show its plan")
-    p.add_argument("scenario", type=Path)
+    p.add_argument("scenario", type=scenario_arg, help="a scenario file, or a bundled scenario's name (toolbench scenarios)")
     p.add_argument("--profile", metavar="NAME", help="apply one of the scenario's `profiles:`")
     json_quiet(p, "the plan, or every error, as JSON on stdout", "say nothing when the scenario is valid")
     p.set_defaults(func=commands.validate)
@@ -101,18 +102,11 @@ def _version() -> str:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    from toolbench.cli import check_cmd, completion, export_cmd, install_cmd, prereq_cmd, setup_cmd
+    from toolbench.cli import check_cmd, completion, export_cmd, install_cmd, prereq_cmd, scenarios_cmd, setup_cmd
+    from toolbench.engine import command as engine_cmd
 
-    found = [prereq_cmd.add_parser, setup_cmd.add_parser, check_cmd.add_parser, export_cmd.add_parser,
-             install_cmd.add_parser,
-             completion.add_parser]
-    try:
-        from toolbench.engine.command import add_parser
-    except ImportError:
-        pass
-    else:
-        found.append(add_parser)
-    return found
+    return [prereq_cmd.add_parser, setup_cmd.add_parser, check_cmd.add_parser, export_cmd.add_parser,
+            install_cmd.add_parser, scenarios_cmd.add_parser, completion.add_parser, engine_cmd.add_parser]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,7 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _call(args: argparse.Namespace) -> int:
     try:
-        return int(args.func(args) or 0)
+        try:
+            return int(args.func(args) or 0)
+        except ModuleNotFoundError as exc:
+            extra = extras.missing_extra(exc, args.command)
+            if extra is None:
+                raise
+            raise extra from None
     except BrokenPipeError:
         # The reader went away (`toolbench parse ... | head`): nothing is left to say, and
         # Python's own flush at exit must not fail on the closed pipe either.

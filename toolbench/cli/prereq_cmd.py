@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from toolbench.cli.scenarios_cmd import scenario_arg
 
 EXIT_UNMET = 1
 
@@ -14,7 +15,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=("check", "apply"),
                    help="check: show found / wanted / ok; apply: set what is unmet (root or sudo)")
-    p.add_argument("scenario", type=Path)
+    p.add_argument("scenario", type=scenario_arg, help="a scenario file, or a bundled scenario's name (toolbench scenarios)")
     p.set_defaults(func=run)
 
 

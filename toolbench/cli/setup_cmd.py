@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from toolbench.cli.scenarios_cmd import scenario_arg
+
 EXIT_UNMET = 1
 EXAMPLES = """examples:
   toolbench setup lab.yaml
@@ -18,7 +20,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
                     "toolbench into a venv; a copy of JMeter), applies its prerequisites with root or sudo, and "
                     "records each change with the command that undoes it. A second run changes nothing.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", type=Path)
+    p.add_argument("scenario", type=scenario_arg, help="a scenario file, or a bundled scenario's name (toolbench scenarios)")
     p.add_argument("--root", metavar="DIR", help="toolbench's folder on each host (default: $HOME/.toolbench there)")
     p.add_argument("--record-dir", type=Path, default=Path("reports/setup"), metavar="DIR",
                    help="where the record of the changes is kept here (default: reports/setup/)")

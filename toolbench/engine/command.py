@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import toolbench
-from toolbench.engine import coordinator
 from toolbench.engine.options import EngineError, EngineOptions, parse_duration, parse_header
-from toolbench.engine.result import run_result
 from toolbench.engine.summary import render
 from toolbench.errors import UsageError
 from toolbench.record.schema import Status
@@ -90,6 +88,11 @@ def options_from_args(args: argparse.Namespace) -> EngineOptions:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    # Here, not at the top: the parser exists without the [run] extra (uvloop, httptools),
+    # and running without it says which extra to install.
+    from toolbench.engine import coordinator
+    from toolbench.engine.result import run_result
+
     if args.locust_master is not None:
         from toolbench.engine import locust_worker
 

@@ -4,6 +4,7 @@ distribution text HdrHistogram writes (`.hgrm`), which its plotter and wrk2's re
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import math
 import os
@@ -13,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterator
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench.errors import ToolbenchError, UsageError
+from toolbench.errors import MissingExtra, ToolbenchError, UsageError
 from toolbench.export import rows
 from toolbench.record import histogram, store
 from toolbench.record.schema import RunResult
@@ -66,6 +67,8 @@ def write(frame: "pandas.DataFrame", fmt: str, output: Path | None, stdout: IO[s
         return
     with _atomic(output) as tmp:
         if fmt == "parquet":
+            if importlib.util.find_spec("pyarrow") is None:
+                raise MissingExtra("parquet", "pyarrow", "Parquet export")
             frame.to_parquet(tmp, engine="pyarrow", index=False)
         else:
             tmp.write_text(_text(frame, fmt), encoding="utf-8")
