@@ -71,8 +71,11 @@ def test_validate_says_which_profile_it_checked():
     assert "(profile quick): ok, 4 cells" in done.stdout
 
 
-QUICK_RUNS = [  # the study, its question as the report shows it, what the answer names
-    ("003-socket-servers.yaml", "Which serves more connections that each wait 0.5 s", ("thread per connection", "gevent")),
+# The study, its question as the report shows it, and the names its answer uses: which of them
+# leads is the machine's to say (on a busy one, a tie whose highest figure may be either), so the
+# test asks only that the answer names one of the study's own targets or tools.
+QUICK_RUNS = [
+    ("003-socket-servers.yaml", "Which serves more connections that each wait 0.5 s", ("thread", "gevent")),
     ("000-flask-tuning.yaml", "Which way of serving a Flask app answers the most", ("uwsgi", "flask-dev", "gunicorn")),
     ("001-tool-comparison.yaml", "Which load tool generates the most requests per second", ("ab", "locust")),
 ]

@@ -29,7 +29,7 @@ def gone(pid: int, within_s: float = 15.0) -> bool:
 def toolbench_stand_in(tmp_path: Path, body: str) -> tuple[subprocess.Popen, list[int]]:
     """A Python process that starts children as toolbench does, prints their pids, and waits."""
     script = tmp_path / "stand_in.py"
-    script.write_text("import subprocess, sys, time\nfrom pathlib import Path\nfrom toolbench import lifeline\n"
+    script.write_text("import subprocess, sys, time\nfrom pathlib import Path\nfrom toolbench.hosts import lifeline\n"
                       + body + "\nprint(' '.join(map(str, pids)), flush=True)\ntime.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()

@@ -91,7 +91,7 @@ def test_an_interrupted_cell_is_not_finished_and_its_later_run_replaces_it(run):
 
 def test_a_second_writer_is_refused_with_the_folder_and_who_holds_it(run):
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from toolbench import store\n"
+        "import sys, time; from pathlib import Path; from toolbench.record import store\n"
         f"lock = store.RunDir(Path({str(run.path)!r})).lock(); print('locked', flush=True); sys.stdin.read()")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

@@ -91,10 +91,10 @@ def test_a_cell_shorter_than_five_ramps_is_flagged_and_one_long_enough_is_not(tm
     assert registry.get("ab").ramp_s(found["ab"]) == 0.0
     assert ramp.short_of_ramp(9.9, 2.0) and not ramp.short_of_ramp(10.0, 2.0)
     assert not ramp.short_of_ramp(0.5, 0.0) and not ramp.short_of_ramp(None, 2.0)
-    said = ramp.plan_warnings(plan.expand(scenario.load(write(tmp_path, BASE))))
+    said = plan.ramp_warnings(plan.expand(scenario.load(write(tmp_path, BASE))))
     assert [line.split(":")[0] for line in said] == ["jmeter-c10-ka-rep1", "locust-2p-c10-ka-rep1"]
     assert "asks for 3s, under 5x jmeter's 2s ramp" in said[0] and "10s or longer" in said[0]
-    assert ramp.plan_warnings(plan.expand(scenario.load(write(tmp_path, BASE), "long"))) == []
+    assert plan.ramp_warnings(plan.expand(scenario.load(write(tmp_path, BASE), "long"))) == []
 
 
 def test_validate_shows_the_warmup_and_warns_of_short_cells(tmp_path):

@@ -39,8 +39,10 @@ class Watch(Protocol):
 # Makes the monitor of a generator's part: (its host, the part's folder there, its folder here).
 Watcher = Callable[[Host, "Path | PurePosixPath", Path], Watch]
 
-# How long a generator's part may take to end once the controller has ended (the tool tells it to).
-PART_GRACE_S = 15.0
+# How long a generator's part may take to end once the controller has ended (the tool tells it
+# to). A JMeter server's JVM took over 15 s to exit on a 2-core machine under other load; a part
+# that ends sooner costs nothing, and one that hangs is still killed and said.
+PART_GRACE_S = 60.0
 
 
 @dataclass(frozen=True)

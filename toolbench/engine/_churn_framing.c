@@ -167,6 +167,23 @@ static int chunk_line(Framing *f, const char *line, size_t n) {
     return 0;
 }
 
+/* llhttp judges a chunk line byte by byte: a part of one that no end can make valid (a space
+   after the size, data where the CRLF after a chunk belongs) is malformed now, as it is there,
+   not once its end arrives. */
+static int partial_line_ok(const Framing *f) {
+    const char *line = f->buf;
+    size_t n = f->len, k = 0;
+    if (f->pstate == P_CHUNK_END) return n == 0 || (n == 1 && line[0] == '\r');
+    if (f->pstate != P_CHUNK_SIZE) return 1;
+    for (; k < n && k < 15; k++) {
+        char ch = line[k];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) break;
+    }
+    if (k == n) return 1;
+    if (k == 0) return 0;
+    return line[k] == ';' || (line[k] == '\r' && k + 1 == n);
+}
+
 int framing_feed(Framing *f, int head_request, const char *p, size_t n) {
     while (n) {
         switch (f->pstate) {
@@ -220,7 +237,7 @@ int framing_feed(Framing *f, int head_request, const char *p, size_t n) {
             if (keep(f, p, take) < 0) return -1;
             p += take;
             n -= take;
-            if (eol == NULL) return 0;
+            if (eol == NULL) return partial_line_ok(f) ? 0 : -1;
             int rc = chunk_line(f, f->buf, f->len - 1);
             f->len = 0;
             if (rc) return rc;

@@ -75,12 +75,3 @@ def _refusal(ready: ReadySpec, target: str, host: str, port: int, timeout_s: flo
         return None
     status = http_get(target, timeout_s)
     return None if ready.status is None or status == ready.status else f"HTTP {status}, not {ready.status}"
-
-
-def wait_ready(url: str, timeout_s: float, proc: subprocess.Popen[bytes] | None, label: str,
-               log: Path | None = None) -> None:
-    """Until `url` answers any HTTP status (the check the runner has always made)."""
-    parts = urllib.parse.urlsplit(url)
-    base = f"{parts.scheme}://{parts.netloc}"
-    wait_until_ready(ReadySpec(path=url[len(base):] or "/", timeout_s=timeout_s), base, label,
-                     [(proc, log)] if proc is not None else [])
