@@ -63,7 +63,9 @@ class EngineAdapter(Adapter):
     def recognizes(self, path: Path, text: str) -> bool:
         if text.lstrip().startswith("{"):
             return re.search(r'"tool":\s*"engine"', text) is not None
-        return re.search(r"^\s+\d+ workers? and \d+ connections, keep-alive (on|off)", text, re.MULTILINE) is not None
+        # [^\S\n], not \s: from each of thousands of blank lines, \s+ would run over all those after it.
+        return re.search(r"^[^\S\n]+\d+ workers? and \d+ connections, keep-alive (on|off)", text,
+                         re.MULTILINE) is not None
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)

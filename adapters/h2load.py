@@ -32,12 +32,15 @@ if TYPE_CHECKING:
 
 BODY_FILE = "body"
 _VERSION = re.compile(r"h2load nghttp2/(\S+)")
-_FINISHED = re.compile(r"^finished in (\S+), (\S+) req/s, (\S+)/s\s*$", re.MULTILINE)
+# [^\S\n] is white space within a line: `\s` runs on across line ends, and from each of thousands
+# of blank lines over all those after it (quadratic). No match here spans two lines.
+_FINISHED = re.compile(r"^finished in (\S+), (\S+) req/s, (\S+)/s[^\S\n]*$", re.MULTILINE)
 _REQUESTS = re.compile(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
-                       r"(\d+) errored, (\d+) timeout\s*$", re.MULTILINE)
-_CODES = re.compile(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx\s*$", re.MULTILINE)
+                       r"(\d+) errored, (\d+) timeout[^\S\n]*$", re.MULTILINE)
+_CODES = re.compile(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx[^\S\n]*$", re.MULTILINE)
 _TRAFFIC = re.compile(r"^traffic: \S+ \((\d+)\) total,", re.MULTILINE)
-_TIMES = re.compile(r"^time for (request|connect):\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+\S+%\s*$", re.MULTILINE)
+_TIMES = re.compile(r"^time for (request|connect):[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S\n]+(\S+)"
+                    r"[^\S\n]+\S+%[^\S\n]*$", re.MULTILINE)
 _CLIENTS = re.compile(r"^spawning thread #\d+: (\d+) total client\(s\)", re.MULTILINE)
 _PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
 # h2load's own counters to failure classes (toolbench.record.failures): it names no cause beyond these.

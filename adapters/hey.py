@@ -39,10 +39,12 @@ RESOLUTION_MS = 0.1  # four decimals of a second
 METHODS = ("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS")
 CSV_HEADER = "response-time,DNS+dialup,DNS,Request-write,Response-delay,Response-read,status-code,offset"
 _USAGE = re.compile(r"^Usage: hey \[options\.\.\.\] <url>", re.MULTILINE)
-_FIELD = re.compile(r"^\s+(Total|Slowest|Fastest|Average|Requests/sec|Total data):\s+(\S+)(?: secs| bytes)?\s*$",
-                    re.MULTILINE)
-_PCT = re.compile(r"^\s+(\d+)% in (\S+) secs\s*$", re.MULTILINE)
-_STATUS = re.compile(r"^\s+\[(\d+)\]\s+(\d+) responses\s*$", re.MULTILINE)
+# [^\S\n] is white space within a line: `\s` runs on across line ends, and from each of thousands
+# of blank lines over all those after it (quadratic). No match here spans two lines.
+_FIELD = re.compile(r"^[^\S\n]+(Total|Slowest|Fastest|Average|Requests/sec|Total data):[^\S\n]+(\S+)"
+                    r"(?: secs| bytes)?[^\S\n]*$", re.MULTILINE)
+_PCT = re.compile(r"^[^\S\n]+(\d+)% in (\S+) secs[^\S\n]*$", re.MULTILINE)
+_STATUS = re.compile(r"^[^\S\n]+\[(\d+)\][^\S\n]+(\d+) responses[^\S\n]*$", re.MULTILINE)
 _ERROR = re.compile(r"^\s+\[(\d+)\]\s+(\S.*)$")
 _PCT_NAMES = {50: "p50_ms", 75: "p75_ms", 90: "p90_ms", 95: "p95_ms", 99: "p99_ms"}
 # Go's error texts to failure classes (toolbench.record.failures), first match wins.

@@ -39,7 +39,8 @@ _MSECS = re.compile(rf"^msecs/(connect|first-response): {_NUM} mean, {_NUM} max,
 _TALLY = re.compile(r"^(\d+) (timeouts|bad byte counts|bad checksums)$")
 _CODE = re.compile(r"^\s+code (\d{3}) -- (\d+)$")
 _URL_ERROR = re.compile(r"^([a-z]+://\S+?): (.+)$")
-_USAGE = re.compile(r"^usage:\s+\S*http_load\b", re.MULTILINE)
+# [^\S\n], not \s: from each of thousands of blank lines, \s would run over all those after it.
+_USAGE = re.compile(r"^usage:[^\S\n]+\S*http_load\b", re.MULTILINE)
 # A per-URL error message (strerror text or http_load's own) to a failure class (toolbench.record.failures).
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timed out",)),

@@ -35,15 +35,20 @@ if TYPE_CHECKING:
 
 RESOLUTION_MS = 0.1
 _VERSION = re.compile(r"httperf-(\d[\w.]*)")
-_TOTAL = re.compile(r"^Total: connections (\d+) requests (\d+) replies (\d+) test-duration (\S+) s\s*$", re.MULTILINE)
-_CONN_TIME = re.compile(r"^Connection time \[ms\]: min (\S+) avg (\S+) max (\S+) median (\S+) stddev (\S+)\s*$",
+# [^\S\n] is white space within a line: `\s` runs on across line ends, and from each of thousands
+# of blank lines over all those after it (quadratic). No match here spans two lines.
+_TOTAL = re.compile(r"^Total: connections (\d+) requests (\d+) replies (\d+) test-duration (\S+) s[^\S\n]*$",
+                    re.MULTILINE)
+_CONN_TIME = re.compile(r"^Connection time \[ms\]: min (\S+) avg (\S+) max (\S+) median (\S+) stddev (\S+)[^\S\n]*$",
                         re.MULTILINE)
-_CONNECT = re.compile(r"^Connection time \[ms\]: connect (\S+)\s*$", re.MULTILINE)
+_CONNECT = re.compile(r"^Connection time \[ms\]: connect (\S+)[^\S\n]*$", re.MULTILINE)
 _REQ_RATE = re.compile(r"^Request rate: (\S+) req/s", re.MULTILINE)
-_REPLY_TIME = re.compile(r"^Reply time \[ms\]: response (\S+) transfer (\S+)\s*$", re.MULTILINE)
-_STATUS = re.compile(r"^Reply status: 1xx=(\d+) 2xx=(\d+) 3xx=(\d+) 4xx=(\d+) 5xx=(\d+)\s*$", re.MULTILINE)
+_REPLY_TIME = re.compile(r"^Reply time \[ms\]: response (\S+) transfer (\S+)[^\S\n]*$", re.MULTILINE)
+_STATUS = re.compile(r"^Reply status: 1xx=(\d+) 2xx=(\d+) 3xx=(\d+) 4xx=(\d+) 5xx=(\d+)[^\S\n]*$", re.MULTILINE)
 _ERRORS = re.compile(r"^Errors: (.*)$", re.MULTILINE)
-_ERROR_PAIR = re.compile(r"([a-z][\w-]*) (\d+)")
+# A name begins after a space, never inside a word: tried from each letter of a long word, the
+# name would run to its end each time (quadratic).
+_ERROR_PAIR = re.compile(r"(?<![\w-])([a-z][\w-]*) (\d+)")
 # httperf's error counters to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("client-timo", "socket-timo")),

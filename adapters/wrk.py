@@ -36,14 +36,19 @@ if TYPE_CHECKING:
 SCRIPT = "wrk_done.lua"
 RESULT_FILE = "wrk.json"  # the name the script writes, in the working directory
 RESOLUTION_MS = 0.001  # wrk records whole microseconds
-_VERSION = re.compile(r"^wrk \S*?(\d+\.\d+[\w.+~-]*)", re.MULTILINE)  # "wrk debian/4.1.0-3+b2 [epoll]"
-_REQUESTS = re.compile(r"^\s*(\d+) requests in (\S+), (\S+) read\s*$", re.MULTILINE)
-_SOCKET = re.compile(r"^\s*Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)\s*$", re.MULTILINE)
-_NON2XX = re.compile(r"^\s*Non-2xx or 3xx responses: (\d+)\s*$", re.MULTILINE)
-_CONNECTIONS = re.compile(r"^\s*\d+ threads and (\d+) connections\s*$", re.MULTILINE)
-_RPS = re.compile(r"^Requests/sec:\s+(\S+)\s*$", re.MULTILINE)
-_LATENCY = re.compile(r"^\s*Latency\s+(\S+)\s+(\S+)\s+(\S+)\s+\S+\s*$", re.MULTILINE)
-_DISTRIBUTION = re.compile(r"^\s*(50|75|90|99)%\s+(\S+)\s*$", re.MULTILINE)
+# "wrk debian/4.1.0-3+b2 [epoll]"; the version starts where a run of digits does, so that a long
+# run is tried once, not from each of its digits.
+_VERSION = re.compile(r"^wrk \S*?(?<!\d)(\d+\.\d+[\w.+~-]*)", re.MULTILINE)
+# [^\S\n] is white space within a line: `\s` runs on across line ends, and from each of thousands
+# of blank lines over all those after it (quadratic). No match here spans two lines.
+_REQUESTS = re.compile(r"^[^\S\n]*(\d+) requests in (\S+), (\S+) read[^\S\n]*$", re.MULTILINE)
+_SOCKET = re.compile(r"^[^\S\n]*Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)[^\S\n]*$",
+                     re.MULTILINE)
+_NON2XX = re.compile(r"^[^\S\n]*Non-2xx or 3xx responses: (\d+)[^\S\n]*$", re.MULTILINE)
+_CONNECTIONS = re.compile(r"^[^\S\n]*\d+ threads and (\d+) connections[^\S\n]*$", re.MULTILINE)
+_RPS = re.compile(r"^Requests/sec:[^\S\n]+(\S+)[^\S\n]*$", re.MULTILINE)
+_LATENCY = re.compile(r"^[^\S\n]*Latency[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S\n]+\S+[^\S\n]*$", re.MULTILINE)
+_DISTRIBUTION = re.compile(r"^[^\S\n]*(50|75|90|99)%[^\S\n]+(\S+)[^\S\n]*$", re.MULTILINE)
 _PCT_NAMES = {"50": "p50_ms", "66": "p66_ms", "75": "p75_ms", "80": "p80_ms", "90": "p90_ms", "95": "p95_ms",
               "98": "p98_ms", "99": "p99_ms", "99.9": "p999_ms"}
 # wrk's error counters to failure classes (toolbench.record.failures); a write error is none of them.
@@ -55,7 +60,7 @@ FAILURE_TABLE: failures.Table = (
 _ERROR_KINDS = ("connect", "read", "write", "timeout")
 
 
-_SUMMARY_HEAD = re.compile(r"Running \S+ test @ [^\n]*\n\s+\d+ threads and \d+ connections")
+_SUMMARY_HEAD = re.compile(r"Running \S+ test @ [^\n]*\n[^\S\n]+\d+ threads and \d+ connections")
 
 
 class WrkAdapter(Adapter):

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 SOURCE, PARAMS, RESULTS, LOG = "ToolbenchSimulation.java", "gatling_params.json", "gatling-results", "simulation.log"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 MAX_USERS = 2 ** 31 - 1  # Gatling counts injected users in a Java int
-_VERSION = re.compile(r"^Gatling (\d+)\.(\d+)\.(\d+)\s*$", re.MULTILINE)
+_VERSION = re.compile(r"^Gatling (\d+)\.(\d+)\.(\d+)[^\S\n]*$", re.MULTILINE)  # within its line
 _HEAP = re.compile(r"^\d+[kmgKMG]$")
 HEAP = "512m"  # the default of tools.gatling.heap
 JIT_RAMP_S = 2.0  # as JMeter (jmeter.JIT_RAMP_S): a JVM runs its code interpreted until C1 compiles it

@@ -24,7 +24,9 @@ from toolbench.record.numbers import Numbers
 from toolbench.record.timings import SecondTally
 
 # A log of the text format begins with this record (after any ASSERTION records).
-RUN = re.compile(r"RUN\t[^\t\n]*\t[^\t\n]*\t\d{1,20}\t[^\t\n]*\t(\d+\.\d+[\w.-]*)\r?$")
+# The version is `\d+\.\d[\w.-]*`, the same as `\d+\.\d+[\w.-]*` without two repetitions that can
+# share its digits: a long version that fails at its end would be tried split at each of them.
+RUN = re.compile(r"RUN\t[^\t\n]*\t[^\t\n]*\t\d{1,20}\t[^\t\n]*\t(\d+\.\d[\w.-]*)\r?$")
 _HTTP = re.compile(r"\bbut actually (?:found )?(\d{3})\b")  # "status.find.lessThan(400), but actually 404 is not less than 400"
 # Netty's and Gatling's exception texts to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (

@@ -128,15 +128,17 @@ def _block_batches(data: bytes, cut: int, layout: Layout, line_base: int, agg: A
     if len(quoted) * SLOW_SHARE > len(ends):  # mostly quoted: one slow pass
         yield _slow(data, 0, cut, layout, line_base, agg)
         return
-    at = 0
+    at, line = 0, line_base  # the line before `at`: counted on from the last record, not from the block's start
     for rec in quoted.tolist():
         a, b = int(starts[rec]), int(ends[rec]) + 1
         if a > at:
-            yield _fast(data, at, a, layout, line_base + data.count(b"\n", 0, at), agg)
-        yield _slow(data, a, b, layout, line_base + data.count(b"\n", 0, a), agg)
+            yield _fast(data, at, a, layout, line, agg)
+            line += data.count(b"\n", at, a)
+        yield _slow(data, a, b, layout, line, agg)
+        line += data.count(b"\n", a, b)
         at = b
     if at < cut:
-        yield _fast(data, at, cut, layout, line_base + data.count(b"\n", 0, at), agg)
+        yield _fast(data, at, cut, layout, line, agg)
 
 
 def _top_level(labels: list[str], messages: list[str], agg: Aggregate) -> np.ndarray:

@@ -10,9 +10,11 @@ from toolbench.record.schema import Counts, Fidelity, Latency, Measurement, Omis
 # The summariser's line, on stdout or in jmeter.log (after `<date> INFO o.a.j.r.Summariser: `, 2.x:
 # `INFO  - jmeter.reporters.Summariser: `), under its name: `summary`, or the listener's own
 # (`Generate Summary Results`). 3.0 and later give the time as h:mm:ss, 2.x in seconds (`in 217s`).
-SUMMARY = re.compile(r"^(?:\S.*?Summariser: )?(summary|[A-Za-z][\w ]{0,80}?) ([+=])\s+(\d+) in "
-                     r"(?:(\d+):(\d\d):(\d\d)|\s*(\d+(?:\.\d+)?)s) =\s+([\d.]+)/s Avg:\s+(\d+) Min:\s+(\d+) "
-                     r"Max:\s+(\d+) Err:\s+(\d+) \(([\d.]+)%\)", re.MULTILINE)
+# [^\S\n] is white space within the line: `\s` would run on across line ends, from each line
+# over all the blank ones after it.
+SUMMARY = re.compile(r"^(?:\S.*?Summariser: )?(summary|[A-Za-z][\w ]{0,80}?) ([+=])[^\S\n]+(\d+) in "
+                     r"(?:(\d+):(\d\d):(\d\d)|[^\S\n]*(\d+(?:\.\d+)?)s) =[^\S\n]+([\d.]+)/s Avg:[^\S\n]+(\d+) "
+                     r"Min:[^\S\n]+(\d+) Max:[^\S\n]+(\d+) Err:[^\S\n]+(\d+) \(([\d.]+)%\)", re.MULTILINE)
 
 
 def summary_of(stdout: str, source: str | None) -> dict[str, float] | None:

@@ -17,12 +17,20 @@ from toolbench.record.numbers import Numbers
 from toolbench.record.schema import PERCENTILES, Failures, Percentiles, SecondSample
 
 _VERSION = re.compile(r"\blocust (\d+\.\d+[\w.\-]*)")
+# Every pattern is matched within one line: [^\S\n] is white space that does not run on across
+# line ends (from each of thousands of blank lines, `\s` would run over all those after it), and
+# no two repetitions next to each other can take the same characters, so that a line that almost
+# matches is given up at once, not after trying every way of sharing it out (quadratic).
 # The Aggregated row of the console's stats table: reqs, fails, then Avg, Min, Max, Med (whole ms).
-_CONSOLE_ROW = re.compile(r"^\s+Aggregated\s+(\d+)\s+(\d+)\([\d.]+%\)\s+\|\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|", re.MULTILINE)
-_AGGREGATED = re.compile(r"^\s+Aggregated\s+(\d+)\s+(\d+)\([\d.]+%\)\s+\|\s+[\d\s]+\|\s+([\d.]+)\s+([\d.]+)\s*$")
+_CONSOLE_ROW = re.compile(r"^[^\S\n]+Aggregated[^\S\n]+(\d+)[^\S\n]+(\d+)\([\d.]+%\)[^\S\n]+\|[^\S\n]+"
+                          r"(\d+)[^\S\n]+(\d+)[^\S\n]+(\d+)[^\S\n]+(\d+)[^\S\n]+\|", re.MULTILINE)
+# The same row at the end of the run: what lies between the bars is digits and spaces.
+_AGGREGATED = re.compile(r"^\s+Aggregated\s+(\d+)\s+(\d+)\([\d.]+%\)\s+\|\s[\d\s]+\|\s+([\d.]+)\s+([\d.]+)\s*$")
 _PCT_HEADER = re.compile(r"^Type\s+Name\s+((?:[\d.]+%\s+)+)# reqs\s*$")
 _PCT_ROW = re.compile(r"^\s+Aggregated((?:\s+(?:\d+|N/A))+)\s*$")
-_ERROR_ROW = re.compile(r"^\s*(\d+)\s{2,}(\S.*?)\s*$")
+# Occurrences, two spaces or more, the error's text: its trailing spaces are stripped after the
+# match, as a lazy `(\S.*?)\s*$` tries the rest of the line from each character (quadratic).
+_ERROR_ROW = re.compile(r"^\s*(\d+)\s{2,}(\S.*)$")
 # HttpUser: "HTTPError('404 Client Error: ...')"; FastHttpUser: "LocustBadStatusCode(code=404)".
 _STATUS = re.compile(r"\b([1-5]\d\d) (?:Client|Server) Error\b|\bcode=([1-5]\d\d)\b")
 # Error texts (exception reprs) to failure classes (toolbench.record.failures), first match wins.
@@ -95,7 +103,7 @@ def recognizes(text: str) -> bool:
         return True
     if text.lstrip().startswith("[") and '"num_requests"' in text:
         return True
-    return "Aggregated" in text and re.search(r"^\s*Type\s+Name\s+", text, re.MULTILINE) is not None
+    return "Aggregated" in text and re.search(r"^[^\S\n]*Type[^\S\n]+Name[^\S\n]", text, re.MULTILINE) is not None
 
 
 def read_json(text: str, source: str | None) -> list[Entry] | None:
@@ -104,10 +112,14 @@ def read_json(text: str, source: str | None) -> list[Entry] | None:
     num = Numbers("locust", source)
     decoder = num.decoder()
     docs: list[Any] = []
-    for match in re.finditer(r"^\[", text, re.MULTILINE):
+    # Each list begins a line with "[" and holds no other such line (Locust indents its own): each
+    # is decoded from its own stretch of the output, up to the next, so that a failed try costs
+    # that stretch, not all the output before it (a JSON error counts the lines up to its place).
+    starts = [match.start() for match in re.finditer(r"^\[", text, re.MULTILINE)]
+    for start, end in zip(starts, [*starts[1:], len(text)]):
         try:
-            doc, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+            doc, _ = decoder.raw_decode(text[start:end])
+        except (json.JSONDecodeError, RecursionError):  # not JSON, or lists nested past Python's stack
             continue
         if isinstance(doc, list):
             docs.append(doc)
@@ -247,7 +259,8 @@ def read_summary(stderr: str, source: str | None = None) -> Summary | None:
         elif line.startswith("Error report"):
             in_errors = True
         elif in_errors and (m := _ERROR_ROW.match(line)):
-            errors[m.group(2)] = errors.get(m.group(2), 0) + num.integer(m.group(1), "error report occurrences")
+            text = m.group(2).rstrip()
+            errors[text] = errors.get(text, 0) + num.integer(m.group(1), "error report occurrences")
         elif in_errors and not line.strip():
             in_errors = False
     if rps is None and not pcts and not errors:

@@ -17,8 +17,9 @@ import yaml
 from toolbench.cli import examples
 from toolbench.cli.commands import cell_summary, print_json
 from toolbench.cli.outputs import json_quiet, output_file
+from toolbench.cli.terminal import safe
 from toolbench.export import junit
-from toolbench.record import store
+from toolbench.record import store, yamltext
 from toolbench.record.manifest import RunStatus
 from toolbench.record.schema import RunResult, Status
 from toolbench.scenario import criteria
@@ -118,7 +119,7 @@ def check(args: argparse.Namespace) -> int:
         _print_verdicts(run.path, code, results, evaluations, missing=cells.missing)
     elif not args.quiet:
         for line in summary_lines(cells, evaluations, code):
-            print(line)
+            print(safe(line))  # a cell's error and a criterion's detail quote the stored run
     return code
 
 
@@ -126,7 +127,7 @@ def _declared(text: str | None) -> dict[str, list[str]]:
     """The tools and targets a stored scenario names, read loosely: a run stopped early may
     have no result of some, and its criteria may still name them."""
     try:
-        top = yaml.safe_load(text) if text else None
+        top = yamltext.load(text) if text else None  # bounded: the stored text may come from anyone
     except yaml.YAMLError:
         return {}
     if not isinstance(top, dict):
@@ -160,13 +161,13 @@ def finish_run(args: argparse.Namespace, scenario_criteria: tuple[spec.Criterion
         _print_verdicts(run.path, code, results, evaluations, report=str(report))
         return code
     if args.quiet:
-        print(report, flush=True)
+        print(safe(report), flush=True)
         return code
     headline = data.verdicts[0].headline if data.verdicts else ""
     # An interrupted run exits 128 + the signal's number, which the CLI says on its own.
     lines = summary_lines(cells, evaluations, None if interrupted else code)
-    print("\n".join(([f"verdict: {headline}"] if headline else []) + lines))
-    print(report, flush=True)
+    print(safe("\n".join(([f"verdict: {headline}"] if headline else []) + lines)))
+    print(safe(report), flush=True)
     return code
 
 

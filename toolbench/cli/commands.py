@@ -4,12 +4,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import io
 import json
 import sys
 import warnings
 from pathlib import Path
 
 from toolbench.cli.outputs import output_file
+from toolbench.cli.terminal import cell, safe
 from toolbench.contract import registry
 from toolbench.contract.adapter import Adapter, Found, RawOutput, raw_from_files
 from toolbench.contract.checked import parse_checked
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
                                      go_on=args.go_on, known_hosts=args.known_hosts,
                                      trust_new_key=args.trust_new_host_key, fail_fast=args.fail_fast)
         except runner.StoppedEarly as exc:
-            print(f"toolbench: {exc}", file=sys.stderr)
+            print(safe(f"toolbench: {exc}"), file=sys.stderr)
             return finish_run(args, loaded.criteria, exc.run_dir, planned)
         except Interrupted as exc:
             # What was measured before the stop is on disk: render it, then say how the run ended.
@@ -105,11 +107,11 @@ def validate(args: argparse.Namespace) -> int:
     for planned in cells:
         warm = f" after a {planned.cell.warmup_s:g}s warm-up" if planned.cell.warmup_s else ""
         state = f"run{warm}" if planned.support.ok else f"unsupported: {planned.support.reason}"
-        print(f"  {planned.cell.id:<32} {state}")
+        print(safe(f"  {planned.cell.id:<32} {state}"))
     for said in plan.ramp_warnings(cells):
         warnings.warn(Notice(said), stacklevel=1)
     profile = f" (profile {loaded.profile})" if loaded.profile else ""
-    print(f"{args.scenario}{profile}: ok, {len(cells)} cells, {len(unsupported)} unsupported")
+    print(safe(f"{args.scenario}{profile}: ok, {len(cells)} cells, {len(unsupported)} unsupported"))
     return 0
 
 
@@ -132,7 +134,9 @@ def parse(args: argparse.Namespace) -> int:
         from toolbench.export import formats as export
         from toolbench.export import rows
 
-        export.write(rows.frame([rows.flatten(r) for r in results]), "csv", None, sys.stdout)
+        text = io.StringIO()
+        export.write(rows.frame([rows.flatten(r) for r in results]), "csv", None, text)
+        sys.stdout.write(safe(text.getvalue()))
     else:
         _print_results_table(results)
     return 0
@@ -190,13 +194,13 @@ def tools(args: argparse.Namespace) -> int:
     for tool in listed if not args.json else ():
         if args.quiet:
             if tool["found"]:
-                print(tool["tool"])
+                print(safe(tool["tool"]))
             continue
         if tool["found"]:
             shown = f"{tool['version']}  {tool['path']}"
         else:
             shown = f"- ({tool['reason']})" + (f"; install: {tool['install']}" if tool["install"] else "")
-        print(f"{tool['tool']:<12} {shown}")
+        print(safe(f"{tool['tool']:<12} {shown}"))
     return 0
 
 
@@ -213,7 +217,7 @@ def report(args: argparse.Namespace) -> int:
 
     if len(args.runs) > 1 and args.output is None:
         raise UsageError("several runs render into one file: give it with -o")
-    print(render.render_runs(args.runs, output_file(args.output) if args.output else None))
+    print(safe(render.render_runs(args.runs, output_file(args.output) if args.output else None)))
     return 0
 
 
@@ -229,8 +233,8 @@ def publish(args: argparse.Namespace) -> int:
     published = site.publish(args.runs_dir, args.site, with_raw=args.with_raw, redact=args.redact,
                              compare=[tuple(pair) for pair in args.compare])
     for problem in published.problems:
-        print(f"toolbench: warning: not rendered: {problem}", file=sys.stderr)
-    print(published.index)
+        print(safe(f"toolbench: warning: not rendered: {problem}"), file=sys.stderr)
+    print(safe(published.index))
     return 1 if published.problems else 0
 
 
@@ -245,9 +249,10 @@ def _print_results_table(results: list[RunResult]) -> None:
     table = Table(show_edge=False, header_style="bold")
     for column in ("cell", "status", "requests", "failed", "ok req/s", "mean ms", "p99 ms"):
         table.add_column(column, justify="left" if column in ("cell", "status") else "right")
-    for r in results:
-        table.add_row(r.identity.cell_id, r.outcome.status.value, number(r.measurement.counts.requests_total),
-                      number(r.measurement.counts.requests_failed), number(throughput(r)),
+    for r in results:  # the cell's name may be a file's name or a stored run's: taken as text, made safe
+        table.add_row(cell(r.identity.cell_id), cell(r.outcome.status.value),
+                      number(r.measurement.counts.requests_total), number(r.measurement.counts.requests_failed),
+                      number(throughput(r)),
                       number(r.measurement.latency.mean_ms, r.measurement.latency.resolution_ms),
                       number(r.measurement.latency.percentiles.p99_ms, r.measurement.latency.resolution_ms))
     Console(file=sys.stdout, color_system=None if no_color() else "auto").print(table)

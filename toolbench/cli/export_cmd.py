@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from toolbench.cli.terminal import safe
+
 EPILOG = """examples:
   toolbench export reports/quickstart-20261130T011015Z -o results.csv
   toolbench export reports -o all.parquet                   # every run in the folder
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hgrm is not None:
         output_folder(args.hgrm, "--hgrm")
         for written in export.write_hgrm(args.runs, args.hgrm):
-            print(f"{written.path}  ({written.requests} requests)", file=sys.stderr)
+            print(safe(f"{written.path}  ({written.requests} requests)"), file=sys.stderr)
         if args.output is None and args.format is None:
             return 0
     output = output_file(args.output) if args.output is not None else None
@@ -45,5 +47,5 @@ def run(args: argparse.Namespace) -> int:
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     export.write(export.table(args.runs, columns, fmt), fmt, output, sys.stdout)
     if output is not None:
-        print(output, file=sys.stderr)
+        print(safe(output), file=sys.stderr)
     return 0

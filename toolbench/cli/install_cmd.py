@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from toolbench.cli.terminal import safe
 from toolbench.contract.recipe import PURPOSES
 
 EPILOG = """examples:
@@ -32,11 +33,11 @@ def run(args: argparse.Namespace) -> int:
     from toolbench.install import tools as install
 
     def say(line: str) -> None:
-        print(f"install: {line}", file=sys.stderr, flush=True)
+        print(safe(f"install: {line}"), file=sys.stderr, flush=True)  # a package manager's words
 
     done = install.install(install.choose(args.tools, args.all, args.purpose), say)
     for d in done:
-        print(f"{d.name:<12} {'installed' if d.changed else 'in place '}  {d.what}")
+        print(safe(f"{d.name:<12} {'installed' if d.changed else 'in place '}  {d.what}"))
     if not any(d.changed for d in done):
         print("nothing to do: everything asked for is installed")
     return 0

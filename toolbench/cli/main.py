@@ -13,6 +13,7 @@ import toolbench
 from toolbench.cli import extras, signals
 from toolbench.cli.outputs import json_quiet
 from toolbench.cli.scenarios_cmd import scenario_arg
+from toolbench.cli.terminal import safe
 from toolbench.errors import Interrupted, Notice, ScenarioError, ToolbenchError, UsageError
 
 # Exit codes (README, "Exit codes"): 0 done; 1 an error, said in one line (and a criterion
@@ -153,7 +154,7 @@ def _call(args: argparse.Namespace) -> int:
 
 def _say(line: str) -> None:
     with contextlib.suppress(OSError):  # a terminal gone with SIGHUP takes no last word
-        print(line, file=sys.stderr, flush=True)
+        print(safe(line), file=sys.stderr, flush=True)  # an error may quote a tool's output
 
 
 def _show_notice(message: Warning | str, category: type[Warning], filename: str, lineno: int,

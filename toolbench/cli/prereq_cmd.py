@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from toolbench.cli.scenarios_cmd import scenario_arg
+from toolbench.cli.terminal import safe
 
 EXIT_UNMET = 1
 
@@ -32,9 +33,9 @@ def run(args: argparse.Namespace) -> int:
         return _apply(prereq.apply(host, loaded.prerequisites))
     findings = prereq.check(host, loaded.prerequisites, max(loaded.matrix.concurrency))
     if not findings:
-        print(f"{args.scenario}: asks for no prerequisites")
+        print(safe(f"{args.scenario}: asks for no prerequisites"))
     for finding in findings:
-        print(f"{finding.host}: {prereq.describe(finding)}")
+        print(safe(f"{finding.host}: {prereq.describe(finding)}"))  # what the host answered
     unmet = prereq.blocking(findings)
     if unmet:
         print(f"{len(unmet)} required prerequisite(s) unmet: `toolbench prereq apply {args.scenario}` "
@@ -48,11 +49,11 @@ def _apply(applied: "object") -> int:
 
     assert isinstance(applied, Applied)
     for change in applied.changes:
-        print(f"changed {change.key}: {change.before} -> {change.after}   (undo: {change.undo})")
+        print(safe(f"changed {change.key}: {change.before} -> {change.after}   (undo: {change.undo})"))
     for line in applied.unchanged:
-        print(f"unchanged: {line}")
+        print(safe(f"unchanged: {line}"))
     for line in applied.problems:
-        print(f"not applied: {line}")
+        print(safe(f"not applied: {line}"))
     if applied.changes:
         print("sysctl changes last until the next reboot; nothing was written to /etc/sysctl.d")
     return EXIT_UNMET if applied.problems else 0

@@ -7,6 +7,7 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from toolbench.cli.terminal import safe
 from toolbench.contract.cell import Cell
 from toolbench.record.schema import RunResult, Status
 
@@ -40,12 +41,12 @@ class ProgressObserver:
         self._progress.update(self._task, total=total, completed=skipped, description="starting target")
 
     def cell_started(self, index: int, cell: Cell) -> None:
-        self._progress.update(self._task, description=cell.id)
+        self._progress.update(self._task, description=safe(cell.id))
 
     def cell_finished(self, index: int, result: RunResult) -> None:
         self._progress.advance(self._task)
         if result.outcome.status not in (Status.OK, Status.UNSUPPORTED):
             line = f"{result.identity.cell_id}: {result.outcome.status.value}: {result.outcome.error}"
-            self._console.print(line, style="yellow", markup=False)
+            self._console.print(safe(line), style="yellow", markup=False)  # the error may quote the tool
         elif not self._enabled and not self._quiet:
-            self._console.print(f"{result.identity.cell_id}: {result.outcome.status.value}", markup=False)
+            self._console.print(safe(f"{result.identity.cell_id}: {result.outcome.status.value}"), markup=False)

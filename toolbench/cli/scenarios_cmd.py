@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+from toolbench.cli.terminal import safe
 from toolbench.scenario import bundled
 
 EPILOG = """examples:
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     width = max((len(b.name) for b in every), default=0)
     for b in every:
-        print(f"{b.name:<{width}}  {_gist(b.description)}".rstrip())
+        print(safe(f"{b.name:<{width}}  {_gist(b.description)}".rstrip()))
     return 0
 
 

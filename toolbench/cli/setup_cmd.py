@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from toolbench.cli.scenarios_cmd import scenario_arg
+from toolbench.cli.terminal import safe
 
 EXIT_UNMET = 1
 EXAMPLES = """examples:
@@ -41,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.scenario}: every host is local: nothing to set up over SSH (scripts/install.sh sets up this one)")
     for result in results:
         for line in setup.lines(result):
-            print(line)
+            print(safe(line))  # a remote host's words
     return EXIT_UNMET if any(result.done.lacks for result in results) else 0

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterator
@@ -29,6 +30,10 @@ MARKDOWN_COLUMNS = ("run", "identity.cell_id", "identity.tool", "identity.concur
                     "outcome.status", "counts.requests_total", "counts.requests_failed", "rates.rps_ok",
                     "latency.mean_ms", "latency.percentiles.p50_ms", "latency.percentiles.p99_ms", "latency.max_ms")
 ABSENT = "—"
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula
+# A number as a spreadsheet reads one (not Python's float(): `-inf` and `-1_0` are formulas there);
+# no two repetitions can share a digit, so a long cell is matched in one pass.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 HGRM_TICKS_PER_HALF_DISTANCE = histogram.TICKS_PER_HALF_DISTANCE
 HGRM_UNIT_US = 1000.0  # values are written in milliseconds; the histograms hold microseconds
 
@@ -76,11 +81,36 @@ def write(frame: "pandas.DataFrame", fmt: str, output: Path | None, stdout: IO[s
 
 def _text(frame: "pandas.DataFrame", fmt: str) -> str:
     if fmt == "csv":
-        return str(frame.to_csv(index=False, lineterminator="\n"))
+        return str(as_text_not_formulas(frame).to_csv(index=False, lineterminator="\n"))
     records = [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
     if fmt == "json":
         return json.dumps(records, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
     return markdown(list(frame.columns), records)
+
+
+def as_text_not_formulas(frame: "pandas.DataFrame") -> "pandas.DataFrame":
+    """The frame with each text cell a spreadsheet would take for a formula (one starting with =,
+    +, -, @, a tab or a carriage return: a label or an error text from a tool or a stored run may
+    be `=HYPERLINK(...)`) prefixed with `'`, so that it is read as the text it is (OWASP's advice
+    on CSV injection). Numbers stay numbers: a number column is left alone, and a text cell that
+    is a number (`-1.5`) is no formula. A carriage return in a text becomes a line feed: the csv
+    module leaves a field with one unquoted, and a spreadsheet ends the row there, so that what
+    follows it would start a row of its own (and could be a formula)."""
+    text = [c for c in frame.columns if frame[c].dtype == object or str(frame[c].dtype) == "string"]
+    if not text:
+        return frame
+    frame = frame.copy()
+    for column in text:
+        frame[column] = frame[column].map(_not_formula, na_action="ignore")
+    return frame
+
+
+def _not_formula(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if value.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(value):  # -1.5, +2e3: numbers
+        value = "'" + value
+    return value.replace("\r\n", "\n").replace("\r", "\n")  # a field with \n is quoted
 
 
 def _plain(value: Any) -> Any:
@@ -103,12 +133,16 @@ def markdown(columns: list[str], records: list[dict[str, Any]]) -> str:
 
 
 def _cell(value: Any) -> str:
+    """A value as a Markdown table cell that is text and only text: a label or an error may hold
+    HTML (`<img onerror=...>`, which a Markdown renderer passes through), an entity, a backtick
+    that opens code across cells, or a pipe or line break that ends the cell or the row early."""
     if value is None:
         return ABSENT
     if isinstance(value, float):
         value = f"{value:.6g}"
-    # A cell is one line; a pipe would end it early.
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    return text.replace("\r\n", "<br>").replace("\r", "<br>").replace("\n", "<br>")
 
 
 # ---- HDR histograms ----
