@@ -166,7 +166,9 @@ def stop_tree(pid: int) -> None:
     """Kills a process we started and every process it started (an sshd's sessions too)."""
     try:
         parent = psutil.Process(pid)
-        family = [*parent.children(recursive=True), parent]
+        # The parent first: an nginx master killed after its workers forks a new one in between,
+        # which then outlives the test (seen once at the end of a suite).
+        family = [parent, *parent.children(recursive=True)]
     except psutil.NoSuchProcess:
         return
     for proc in family:

@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
+from toolbench.errors import Notice, StoreError
 from toolbench.hosts import lifeline
 
 
@@ -101,3 +103,87 @@ def test_a_released_process_is_not_a_leftover(tmp_path):
     assert lifeline.stop_leftovers(ledger) == []
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]
     assert events == ["started", "started", "stopped", "stopped"]
+
+
+def dead_pid() -> int:
+    """A pid that ran a moment ago and runs no more (reaped)."""
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+def test_a_crafted_line_naming_a_dead_leader_never_kills_another_group(tmp_path):
+    # A run folder may come from anyone: its ledger names a pid that is gone and the group of a
+    # process toolbench never started. Nothing proves that group is the run's: it is left alone.
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        ledger = tmp_path / lifeline.LEDGER
+        dead = dead_pid()
+        ledger.write_text(json.dumps({"event": "started", "role": "target nginx", "pid": dead, "pgid": victim.pid,
+                                      "create_time": 0.0}) + "\n")
+        with pytest.warns(Notice, match=rf"^left alone: target nginx \(pid {victim.pid}\) in process group "
+                                        rf"{victim.pid}: the leader the run recorded \(pid {dead}\) is gone, so "
+                                        "nothing proves they are the run's"):
+            assert lifeline.stop_leftovers(ledger) == []
+        time.sleep(0.2)
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_a_group_whose_leader_is_a_zombie_is_still_the_runs(tmp_path):
+    # A leader that ended and is not reaped yet still holds its pid (no other process can have
+    # it): its group is the one the run started, and what is left of it is stopped.
+    leader = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; exec sleep 0.2"], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    worker, ended = None, False
+    try:
+        created = psutil.Process(leader.pid).create_time()
+        worker = int(leader.stdout.readline())
+        while psutil.Process(leader.pid).status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.05)
+        ledger = tmp_path / lifeline.LEDGER
+        ledger.write_text(json.dumps({"event": "started", "role": "target nginx", "pid": leader.pid,
+                                      "pgid": leader.pid, "create_time": created}) + "\n")
+        assert lifeline.stop_leftovers(ledger) == [f"target nginx (pid {worker})"]
+        ended = gone(worker)
+        assert ended
+    finally:
+        if worker is not None and not ended:
+            os.kill(worker, signal.SIGKILL)  # the test's own grandchild, by its pid
+        leader.kill()
+        leader.wait()
+
+
+def test_a_recorded_process_that_no_longer_leads_the_group_named_takes_only_itself(tmp_path):
+    # The leader is the process recorded (its create time), but the group the line names is not
+    # its own: the process is the run's, the group is not.
+    mine = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)  # started after it
+    try:
+        ledger = tmp_path / lifeline.LEDGER
+        ledger.write_text(json.dumps({"event": "started", "role": "tool ab", "pid": mine.pid, "pgid": victim.pid,
+                                      "create_time": psutil.Process(mine.pid).create_time()}) + "\n")
+        with pytest.warns(Notice, match=rf"^left alone: tool ab \(pid {victim.pid}\) in process group {victim.pid}: "
+                                        rf"the leader the run recorded \(pid {mine.pid}\) no longer leads"):
+            assert lifeline.stop_leftovers(ledger) == [f"tool ab (pid {mine.pid})"]
+        assert gone(mine.pid)
+        assert victim.poll() is None
+    finally:
+        for proc in (mine, victim):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_ledger_that_is_a_link_is_neither_read_nor_appended_to(tmp_path):
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("someone else's\n")
+    (tmp_path / "run").mkdir()
+    ledger = tmp_path / "run" / lifeline.LEDGER
+    ledger.symlink_to(outside)
+    with pytest.raises(StoreError, match=rf"^{ledger}: is a symbolic link"):
+        lifeline.Lifeline(ledger)
+    with pytest.raises(StoreError, match=rf"^{ledger}: is a symbolic link"):
+        lifeline.stop_leftovers(ledger)
+    assert outside.read_text() == "someone else's\n"

@@ -13,10 +13,11 @@ import enum
 import functools
 import types
 import typing
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from toolbench.errors import StoreError
+from toolbench.errors import Notice, StoreError
 from toolbench.record import store
 from toolbench.record.schema import METRICS, Artifact, Measurement, RunResult, SecondSample
 
@@ -162,7 +163,9 @@ def run_dirs(paths: Iterable[str | Path]) -> list[store.RunDir]:
             continue
         if not path.is_dir():
             raise StoreError(f"{path}: no such folder")
-        inside = sorted(p for p in path.iterdir() if p.is_dir() and (p / store.MANIFEST).is_file())
+        inside, skipped = store.runs_in(path)  # a run folder that is a link is left out, and said
+        for said in skipped:
+            warnings.warn(Notice(said), stacklevel=2)
         if not inside:
             raise StoreError(f"{path}: neither a run folder nor a folder of runs (no {store.MANIFEST})")
         found += [store.RunDir(p) for p in inside]
@@ -172,8 +175,21 @@ def run_dirs(paths: Iterable[str | Path]) -> list[store.RunDir]:
 
 
 def results(paths: Iterable[str | Path]) -> list[tuple[str, RunResult]]:
-    """Every result of the runs, each with its run folder's name."""
-    return [(run.path.name, r) for run in run_dirs(paths) for r in run.results()]
+    """Every result of the runs, each with its run folder's name. A run whose results do not
+    read is left out with a notice naming it and why, while others read: one bad run in a folder
+    of runs (from anyone) does not stop the rest."""
+    runs = run_dirs(paths)
+    found, bad = [], []
+    for run in runs:
+        try:
+            found += [(run.path.name, r) for r in run.results()]
+        except StoreError as exc:
+            bad.append(exc)
+    if bad and len(bad) == len(runs):
+        raise bad[0]
+    for exc in bad:
+        warnings.warn(Notice(f"left out: {exc}"), stacklevel=2)
+    return found
 
 
 def load(*paths: str | Path, series: bool = False, histograms: bool = False) -> "pandas.DataFrame":

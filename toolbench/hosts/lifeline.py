@@ -7,7 +7,9 @@ get no such signal, so a watchdog process is told of every group and kills what 
 of them when its pipe from toolbench closes, which the kernel does however toolbench ended.
 Each start is also written to the run folder (pid, process group, create time), so that
 `--resume` stops what a killed run left even when the watchdog was killed too; a process
-whose create time differs is another one that got a reused pid, and is never touched.
+whose create time differs is another one that got a reused pid, and is never touched. A run
+folder may come from anyone, so its ledger proves nothing by itself: a group is killed only
+while the leader it names is still there, is the process recorded, and still leads it.
 """
 from __future__ import annotations
 
@@ -21,10 +23,14 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import psutil
+
+from toolbench.errors import Notice
+from toolbench.record import runfiles
 
 LEDGER = "processes.jsonl"
 # The run's lifeline while a target starts: every server process launched meanwhile is adopted
@@ -88,7 +94,9 @@ class Lifeline:
 
     def __init__(self, ledger: Path) -> None:
         self.ledger = ledger
-        self._log = open(ledger, "a", encoding="utf-8")
+        # Appended to without following a link: the ledger of a resumed run is in a folder from anyone.
+        fd = runfiles.open_file(ledger.parent, ledger.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        self._log = os.fdopen(fd, "a", encoding="utf-8")
         try:
             self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG], cwd="/",
                                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -170,35 +178,43 @@ def current() -> "Lifeline | None":
 
 
 def stop_leftovers(ledger: Path) -> list[str]:
-    """Kills what a run that ended abruptly left running, as its ledger lists it: a process
-    only when its create time is the one recorded, and the other members of its group only
-    when they were created after it. Returns what was stopped, in words."""
+    """Kills what a run that ended abruptly left running, as its ledger lists it: a process only
+    when its create time is the one recorded, and the other members of its group only while it
+    still leads that group (those created after it). A group whose recorded leader is gone, or
+    is another process now, is left alone, and a notice says so: a crafted ledger line must not
+    make toolbench kill what it did not start. Returns what was stopped, in words."""
     unfinished = _unfinished(ledger)
     if not unfinished:
         return []
     groups = _processes_by_group()
     stopped: list[str] = []
     for entry in unfinished:
-        victims = _group_of(entry, groups)
+        victims, spared = _group_of(entry, groups)
         for proc in victims:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
         psutil.wait_procs(victims, timeout=5.0)
         if victims:
             stopped.append(f"{entry.get('role', 'a process')} (pid {', '.join(str(p.pid) for p in victims)})")
+        if spared:
+            warnings.warn(Notice(spared), stacklevel=2)
     return stopped
 
 
 def _unfinished(ledger: Path) -> list[dict[str, Any]]:
     live: dict[tuple[int, float], dict[str, Any]] = {}
-    if not ledger.exists():
+    if not os.path.lexists(ledger):
         return []
-    for line in ledger.read_text(encoding="utf-8", errors="replace").splitlines():
+    with runfiles.reader(ledger.parent, ledger.name) as fh:
+        text = fh.read().decode("utf-8", errors="replace")
+    for line in text.splitlines():
         try:
             entry = json.loads(line)
             key = (int(entry["pid"]), float(entry["create_time"]))
-        except (ValueError, KeyError, TypeError):
-            continue  # a line cut by the crash
+            if key[0] <= 0 or int(entry.get("pgid", key[0])) <= 0:
+                continue  # 0 and below name no one process (to kill(2), whole groups)
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
+            continue  # a line cut by the crash, or not a ledger line at all
         if entry.get("event") == "started":
             live[key] = entry
         else:
@@ -217,21 +233,50 @@ def _processes_by_group() -> dict[int, list[psutil.Process]]:
     return groups
 
 
-def _group_of(entry: dict[str, Any], groups: dict[int, list[psutil.Process]]) -> list[psutil.Process]:
+def _group_of(entry: dict[str, Any], groups: dict[int, list[psutil.Process]]) -> tuple[list[psutil.Process], str]:
+    """What of an entry's group is provably the run's (to kill), and what is left alone, said in
+    a line ("" when nothing is)."""
     pid, created = int(entry["pid"]), float(entry["create_time"])
+    pgid = int(entry.get("pgid", pid))
+    leader, why = _recorded(pid, created)
+    if leader is not None and pgid == pid and _group(pid) == pgid:
+        # The leader itself only if it still runs (a zombie is not in `groups`): its pid, held
+        # even so, cannot have been reused, so its group is still the one the run started.
+        found = []
+        for proc in groups.get(pgid, []):
+            with contextlib.suppress(psutil.Error):
+                if proc.pid == pid or proc.create_time() >= created - CREATE_TIME_SLACK_S:
+                    found.append(proc)
+        return found, ""
+    mine = [proc for proc in groups.get(_group(pid) or 0, []) if leader is not None and proc.pid == pid]
+    if leader is not None:
+        why = f"no longer leads process group {pgid}"
+    others = [p.pid for p in groups.get(pgid, []) if p.pid != pid]
+    if not others:
+        return mine, ""
+    role = entry.get("role", "a process")
+    return mine, (
+        f"left alone: {role} (pid {', '.join(map(str, others))}) in process group {pgid}: the leader the run "
+        f"recorded (pid {pid}) {why}, so nothing proves they are the run's; stop them yourself if they are")
+
+
+def _recorded(pid: int, created: float) -> tuple[psutil.Process | None, str]:
+    """The process `pid` when it is the one the ledger recorded (its create time), else why not."""
     try:
-        pgid = int(entry.get("pgid", pid))
-    except (TypeError, ValueError):
-        pgid = pid
-    found = []
-    for proc in groups.get(pgid, []):
-        with contextlib.suppress(psutil.Error):
-            began = proc.create_time()
-            if proc.pid == pid and abs(began - created) > CREATE_TIME_SLACK_S:
-                return []  # the pid was reused: that group is not ours
-            if proc.pid == pid or began >= created - CREATE_TIME_SLACK_S:
-                found.append(proc)
-    return found
+        proc = psutil.Process(pid)
+        began = proc.create_time()
+    except (psutil.Error, OSError, ValueError, OverflowError):
+        return None, "is gone"
+    if abs(began - created) > CREATE_TIME_SLACK_S:
+        return None, "is another process now (its pid was reused)"
+    return proc, ""
+
+
+def _group(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except (OSError, OverflowError):
+        return None
 
 
 def _create_time(pid: int) -> float:

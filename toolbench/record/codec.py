@@ -48,13 +48,20 @@ def decode(tp: Any, data: Any, path: str) -> Any:
         if unknown:
             raise SchemaError(f"{path}: unknown fields {sorted(unknown)}")
         kwargs = {k: decode(hints[k], v, f"{path}.{k}") for k, v in data.items()}
-        return tp(**kwargs)
+        try:
+            return tp(**kwargs)
+        except (TypeError, ValueError) as exc:  # a required field missing, a value its record refuses
+            raise SchemaError(f"{path}: {exc}") from None
     if origin is list:
+        if not isinstance(data, list):
+            raise SchemaError(f"{path}: expected a list, got {type(data).__name__}")
         (item,) = typing.get_args(tp)
         return [decode(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
     if origin is dict:
+        if not isinstance(data, Mapping):
+            raise SchemaError(f"{path}: expected an object, got {type(data).__name__}")
         key_t, val_t = typing.get_args(tp)
-        return {key_t(k): decode(val_t, v, f"{path}.{k}") for k, v in data.items()}
+        return {_key(key_t, k, path): decode(val_t, v, f"{path}.{k}") for k, v in data.items()}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
             return tp(data)
@@ -63,5 +70,18 @@ def decode(tp: Any, data: Any, path: str) -> Any:
     if tp is float and isinstance(data, int) and not isinstance(data, bool):
         return float(data)
     if isinstance(tp, type) and not isinstance(data, tp):
-        raise SchemaError(f"{path}: expected {tp.__name__}, got {data!r}")
+        raise SchemaError(f"{path}: expected {tp.__name__}, got {_shown(data)}")
     return data
+
+
+def _key(key_t: type, key: str, path: str) -> Any:
+    try:
+        return key_t(key)
+    except ValueError:
+        raise SchemaError(f"{path}: {key!r} is not a key of type {key_t.__name__}") from None
+
+
+def _shown(data: Any) -> str:
+    """A wrong value in a one-line message: a stored record's may be a megabyte of anything."""
+    shown = repr(data)
+    return shown if len(shown) <= 80 else f"{type(data).__name__} ({shown[:60]}…)"

@@ -78,11 +78,16 @@ def _manifest_2_to_3(old: dict[str, Any]) -> dict[str, Any]:
 
 
 def _description(text: object) -> str:
-    """The description a version-1 manifest kept only inside the scenario's text."""
+    """The description a version-1 manifest kept only inside the scenario's text, read bounded
+    (a text from anyone may hold an alias bomb: refused, as a record that does not read)."""
     import yaml
 
+    from toolbench.record import yamltext
+
     try:
-        loaded = yaml.safe_load(text) if isinstance(text, str) else None
+        loaded = yamltext.load(text) if isinstance(text, str) else None
+    except yamltext.Refused as exc:
+        raise SchemaError(f"scenario.text: {exc}") from None
     except yaml.YAMLError:
         return ""
     value = loaded.get("description") if isinstance(loaded, dict) else None
@@ -95,12 +100,16 @@ MANIFEST_STEPS: dict[int, Step] = {1: _manifest_1_to_2, 2: _manifest_2_to_3}
 
 def result(data: Mapping[str, Any]) -> dict[str, Any]:
     """A result record of any version toolbench has written, as the current version."""
+    if not isinstance(data, Mapping):
+        raise SchemaError(f"expected a JSON object, got {type(data).__name__}")
     return _upgrade(dict(data), data.get("schema_version"), RESULT_STEPS, "schema_version")
 
 
 def manifest(data: Mapping[str, Any]) -> dict[str, Any]:
     """A manifest of any version toolbench has written, as the current version. Version 1
     said its version under another key."""
+    if not isinstance(data, Mapping):
+        raise SchemaError(f"expected a JSON object, got {type(data).__name__}")
     version = data.get("manifest_version", data.get("toolbench_manifest"))
     return _upgrade(dict(data), version, MANIFEST_STEPS, "manifest_version")
 
@@ -108,9 +117,12 @@ def manifest(data: Mapping[str, Any]) -> dict[str, Any]:
 def _upgrade(data: dict[str, Any], version: object, steps: Mapping[int, Step], key: str) -> dict[str, Any]:
     current = max(steps) + 1
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= current:
-        raise SchemaError(f"{key} {version!r} is not one this toolbench reads (1 to {current}); "
+        raise SchemaError(f"{key} {repr(version)[:40]} is not one this toolbench reads (1 to {current}); "
                           "a newer toolbench wrote it?")
     while version < current:
-        data = steps[version](data)
+        try:
+            data = steps[version](data)
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a stored value of the wrong type
+            raise SchemaError(f"{key} {version}: does not read as one: {exc}") from None
         version += 1
     return data

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from toolbench.errors import Notice, SchemaError, StoreError
+from toolbench.record import runfiles
 from toolbench.record.manifest import Manifest, RunStatus
 from toolbench.record.schema import RunResult, Status
 
@@ -41,6 +42,21 @@ def contained(root: Path, *parts: str) -> Path:
     if real == real_root or not real.is_relative_to(real_root):
         raise StoreError(f"{'/'.join(parts)!r}: refusing a path outside {root}")
     return path
+
+
+def runs_in(folder: Path) -> tuple[list[Path], list[str]]:
+    """The run folders directly in `folder` (those with a manifest), by name, and what was left
+    out, in words: a run folder that is a link (in a folder of runs from anyone, it may lead
+    anywhere)."""
+    runs, skipped = [], []
+    for path in sorted(folder.iterdir()):
+        if not path.is_dir() or not (path / MANIFEST).is_file():
+            continue
+        if path.is_symlink():
+            skipped.append(f"{path}: a symbolic link to a run folder; left out (give the folder it leads to)")
+        else:
+            runs.append(path)
+    return runs, skipped
 
 
 def utc_now() -> str:
@@ -73,9 +89,22 @@ class RunDir:
         return cls(path)
 
     def cell_dir(self, cell_id: str) -> Path:
-        path = contained(self.path / RAW, cell_id)
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        contained(self.path / RAW, cell_id)  # a `..` or an absolute id is refused
+        return self.work_folder(RAW, *runfiles.parts_of(cell_id))
+
+    def work_folder(self, *parts: str) -> Path:
+        """self.path/parts, made when missing, for the tools and servers toolbench starts to write
+        into (again, on --resume): they write through whatever they find there, so no folder on
+        the way may be a link, nor anything already inside it (StoreError naming the first)."""
+        try:
+            with runfiles.folder(self.path, *parts, create=True):
+                pass
+        except OSError as exc:
+            raise StoreError(f"{self.path.joinpath(*parts)}: cannot create the folder: {exc.strerror}") from None
+        links = runfiles.links_below(self.path, *parts)
+        if links:
+            raise runfiles.link_refused(self.path / links[0])
+        return self.path.joinpath(*parts)
 
     def relative(self, path: Path) -> str:
         return os.path.relpath(path, self.path)
@@ -83,19 +112,13 @@ class RunDir:
     # manifest ----------------------------------------------------------------
     def write_manifest(self, manifest: Manifest) -> None:
         """Replaced whole or not at all: a full disk leaves the previous manifest in place."""
-        tmp = self.path / (MANIFEST + ".tmp")
-        try:
-            tmp.write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=True) + "\n")
-            tmp.replace(self.path / MANIFEST)
-        except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
+        text = json.dumps(manifest.to_dict(), indent=2, sort_keys=True) + "\n"
+        runfiles.replace(self.path, MANIFEST, text.encode("utf-8"))
 
     def manifest(self) -> Manifest:
         """The manifest of any version toolbench has written, as the current record."""
         try:
-            data = json.loads((self.path / MANIFEST).read_text())
+            data = json.loads(runfiles.read_text(self.path, MANIFEST))
         except (OSError, ValueError) as exc:
             raise StoreError(f"{self.path / MANIFEST}: unreadable: {exc}") from None
         if not isinstance(data, dict):
@@ -146,8 +169,8 @@ class RunDir:
         """Best effort: when the disk has not even this much left, there is nothing to hold."""
         path = self.path / RESERVE
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError:
+            fd = runfiles.open_file(self.path, RESERVE, os.O_WRONLY | os.O_CREAT, 0o600)
+        except (OSError, StoreError):  # a link planted there is never extended
             return
         try:
             os.posix_fallocate(fd, 0, RESERVE_BYTES)
@@ -166,7 +189,7 @@ class RunDir:
         """One line per cell, synced to disk, so a crash loses at most the cell in flight. A
         write that fails (a full disk) leaves the file as it was, never half a record."""
         data = (json.dumps(result.to_dict(), sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
-        fd = os.open(self.path / RESULTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = runfiles.open_file(self.path, RESULTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             end = os.fstat(fd).st_size
             try:
@@ -186,9 +209,9 @@ class RunDir:
         record) is moved to results.jsonl.torn; a complete last record without its newline
         gets one. Returns what was done, or None when the file was whole."""
         path = self.path / RESULTS
-        if not path.exists():
+        if not os.path.lexists(path):
             return None
-        with open(path, "r+b") as fh:
+        with os.fdopen(runfiles.open_file(self.path, RESULTS, os.O_RDWR), "r+b") as fh:
             size = fh.seek(0, os.SEEK_END)
             start = _last_line_start(fh, size)
             fh.seek(start)
@@ -200,7 +223,8 @@ class RunDir:
                 fh.flush()
                 os.fsync(fh.fileno())
                 return f"{path}: the last record had no final newline; one was added"
-            with open(self.path / TORN, "ab") as kept:
+            torn = runfiles.open_file(self.path, TORN, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            with os.fdopen(torn, "ab") as kept:
                 kept.write(tail if tail.endswith(b"\n") else tail + b"\n")
             fh.truncate(start)
             fh.flush()
@@ -218,10 +242,14 @@ class RunDir:
 
     def _iter_results(self) -> Iterator[RunResult]:
         path = self.path / RESULTS
-        if not path.exists():
+        if not os.path.lexists(path):
             return
         pending: tuple[int, bytes] | None = None
-        with open(path, "rb") as fh:
+        try:
+            fh = runfiles.reader(self.path, RESULTS)
+        except OSError as exc:
+            raise StoreError(f"{path}: unreadable: {exc.strerror}") from None
+        with fh:
             for number, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
@@ -254,7 +282,7 @@ class RunLock:
     @classmethod
     def acquire(cls, folder: Path) -> "RunLock":
         try:
-            fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = runfiles.open_file(folder, LOCK, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise StoreError(f"{folder}: cannot create its lock file: {exc.strerror}") from None
         try:

@@ -182,6 +182,9 @@ def _pyplot() -> Any:
         "font.size": 9,
         "axes.spines.top": False,
         "axes.spines.right": False,
+        # Labels come from stored runs (a tool's variant, a run's name): `$...$` in one is shown as
+        # it is, never parsed as mathtext (which can fail on it, or draw something else).
+        "text.parse_math": False,
     })
     return plt
 

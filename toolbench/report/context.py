@@ -10,10 +10,11 @@ from urllib.parse import quote
 import yaml
 
 from toolbench.errors import StoreError
-from toolbench.record import store
+from toolbench.record import runfiles, store, yamltext
 from toolbench.record.manifest import Manifest
 from toolbench.record.schema import RunResult
 from toolbench.report import charts, groups
+from toolbench.report.site_files import AS_TEXT, served_as_page
 
 if TYPE_CHECKING:
     from toolbench.report.by_target import TargetComparison
@@ -40,6 +41,20 @@ class RunView:
             return None
         return found if found.is_file() else None
 
+    def file_link(self, path: str) -> str | None:
+        """A link to a file the run's records name (an artifact's path), only when it is a plain
+        file of the run: never an absolute path, a `..`, a URL or a link (None then). A raw file
+        a site serves as text (toolbench.report.site_files) is linked under that name."""
+        try:
+            rel = "/".join(runfiles.parts_of(path))
+        except StoreError:
+            return None
+        if self.path is None:
+            return None
+        if served_as_page(rel) and not runfiles.is_plain_file(self.path, rel):
+            rel += AS_TEXT
+        return self.link(rel) if runfiles.is_plain_file(self.path, rel) else None
+
     def link(self, path: str) -> str:
         """A link to a file of the run, relative to the report: the folder publishes as it is."""
         base = self.href.rstrip("/")
@@ -57,10 +72,13 @@ class RunView:
     @functools.cached_property
     def scenario_source(self) -> dict[str, Any]:
         """The scenario as it was given, read from the manifest's copy of its text; {} when
-        that text is missing or no longer reads (the run's own records are what count)."""
+        that text is missing or no longer reads (the run's own records are what count). A text
+        whose aliases would expand without bound is refused (StoreError): the run is not rendered."""
         text = self.manifest.scenario.text
         try:
-            loaded = yaml.safe_load(text) if isinstance(text, str) else None
+            loaded = yamltext.load(text) if isinstance(text, str) else None
+        except yamltext.Refused as exc:
+            raise StoreError(f"{self.name}: the scenario text in its {store.MANIFEST}: {exc}") from None
         except yaml.YAMLError:
             return {}
         return loaded if isinstance(loaded, dict) else {}

@@ -1,16 +1,16 @@
 """Renders reports from run directories on disk, never from live state."""
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from toolbench.errors import ToolbenchError
-from toolbench.record import store
+from toolbench.record import runfiles, store
 from toolbench.report import compare, model
 from toolbench.report.context import RunView
 from toolbench.report.fmt import SHORT_OF_RAMP
@@ -25,7 +25,18 @@ def environment() -> jinja2.Environment:
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals["flag_marks"] = FLAG_MARKS
+    env.filters["local"] = local_href
     return env
+
+
+_LOCAL_HREF = re.compile(r"[A-Za-z0-9_.~%/-]+")
+
+
+def local_href(href: str) -> str:
+    """Every link of a page goes through this: a path relative to the page, quoted (no scheme,
+    no host, no leading slash, nothing a browser strips or reads as one), or "#" (nowhere)."""
+    ok = _LOCAL_HREF.fullmatch(href) is not None and not href.startswith("/")
+    return href if ok else "#"
 
 
 def render_run(run_dir: Path, output: Path | None = None) -> Path:
@@ -41,9 +52,10 @@ def render_with_data(run_dirs: list[Path], output: Path | None = None) -> tuple[
     if not run_dirs:
         raise ToolbenchError("no run to render")
     runs = [store.RunDir.open(Path(p)) for p in run_dirs]
+    in_run = not output
     output = Path(output) if output else runs[0].path / "report.html"
     data = model.build(load_views(runs, output.parent))
-    write(output, page("report.html.j2", report=data))
+    write(output, page("report.html.j2", report=data), in_run=in_run)
     return output.resolve(), data
 
 
@@ -65,14 +77,13 @@ def page(template: str, **values: Any) -> str:
     return environment().get_template(template).render(generated_at=generated, **values)
 
 
-def write(output: Path, html: str) -> None:
-    """Written whole or not at all: a reader never sees half a report."""
-    tmp = output.with_name(output.name + ".tmp")
+def write(output: Path, html: str, *, in_run: bool = False) -> None:
+    """Written whole or not at all: a reader never sees half a report. Its temporary file is made
+    fresh, so a link planted under its name is never written through; `in_run`: the folder is a
+    run's (or a site's run), which must not be a link either."""
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(html, encoding="utf-8")
-        tmp.replace(output)
+        if not in_run:
+            output.parent.mkdir(parents=True, exist_ok=True)
+        runfiles.replace(output.parent, output.name, html.encode("utf-8"), follow_root=not in_run)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise ToolbenchError(f"{output}: cannot write the report: {exc.strerror}") from None

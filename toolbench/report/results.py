@@ -72,7 +72,8 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
     errors = (c.requests_failed / c.requests_total * 100.0
               if c.requests_failed is not None and c.requests_total else None)
     lat = r.measurement.latency
-    links = tuple(Link(a.role, run.link(a.path)) for a in r.outcome.artifacts) if run.raw_kept else ()
+    links = tuple(Link(a.role, href) for a in r.outcome.artifacts
+                  if run.raw_kept and (href := run.file_link(a.path)) is not None)
     version = f" {r.identity.tool_version}" if r.identity.tool_version else ""
     values = ([text(run.label)] if ctx.several else []) + [
         text(r.identity.cell_id), text(r.identity.label + version),

@@ -215,6 +215,8 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
             time.sleep(scenario.cooldown_s)
         progress.last_ran = False
         up = False
+        # Made (or, resumed, checked) here: the server writes into it through any link it finds.
+        run_dir.work_folder(*batch.workdir.relative_to(run_dir.path).parts)
         try:
             with starter(batch.spec, batch.workdir, batch.max_concurrency) as running:
                 up = True

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from toolbench.errors import StoreError
+from toolbench.record import runfiles
 from toolbench.scenario.criteria.evaluate import Evaluation, Verdict
 
 FILE = "criteria.json"
@@ -13,12 +14,10 @@ VERSION = 1
 
 
 def save(run_dir: Path, evaluations: list[Evaluation]) -> None:
-    """Replaced whole or not at all."""
+    """Replaced whole or not at all, never through a link (toolbench.record.runfiles)."""
     data = {"criteria_version": VERSION, "evaluations": [e.to_dict() for e in evaluations]}
-    tmp = run_dir / (FILE + ".tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(run_dir / FILE)
+        runfiles.replace(run_dir, FILE, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     except OSError as exc:
         raise StoreError(f"{run_dir / FILE}: cannot write: {exc.strerror}") from None
 
@@ -34,12 +33,12 @@ def forget(run_dir: Path) -> None:
 def load(run_dir: Path) -> list[Evaluation] | None:
     """The evaluations stored with the run; None when it has none (no criteria, or an older run)."""
     path = run_dir / FILE
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():  # a link is read by runfiles, which refuses it
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(runfiles.read_text(run_dir, FILE))
         return [Evaluation.from_dict(e) for e in data["evaluations"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StoreError(f"{path}: unreadable: {exc}") from None
 
 

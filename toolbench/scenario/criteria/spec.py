@@ -18,6 +18,7 @@ from typing import Any, Collection, Sequence
 import yaml
 
 from toolbench.errors import ScenarioError
+from toolbench.record import yamltext
 from toolbench.scenario.criteria import expr
 from toolbench.scenario.criteria.figures import FIGURES
 from toolbench.scenario.yamlread import Node
@@ -138,7 +139,9 @@ def from_stored_scenario(text: str | None, source: str, tools: Collection[str],
     if not text:
         return ()
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yamltext.compose(text)  # bounded: a run's stored text may come from anyone
+    except yamltext.Refused as exc:
+        raise ScenarioError(f"{source}: the stored scenario: {exc}") from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{source}: the stored scenario is not valid YAML: {exc}") from None
     if not isinstance(root, yaml.MappingNode):

@@ -1,0 +1,55 @@
+"""The scenario's text as a run's manifest keeps it, read back as YAML without letting it grow.
+
+A stored run may come from anyone, and YAML's aliases let a few hundred bytes stand for
+millions of nodes (a "billion laughs"): PyYAML builds them shared, cheaply, but whatever walks
+or prints the result then expands them. Reading here counts every node as it will be walked,
+each alias as the whole node it names, and refuses (`Refused`, a yaml.YAMLError) a text that
+expands past MAX_NODES, or an alias inside the node it names (a loop). A real scenario is a few
+hundred nodes, aliases or not."""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+MAX_NODES = 20_000
+
+
+class Refused(yaml.YAMLError):
+    """A text whose aliases would expand past the bound, or loop."""
+
+
+class _Bounded(yaml.SafeLoader):
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, int] = {}  # id(node) -> its nodes with aliases expanded, once it is whole
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        alias = self.check_event(yaml.AliasEvent)
+        node = super().compose_node(parent, index)
+        if alias:  # the node it names: counted already, unless it is still being composed
+            if id(node) not in self._sizes:
+                raise Refused("an alias inside the node it names (a loop); refusing to read it")
+            return node
+        self._sizes[id(node)] = size = 1 + sum(self._sizes[id(child)] for child in _children(node))
+        if size > MAX_NODES:
+            raise Refused(f"its aliases expand past {MAX_NODES} nodes; refusing to read it")
+        return node
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def load(text: str) -> Any:
+    """The text as Python values (yaml.safe_load), bounded; raises yaml.YAMLError (Refused too)."""
+    return yaml.load(text, Loader=_Bounded)
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The text as YAML nodes (yaml.compose with the safe loader), bounded, for toolbench.scenario's Node."""
+    return yaml.compose(text, Loader=_Bounded)
