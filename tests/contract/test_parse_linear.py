@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from helpers.recordings import recorded_runs
 from toolbench.contract import registry
 from toolbench.contract.adapter import CLASSIFY_CHARS, Adapter, Found, RawOutput
 from toolbench.contract.checked import parse_checked
@@ -35,7 +35,6 @@ from toolbench.errors import ParseError, ParserCrash
 from toolbench.record.schema import Measurement
 from toolbench.testing.contract import representative_cells
 
-NOT_OUTPUT = (".md", ".py", ".jmx", ".rc")  # inputs and notes beside the recordings
 STREAMS = ("stdout", "stderr")
 LINES = 40_000
 LONG = 50_000  # bytes of one long line
@@ -67,16 +66,8 @@ class Sample:
 def recorded_groups(name: str) -> tuple[Group, ...]:
     """The recorded runs of a tool, each file with the role `toolbench parse` gives it."""
     adapter = registry.adapters()[name]
-    folder = FIXTURES / name
-    if not folder.is_dir():
-        return ()
-    groups: dict[str, list[tuple[Path, str]]] = {}
-    for path in sorted(folder.iterdir()):
-        if (path.suffix in NOT_OUTPUT or path.name.startswith(("CASES", "README")) or path.name == "body.json"
-                or not path.is_file()):
-            continue
-        groups.setdefault(adapter.group_name(path), []).append((path, role_of(adapter, path, path.read_bytes())))
-    return tuple(tuple(files) for files in groups.values())
+    return tuple(tuple((path, role_of(adapter, path, path.read_bytes())) for path in run)
+                 for run in recorded_runs(adapter))
 
 
 def role_of(adapter: Adapter, path: Path, data: bytes) -> str:

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.recordings import recorded_runs
 from toolbench.contract import registry
 from toolbench.contract.adapter import Adapter, raw_from_files
 from toolbench.contract.checked import parse_checked
@@ -26,12 +27,10 @@ from toolbench.errors import ParseError, ParserCrash
 from toolbench.record import invariants
 from toolbench.record.schema import Identity, Measurement, Outcome, RunResult, Status
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
 # The CI budget, the same inputs every run; TOOLBENCH_PROPERTY_EXAMPLES=N tries N random
 # ones per adapter instead, new ones each time, when hunting for defects.
 HUNTING = "TOOLBENCH_PROPERTY_EXAMPLES" in os.environ
 EXAMPLES_PER_ADAPTER = int(os.environ.get("TOOLBENCH_PROPERTY_EXAMPLES", "300"))
-NOT_OUTPUT = (".md", ".py", ".jmx", ".rc")  # inputs and notes beside the recordings
 NUMBER = re.compile(rb"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 SUBSTITUTES = (b"-1", b"1e400", b"nan", b"1e5", b"-", b"inf", b"Infinity", b"NaN", b"-0", b"1.5", b"0",
                b"99999999999999999999999999", b"1" * 5000, b"4294967296", b"9223372036854775808",
@@ -45,18 +44,6 @@ JSON_VALUES = (b"null", b'"x"', b"[]", b"{}", b"true", b"-1", b"1e400", b'{"a": 
 INSERTS = (b"x" * 200_000, b'"', b"\n", b",", b"\x00", b"\r", b"\xff", b"-", b"\n\n\n", b"[", b"{")
 
 TRIED: Counter[str] = Counter()
-
-
-def fixture_groups(adapter: Adapter) -> list[list[Path]]:
-    folder = FIXTURES / adapter.name
-    if not folder.is_dir():
-        return []
-    groups: dict[str, list[Path]] = {}
-    for path in sorted(folder.iterdir()):
-        if path.suffix in NOT_OUTPUT or path.name.startswith(("CASES", "README")) or path.name == "body.json":
-            continue
-        groups.setdefault(adapter.group_name(path), []).append(path)
-    return list(groups.values())
 
 
 positions = st.integers(0, 1 << 20)
@@ -135,7 +122,7 @@ def mutate(data: bytes, change: tuple) -> bytes:
 
 
 def case(adapter: Adapter) -> st.SearchStrategy:
-    groups = fixture_groups(adapter)
+    groups = recorded_runs(adapter)
     garbage = st.tuples(st.just(None), st.just(0), st.lists(mutation, min_size=1, max_size=2))
     if not groups:
         return garbage
@@ -178,7 +165,7 @@ def run_case(adapter: Adapter, groups: list[list[Path]], group_index: int | None
 @pytest.mark.parametrize("name", sorted(registry.adapters()))
 def test_mutated_output_gives_a_valid_measurement_or_a_parse_error(name: str) -> None:
     adapter = registry.adapters()[name]
-    groups = fixture_groups(adapter)
+    groups = recorded_runs(adapter)
 
     @settings(max_examples=EXAMPLES_PER_ADAPTER, deadline=None, derandomize=not HUNTING, database=None,
               suppress_health_check=list(HealthCheck))
