@@ -20,14 +20,16 @@ def scenario_arg(text: str) -> Path:
     """A scenario file that exists, else a bundled scenario of that name; else a usage error
     naming both ways."""
     given = Path(text)
-    if given.exists() or given.suffix in (".yaml", ".yml") or "/" in text and not bundled.find(text):
+    if given.exists() or given.suffix in (".yaml", ".yml"):
         return given
     found = bundled.find(text)
-    if found is None:
-        names = ", ".join(b.name for b in bundled.listed())
-        raise argparse.ArgumentTypeError(f"{text!r}: no such file, and no bundled scenario of that name "
-                                         f"(bundled: {names or 'none'})")
-    return found
+    if found is not None:
+        return found
+    if "/" in text:
+        return given  # a path that does not exist: the scenario's loader says so, with the path
+    names = ", ".join(b.name for b in bundled.listed())
+    raise argparse.ArgumentTypeError(f"{text!r}: no such file, and no bundled scenario of that name "
+                                     f"(bundled: {names or 'none'})")
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -27,24 +27,25 @@ def folder() -> Path | None:
 
 
 def listed() -> list[Bundled]:
-    root = folder()
-    if root is None:
-        return []
-    found = []
-    for path in sorted(root.rglob("*.yaml")):
-        name = path.relative_to(root).with_suffix("").as_posix()
-        found.append(Bundled(name, path, _description(path)))
-    return found
+    return [Bundled(name, path, _description(path)) for name, path in _named()]
 
 
 def find(name: str) -> Path | None:
     """The bundled scenario called `name` (its full name, or its last part when only one has it)."""
-    every = listed()
-    exact = [b.path for b in every if b.name == name]
+    every = _named()
+    exact = [path for full, path in every if full == name]
     if exact:
         return exact[0]
-    last = [b.path for b in every if b.name.rsplit("/", 1)[-1] == name]
+    last = [path for full, path in every if full.rsplit("/", 1)[-1] == name]
     return last[0] if len(last) == 1 else None
+
+
+def _named() -> list[tuple[str, Path]]:
+    """Each bundled file with its name; no file is read (a name is looked up on every `run`)."""
+    root = folder()
+    if root is None:
+        return []
+    return [(path.relative_to(root).with_suffix("").as_posix(), path) for path in sorted(root.rglob("*.yaml"))]
 
 
 def _description(path: Path) -> str:
