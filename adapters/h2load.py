@@ -72,7 +72,8 @@ class H2loadAdapter(Adapter):
 
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
-        threads = max(1, min(cell.concurrency, option(cell, "threads", 1)))
+        # By default one thread per CPU the placement gave it (1 where it was not placed).
+        threads = max(1, min(cell.concurrency, option(cell, "threads", cell.cpus or 1)))
         argv = [found.path, "-c", str(cell.concurrency), "-t", str(threads),
                 "-N", str(option(cell, "timeout_s", 30))]
         if not option(cell, "h2", False):

@@ -85,7 +85,8 @@ class WrkAdapter(Adapter):
 
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None and cell.stop.duration_s is not None, "supports() and the runner see to both"
-        threads = max(1, min(cell.concurrency, option(cell, "threads", 2)))
+        # By default one thread per CPU the placement gave it (2 where it was not placed).
+        threads = max(1, min(cell.concurrency, option(cell, "threads", cell.cpus or 2)))
         argv = [found.path, "-t", str(threads), "-c", str(cell.concurrency),
                 "-d", f"{max(1, math.ceil(cell.stop.duration_s))}s", "--latency",
                 "--timeout", f"{option(cell, 'timeout_s', 30)}s", "-s", SCRIPT]

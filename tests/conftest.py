@@ -1,6 +1,7 @@
 """Shared test fixtures: recorded tool output, a real nginx on loopback, a real sshd."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Iterator
@@ -13,6 +14,13 @@ from toolbench.servers.nginx import nginx_static
 from toolbench.servers.process import RunningTarget
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's runs share the machine with whatever else runs (CI, a busy loop, other
+    suites): a scenario that does not give `disturbed:` is not judged for foreign work here
+    (toolbench.scenario.method.DISTURBED_ENV). The tests about disturbance give the key."""
+    os.environ["TOOLBENCH_DISTURBED"] = "off"
 REPO = Path(__file__).parent.parent
 
 

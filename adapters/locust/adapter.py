@@ -145,7 +145,9 @@ class LocustAdapter(Adapter):
                                     "--", *args],
                               files={LOCUSTFILE: locustfile(), **files, **body},
                               outputs={**OUTPUTS, "engine_workers_log": ENGINE_WORKERS_LOG})
-        if processes != 1:
+        if processes == -1 and cell.cpus:  # one per CPU it was given: Locust's own -1 counts the host's
+            args += ["--processes", str(cell.cpus)]
+        elif processes != 1:
             args += ["--processes", str(processes)]
         given = option(cell, "locustfile", None)
         source = Path(given).read_text(encoding="utf-8") if given else locustfile()

@@ -203,6 +203,17 @@ def test_build_headless_run_with_csv_and_json(tmp_path):
     compile(inv.files["locustfile.py"], "locustfile.py", "exec")
 
 
+def test_one_process_per_core_counts_the_cpus_the_placement_gave_the_generator(tmp_path):
+    def processes(c: Cell) -> str | None:
+        args = locust.ADAPTER.build(c, tmp_path, FOUND).argv
+        return args[args.index("--processes") + 1] if "--processes" in args else None
+
+    assert processes(cell(options={"processes": -1})) == "-1"  # not placed: Locust counts the host's cores
+    assert processes(dataclasses.replace(cell(options={"processes": -1}), cpus=1)) == "1"
+    assert processes(dataclasses.replace(cell(options={"processes": 2}), cpus=1)) == "2"  # a count is a count
+    assert processes(dataclasses.replace(cell(), cpus=3)) is None  # one process stays one
+
+
 def test_build_keepalive_off_httpuser_budget_and_body(tmp_path):
     c = cell(keepalive=False, stop=StopSpec(requests=500), options={"user_class": "HttpUser"},
              request=RequestSpec(method="POST", path="/a", body='{"x": "\'"}', content_type="application/json"))

@@ -62,6 +62,18 @@ def test_wrk_command_ships_the_fixed_script_and_closes_when_asked():
     assert not adapter.supports(cell("wrk", request=RequestSpec(method="POST", body="x"))).ok
 
 
+
+def test_wrk_and_h2load_default_to_a_thread_per_cpu_the_placement_gave_the_generator():
+    def threads(tool: str, **kw) -> str:
+        words = argv(tool, **kw)
+        return words[words.index("-t") + 1]
+
+    assert (threads("wrk"), threads("h2load")) == ("2", "1")  # not placed: as they always were
+    assert (threads("wrk", cpus=1), threads("h2load", cpus=3)) == ("1", "3")
+    assert threads("wrk", cpus=3, options={"threads": 2}) == "2"  # the scenario's option wins
+    assert threads("h2load", cpus=8, concurrency=2) == "2"  # never more threads than connections
+
+
 # ---- hey ----
 
 def test_hey_summary_counts_statuses_and_errors():

@@ -89,6 +89,16 @@ def test_an_interrupted_cell_is_not_finished_and_its_later_run_replaces_it(run):
     assert len(results_file(run).read_text().splitlines()) == 5  # the record of the interruption stays on disk
 
 
+def test_a_disturbed_cell_run_again_is_shown_by_its_last_record_and_both_stay_on_disk(run):
+    run.append(result("d", Status.DISTURBED))
+    assert run.finished_cells() == {"a", "b", "c", "d"}  # it ran to its end: --resume leaves it
+    assert [r.outcome.status for r in run.results()][-1] is Status.DISTURBED  # alone, it is shown as it is
+    run.append(result("d", Status.DISTURBED))
+    run.append(result("d"))
+    assert ids(run) == ["a", "b", "c", "d"] and run.results()[-1].outcome.status is Status.OK
+    assert len(results_file(run).read_text().splitlines()) == 6
+
+
 def test_a_second_writer_is_refused_with_the_folder_and_who_holds_it(run):
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from pathlib import Path; from toolbench.record import store\n"

@@ -71,3 +71,20 @@ def test_versions_beyond_this_toolbench_are_refused() -> None:
         migrate.result({"schema_version": SCHEMA_VERSION + 1})
     with pytest.raises(SchemaError, match="manifest_version None"):
         migrate.manifest({})
+
+
+def test_a_version_4_run_loads_without_a_machine_and_re_renders(tmp_path: Path) -> None:
+    """Schema 4 and manifest 3 knew nothing of the machine: migrated, it is absent (never a
+    quiet machine made up), and no cell is disturbed."""
+    folder = STORED / "v4-0.1.0"
+    assert '"schema_version": 4' in (folder / "results.jsonl").read_text()
+    assert '"manifest_version": 3' in (folder / "manifest.json").read_text()
+    run = store.RunDir.open(folder)
+    manifest = run.manifest()
+    assert manifest.manifest_version == MANIFEST_VERSION and manifest.machine is None
+    results = run.results()
+    assert [r.identity.cell_id for r in results] == ["engine-c4-ka-rep1", "engine-c4-close-rep1"]
+    assert all(r.schema_version == SCHEMA_VERSION and r.machine is None for r in results)
+    assert all(r.outcome.status is Status.OK and r.measurement.counts.requests_total for r in results)
+    out, data = render.render_with_data([folder], tmp_path / "report.html")
+    assert "stored-v4" in out.read_text() and sum(s.cells for s in data.statuses if s.status == "ok") == 2

@@ -148,8 +148,8 @@ def test_verdict_is_honest_when_the_data_cannot_answer(runs: dict[str, Path]) ->
     (empty,) = build(runs["empty"]).verdicts
     assert empty.headline == "This run has no results yet."
     (single,) = build(runs["single"]).verdicts
-    assert single.headline.startswith("ab, the only tool here, peaked at 68,280 successful requests/s (±10 % "
-                                      "assumed)")
+    assert single.headline.startswith("ab, the only tool here, peaked at 68,280 successful requests/s (noise not "
+                                      "measured)")
 
 
 def test_peaks_per_tool_and_keepalive_with_the_concurrency_where_errors_begin(runs: dict[str, Path]) -> None:
@@ -227,7 +227,7 @@ def test_comparison_shows_the_differences_against_the_first_run(runs: dict[str, 
                                                 "peak ok req/s: single", "Δ single"]
     ab_on = next(r for r in peaks.rows if r.values[0].text == "ab" and r.values[1].text == "on")
     assert ab_on.values[4].text == "+7.7 %"  # 68,280 against the median 63,386
-    assert ab_on.values[4].flag == ""  # inside the noise of both: ±7.7 % over two repetitions, ±10 % assumed
+    assert ab_on.values[4].flag == ""  # inside the noise of both: ±7.7 % over two repetitions, 10 % where not measured
     assert cmp.points == ("From “study” to “single”: the one cell in both runs is within the noise of both; no "
                           "like-for-like comparison ranks two tools in opposite orders.",)
     env = section(data, "environment").tables[0]

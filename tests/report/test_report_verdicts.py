@@ -101,12 +101,12 @@ def test_keep_alive_on_is_never_ranked_against_keep_alive_off() -> None:
     found = verdict("mixed-keepalive")
     assert found.headline == (
         "ab generated the most successful requests/s in 1 of 2 like-for-like comparisons, beyond the noise (at "
-        "concurrency 10, keep-alive on: 15,622/s (±10 % assumed), 5.0× siege's 3,132/s (±10 % assumed)); the other "
-        "tied within the noise (at concurrency 10, keep-alive off: siege 3,535/s (±10 % assumed) and ab 3,092/s "
-        "(±10 % assumed)).")
+        "concurrency 10, keep-alive on: 15,622/s (noise not measured), 5.0× siege's 3,132/s (noise not measured)); the other "
+        "tied within the noise (at concurrency 10, keep-alive off: siege 3,535/s (noise not measured) and ab 3,092/s "
+        "(noise not measured)).")
     sentences = next(t for t in found.topics if t.name == "Like for like").sentences
     assert sentences[0].startswith("Concurrency 10, keep-alive on: ab 15,622/s")
-    assert sentences[1].startswith("Concurrency 10, keep-alive off: siege 3,535/s (±10 % assumed) and ab 3,092/s")
+    assert sentences[1].startswith("Concurrency 10, keep-alive off: siege 3,535/s (noise not measured) and ab 3,092/s")
 
 
 def test_tools_that_share_no_like_for_like_cell_are_not_ranked() -> None:
@@ -117,7 +117,7 @@ def test_tools_that_share_no_like_for_like_cell_are_not_ranked() -> None:
     (found,) = model.build([dataclasses.replace(run, results=kept)]).verdicts
     assert found.headline == (
         "No two tools finished a like-for-like cell (same keep-alive and concurrency), so none is ranked; the highest "
-        "was ab's 15,622 successful requests/s (±10 % assumed) at concurrency 10, keep-alive on.")
+        "was ab's 15,622 successful requests/s (noise not measured) at concurrency 10, keep-alive on.")
 
 
 def test_throughput_counts_successes_and_the_error_rate_sits_beside_it() -> None:
@@ -237,10 +237,12 @@ def test_the_successful_rate_is_the_tools_own_when_none_failed_else_derived() ->
 def test_noise_and_ties() -> None:
     assert stats.half_range_pct([90.0, 110.0]) == 10.0
     both = stats.estimate([90.0, 110.0])
-    assert both == stats.Estimate(100.0, 10.0, "2 repetitions")
+    assert both == stats.Estimate(100.0, 10.0, "2 repetitions", repetitions=2) and not both.noise_measured
     one = stats.estimate([100.0], seconds=[95.0, 105.0, 100.0])
     assert one == stats.Estimate(100.0, 5.0, "3 whole seconds")
-    assert stats.estimate([100.0]).noise_pct is None  # not measured: ASSUMED_NOISE_PCT stands in
+    assert stats.estimate([100.0]).noise_pct is None  # not measured: UNMEASURED_FLOOR_PCT is the bar
+    assert stats.estimate([90.0, 100.0, 110.0]).noise_measured  # three repetitions: the noise between runs
+    assert not stats.differs(stats.Estimate(100.0, None), stats.Estimate(109.0, 0.0))  # under the floor: a tie
     assert not stats.differs(stats.Estimate(100.0, 10.0), stats.Estimate(114.0, 5.0))  # 14 < 10 + 5.7
     assert stats.differs(stats.Estimate(100.0, 2.0), stats.Estimate(110.0, 2.0))
     assert not stats.differs(stats.Estimate(100.0, 0.0), stats.Estimate(104.0, 0.0))  # under 5 %: a tie anyway

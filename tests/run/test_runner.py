@@ -177,6 +177,7 @@ def test_a_tool_that_hangs_is_run_again_and_the_hung_attempt_is_kept(tmp_path, m
     adapter = HangsOnce(tmp_path / "ran-once")
     monkeypatch.setattr(registry, "_load_all", lambda: ({adapter.name: adapter}, {}))
     text = "name: hang\ntarget: {server: nginx-static}\nmatrix: {tool: [hangs-once]}\nstop: {requests: 1}\ntimeout: 1s\n"
+    text += "warm_target: none\n"  # the hang is the cell's, not the target warm-up's
     summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
     (result,) = store.RunDir.open(summary.run_dir).results()
     assert result.outcome.status is Status.OK

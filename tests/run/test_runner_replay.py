@@ -18,7 +18,8 @@ from toolbench.scenario.targets import TargetSpec
 VERSIONS = {"ab": "ab/2.3-version", "siege": "siege/4.0.7-version"}
 AB_OK = Replay("ab/2.3-keepalive", outputs={"percentiles.csv": ".csv"})
 AB_REFUSED = Replay("ab/2.3-refused", exit_code=111)
-QUIET = "probe: {enabled: false}\nmonitor: {enabled: false}\n"
+# The runner's logic in a known order, with no process of its own: no shuffle, no target warm-up.
+QUIET = "probe: {enabled: false}\nmonitor: {enabled: false}\norder: as-written\nwarm_target: none\n"
 
 
 def load(tmp_path: Path, body: str) -> scenario.Scenario:

@@ -57,6 +57,9 @@ class Debian213(LocalHost):
     def with_lifeline(self, lifeline):
         return self
 
+    def with_pin(self, pin):
+        return self
+
     def which(self, program: str) -> str | None:
         return "/usr/bin/jmeter" if program == "jmeter" else super().which(program)
 

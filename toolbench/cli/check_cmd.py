@@ -4,7 +4,9 @@ end-of-run summary, JUnit XML and the exit code a pipeline gates on.
 Exit codes (README, "Exit codes"): 0 every criterion passed and every planned cell ran ok;
 1 a criterion failed or is unknown; 2 a usage or scenario error; 3 a cell failed, timed out,
 found no tool or did not run; 128 + the signal's number when a run was stopped (130 Ctrl-C).
-When cells and criteria both failed, 3 wins: the figures the criteria read are incomplete."""
+When cells and criteria both failed, 3 wins: the figures the criteria read are incomplete.
+A disturbed cell (foreign work on the machine while it ran) did not fail: it is said, and
+left out of the criteria, which then may not find the cells they need (1)."""
 from __future__ import annotations
 
 import argparse
@@ -77,7 +79,11 @@ class CellTally:
 
     @property
     def bad(self) -> list[RunResult]:
-        return [r for r in self.results if r.outcome.status not in (Status.OK, Status.UNSUPPORTED)]
+        return [r for r in self.results if r.outcome.status not in (Status.OK, Status.UNSUPPORTED, Status.DISTURBED)]
+
+    @property
+    def disturbed(self) -> list[RunResult]:
+        return [r for r in self.results if r.outcome.status is Status.DISTURBED]
 
     @property
     def failed(self) -> bool:
@@ -182,6 +188,8 @@ def summary_lines(cells: CellTally, evaluations: list[Evaluation], code: int | N
     lines = [_cells_line(cells)]
     lines += [f"  ✗ {r.identity.cell_id}: {r.outcome.status.value.replace('_', ' ')}"
               + (f": {r.outcome.error}" if r.outcome.error else "") for r in cells.bad[:SHOWN_PER_CRITERION]]
+    lines += [f"  ~ {r.identity.cell_id}: disturbed, left out of the verdict: {r.outcome.error}"
+              for r in cells.disturbed[:SHOWN_PER_CRITERION]]
     if evaluations:
         counts = {v: sum(1 for e in evaluations if e.verdict is v) for v in Verdict}
         lines.append("criteria: " + ", ".join(f"{n} {v.value}" for v, n in counts.items() if n)
@@ -199,6 +207,7 @@ def _cells_line(cells: CellTally) -> str:
     ok = sum(1 for r in cells.results if r.outcome.status is Status.OK)
     skipped = sum(1 for r in cells.results if r.outcome.status is Status.UNSUPPORTED)
     parts = [f"{ok} ok", f"{len(cells.bad)} failed" if cells.bad else "",
+             f"{len(cells.disturbed)} disturbed (by other work on the machine)" if cells.disturbed else "",
              f"{skipped} unsupported (skipped)" if skipped else "",
              f"{len(cells.missing)} not run" if cells.missing else "", cells.incomplete or ""]
     return f"cells: {len(cells.results) + len(cells.missing)}: " + ", ".join(p for p in parts if p)

@@ -45,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
             with ProgressObserver(enabled=show, quiet=args.quiet or args.json) as observer:
                 summary = runner.run(loaded, reports_dir, resume=args.resume, observer=observer,
                                      go_on=args.go_on, known_hosts=args.known_hosts,
-                                     trust_new_key=args.trust_new_host_key, fail_fast=args.fail_fast)
+                                     trust_new_key=args.trust_new_host_key, fail_fast=args.fail_fast,
+                                     retry_disturbed=args.retry_disturbed,
+                                     system_check=not args.no_system_check)
         except runner.StoppedEarly as exc:
             print(safe(f"toolbench: {exc}"), file=sys.stderr)
             return finish_run(args, loaded.criteria, exc.run_dir, planned)

@@ -14,6 +14,7 @@ EXAMPLES = {
   toolbench run scenarios/quickstart.yaml
   toolbench run scenarios/quickstart.yaml --profile quick --reports-dir /tmp/runs
   toolbench run scenarios/quickstart.yaml --resume reports/quickstart-20261130T011015Z
+  toolbench run scenarios/quickstart.yaml --retry-disturbed 2   # cells other work disturbed, run again
   toolbench run scenarios/quickstart.yaml --quiet     # prints only the report's path
   toolbench run scenarios/quickstart.yaml --json | jq '.cells[] | select(.status != "ok")'""",
     "validate": """examples:

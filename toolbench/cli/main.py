@@ -22,6 +22,7 @@ from toolbench.errors import Interrupted, Notice, ScenarioError, ToolbenchError,
 # 129 SIGHUP.
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+MAX_RETRIES = 10  # of a disturbed cell: more would hide a machine that is never quiet
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SSH known_hosts to check a remote generator's key against, besides ~/.ssh/known_hosts")
     p.add_argument("--trust-new-host-key", action="store_true",
                    help="accept a remote generator's key never seen before, and record it")
+    p.add_argument("--no-system-check", action="store_true",
+                   help="skip `toolbench system check` before the run (the manifest then has no system findings)")
+    p.add_argument("--retry-disturbed", type=retries, default=0, metavar="N",
+                   help="run each cell disturbed by other work on the machine again, up to N times, once the "
+                        "machine is quiet again (default 0)")
     check_cmd.add_run_arguments(p)
     p.set_defaults(func=commands.run)
 
@@ -97,17 +103,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def retries(text: str) -> int:
+    """`--retry-disturbed N`: 0 to MAX_RETRIES."""
+    if not text.isdigit() or int(text) > MAX_RETRIES:
+        raise argparse.ArgumentTypeError(f"expected a count from 0 to {MAX_RETRIES}, got {text!r}")
+    return int(text)
+
+
 def _version() -> str:
     return toolbench.__version__
 
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    from toolbench.cli import check_cmd, completion, export_cmd, install_cmd, prereq_cmd, scenarios_cmd, setup_cmd
+    from toolbench.cli import (check_cmd, completion, export_cmd, install_cmd, prereq_cmd, scenarios_cmd, setup_cmd,
+                               system_cmd)
     from toolbench.engine import command as engine_cmd
 
     return [prereq_cmd.add_parser, setup_cmd.add_parser, check_cmd.add_parser, export_cmd.add_parser,
-            install_cmd.add_parser, scenarios_cmd.add_parser, completion.add_parser, engine_cmd.add_parser]
+            install_cmd.add_parser, scenarios_cmd.add_parser, completion.add_parser, engine_cmd.add_parser,
+            system_cmd.add_parser]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,7 +41,10 @@ class ProgressObserver:
         self._progress.update(self._task, total=total, completed=skipped, description="starting target")
 
     def cell_started(self, index: int, cell: Cell) -> None:
-        self._progress.update(self._task, description=safe(cell.id))
+        task = self._progress.tasks[0]
+        # A disturbed cell run again (--retry-disturbed) is a cell more than planned.
+        more = {"total": task.completed + 1} if task.total is not None and task.completed >= task.total else {}
+        self._progress.update(self._task, description=safe(cell.id), **more)
 
     def cell_finished(self, index: int, result: RunResult) -> None:
         self._progress.advance(self._task)

@@ -27,6 +27,9 @@ class Cell:
     target: str = ""  # the name of its target in `Scenario.targets`
     target_in_id: bool = False  # the scenario has several targets: the id starts with the target's name
     warmup_s: float = 0.0  # the unmeasured run before the cell (toolbench.run.warmup); 0: none
+    # The CPUs the generator's side was given (the placement), for the tools that size their
+    # threads or processes by the cores they have; None: not placed, every CPU of its host.
+    cpus: int | None = None
 
     @property
     def label(self) -> str:

@@ -1,5 +1,6 @@
 """A run as JUnit XML, the test-report format Jenkins and GitLab read: one test suite for the
-cells (a failed cell fails, an unsupported one is skipped) and one for the criteria (a
+cells (a failed cell fails, an unsupported one is skipped, and so is a disturbed one: it did not
+fail, and its figures are not to be trusted) and one for the criteria (a
 criterion not met fails; an unknown one fails too, typed `unknown`: it did not pass)."""
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from toolbench.scenario.criteria import Evaluation, Verdict
 
 # XML 1.0 has no way to carry these, not even escaped; a tool's error may hold them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-SKIPPED = (Status.UNSUPPORTED,)
+SKIPPED = (Status.UNSUPPORTED, Status.DISTURBED)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def _cells_suite(name: str, cells: Cells) -> ET.Element:
             case.set("time", f"{r.measurement.timing.wall_s:.3f}")
         status = r.outcome.status
         if status in SKIPPED:
-            ET.SubElement(case, "skipped").text = clean(r.outcome.error or status.value)
+            said = f"disturbed: {r.outcome.error}" if status is Status.DISTURBED else r.outcome.error
+            ET.SubElement(case, "skipped").text = clean(said or status.value)
         elif status is not Status.OK:
             failure = ET.SubElement(case, "failure", type=status.value,
                                     message=clean(f"{status.value.replace('_', ' ')}: {r.outcome.error or ''}"))

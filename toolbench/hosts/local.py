@@ -13,13 +13,14 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Iterator, Mapping, Sequence
+from typing import IO, Callable, Iterator, Mapping, Sequence
 
 import psutil
 
 from toolbench.contract.host import Captured, Completed, Facts, Limit
 from toolbench.errors import HostError
 from toolbench.hosts.lifeline import Lifeline, die_with_parent
+from toolbench.hosts.placement import Pin, own_cpus
 
 # The limits a scenario may ask for, by the name `ulimit` and /proc/<pid>/limits give them.
 RLIMITS = {"nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC}
@@ -29,13 +30,15 @@ _PROC_LIMIT_ROWS = {"Max open files": "nofile", "Max processes": "nproc"}
 class LocalHost:
     """This machine. `prefix` is put before every command (e.g. `ip netns exec NS`, to run
     inside a network namespace); `limits` are the ulimits raised for every process started;
-    `lifeline`, when given, records every tool started and kills it should toolbench die."""
+    `lifeline`, when given, records every tool started and kills it should toolbench die;
+    `pin`, when given, is where every tool started goes (its CPUs and cpuset: the placement)."""
 
     def __init__(self, prefix: tuple[str, ...] = (), limits: Mapping[str, int] | None = None,
-                 lifeline: Lifeline | None = None) -> None:
+                 lifeline: Lifeline | None = None, pin: Pin | None = None) -> None:
         self.prefix = tuple(prefix)
         self.limits = dict(limits or {})
         self.lifeline = lifeline
+        self.pin = pin
         self.label = "local" if not prefix else f"local ({' '.join(prefix)})"
         self.remote = False
 
@@ -76,7 +79,7 @@ class LocalHost:
         err = open(stderr, "wb")
         try:
             with inherited_limits(self.limits):
-                proc = _spawn([*self.prefix, *argv], cwd, out, err, full_env)
+                proc = _spawn([*self.prefix, *argv], cwd, out, err, full_env, self.pin)
         except BaseException:
             out.close()
             err.close()
@@ -97,10 +100,15 @@ class LocalHost:
         return self.start(argv, cwd, stdout, stderr, env).wait(timeout_s)
 
     def with_limits(self, wanted: Mapping[str, int]) -> "LocalHost":
-        return LocalHost(self.prefix, {**self.limits, **wanted}, self.lifeline)
+        return LocalHost(self.prefix, {**self.limits, **wanted}, self.lifeline, self.pin)
 
     def with_lifeline(self, lifeline: Lifeline) -> "LocalHost":
-        return LocalHost(self.prefix, self.limits, lifeline)
+        return LocalHost(self.prefix, self.limits, lifeline, self.pin)
+
+    def with_pin(self, pin: Pin | None) -> "LocalHost":
+        """Every tool started on `pin`'s CPUs, in its cpuset. Short commands toolbench asks the
+        host (capture: versions, limits) are not the tool's load: they run where toolbench does."""
+        return LocalHost(self.prefix, self.limits, self.lifeline, pin)
 
     def process_limits(self, raised: bool = True) -> dict[str, Limit]:
         """The limits of a process started exactly as a tool is (same prefix, same raise);
@@ -114,7 +122,7 @@ class LocalHost:
     def facts(self) -> Facts:
         return Facts(
             hostname=platform.node(),
-            cpu_count=len(os.sched_getaffinity(0)),
+            cpu_count=len(own_cpus()),  # toolbench's own threads may be pinned meanwhile (the placement)
             cpu_model=_cpu_model(),
             memory_bytes=psutil.virtual_memory().total,
             kernel=platform.release(),
@@ -246,17 +254,36 @@ def _limit_value(text: str) -> int | None:
     return None if text == "unlimited" else int(text)
 
 
-def _spawn(argv: list[str], cwd: Path, out: IO[bytes], err: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _spawn(argv: list[str], cwd: Path, out: IO[bytes], err: IO[bytes], env: dict[str, str],
+           pin: Pin | None = None) -> subprocess.Popen[bytes]:
     try:
         # A session of its own, so the whole tree can be killed and Ctrl-C in the
         # terminal reaches toolbench first, which then stops the tool cleanly; killed by
         # the kernel should toolbench die without stopping it.
         return subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True, preexec_fn=die_with_parent())
+                                env=env, start_new_session=True, preexec_fn=placed_child(pin))
     except FileNotFoundError:
         raise HostError(f"local: {argv[0]}: not found") from None
     except PermissionError:
         raise HostError(f"local: {argv[0]}: permission denied") from None
+    except subprocess.SubprocessError:  # the preexec_fn failed in the child: the pin's CPUs are not there
+        where = f" on CPUs {','.join(map(str, pin.cpus))}" if pin is not None else ""
+        raise HostError(f"local: {argv[0]}: cannot be started{where}") from None
+
+
+def placed_child(pin: Pin | None) -> Callable[[], None]:
+    """The preexec_fn of every process toolbench starts here: it dies with toolbench, and it
+    starts on its side's CPUs. Set in the child before the program runs (rather than by `taskset`
+    or after the start): nothing it forks can escape the placement, and no program is needed."""
+    die = die_with_parent()
+    if pin is None:
+        return die
+
+    def preexec() -> None:
+        die()
+        pin.apply()
+
+    return preexec
 
 
 def kill_tree(pid: int) -> None:

@@ -21,6 +21,7 @@ from toolbench.errors import HostError
 from toolbench.hosts.local import RLIMITS, LocalHost, parse_proc_limits
 from toolbench.hosts.ssh_connect import open_client, os_why, why
 from toolbench.hosts.ssh_process import RemoteProcess, Streams, launch_line
+from toolbench.scenario.method import cpu_list
 from toolbench.scenario.read import HostSpec
 
 CONNECT_TIMEOUT_S = 10.0
@@ -43,17 +44,19 @@ def connect(spec: HostSpec, *, known_hosts: Path | None = None, trust_new_key: b
 class SSHHost:
     """A machine reached over SSH. Paths passed as `cwd` or `remote_path` are on that
     machine; `stdout`/`stderr`/`local_path` are on this one. `limits` are ulimits raised
-    for every command started, as LocalHost does (through prlimit, on the remote side)."""
+    for every command started, as LocalHost does (through prlimit, on the remote side); `cpus`,
+    when set, the CPUs every command started runs on (through taskset: the placement)."""
 
     remote = True
 
     def __init__(self, spec: HostSpec, *, known_hosts: Path | None = None, trust_new_key: bool = False,
                  timeout_s: float = CONNECT_TIMEOUT_S, _client: paramiko.SSHClient | None = None,
-                 _limits: Mapping[str, int] | None = None) -> None:
+                 _limits: Mapping[str, int] | None = None, _cpus: tuple[int, ...] | None = None) -> None:
         self.spec = spec
         self.user = spec.user or getpass.getuser()
         self.label = f"{self.user}@{spec.address}:{spec.port}"
         self.limits = dict(_limits or {})
+        self.cpus = _cpus
         self._client = _client or open_client(spec, self.user, self.label, known_hosts, trust_new_key, timeout_s)
         self._sftp: paramiko.SFTPClient | None = None
         self._login: _Login | None = None
@@ -77,7 +80,16 @@ class SSHHost:
         unknown = set(wanted) - set(RLIMITS)
         if unknown:
             raise HostError(f"{self.label}: unknown limit {sorted(unknown)[0]!r}")
-        host = SSHHost(self.spec, _client=self._client, _limits={**self.limits, **wanted})
+        host = SSHHost(self.spec, _client=self._client, _limits={**self.limits, **wanted}, _cpus=self.cpus)
+        host._login = self._login
+        return host
+
+    def with_cpus(self, cpus: tuple[int, ...]) -> "SSHHost":
+        """The same connection, every command started on `cpus` there (taskset, which must be
+        installed there: util-linux)."""
+        if self.which("taskset") is None:
+            raise HostError(f"{self.label}: taskset is not installed (util-linux): the placement needs it there")
+        host = SSHHost(self.spec, _client=self._client, _limits=self.limits, _cpus=tuple(cpus))
         host._login = self._login
         return host
 
@@ -121,7 +133,8 @@ class SSHHost:
 
     def _start(self, argv: Sequence[str], cwd: str | PurePath | None, out: IO[bytes], err: IO[bytes],
                env: Mapping[str, str] | None, close_after: bool = False) -> RemoteProcess:
-        line = launch_line(argv, cwd, env, self._prlimit_args())
+        taskset = ["taskset", "-c", cpu_list(self.cpus)] if self.cpus else []
+        line = launch_line(argv, cwd, env, self._prlimit_args(), taskset)
         channel = self._exec(line, keep_input=True)  # its watcher's lifeline (ssh_process._WATCHED)
         return RemoteProcess(self.label, argv[0], channel, out, err, self._kill_group, close_after)
 

@@ -39,14 +39,15 @@ _POLL_S = 0.02
 
 
 def launch_line(argv: Sequence[str], cwd: str | PurePath | None, env: Mapping[str, str] | None,
-                prlimit: Sequence[str]) -> str:
-    """The remote shell's command line. Every value in it is quoted."""
+                prlimit: Sequence[str], taskset: Sequence[str] = ()) -> str:
+    """The remote shell's command line. Every value in it is quoted. `taskset` (its words, e.g.
+    `taskset -c 0-1`) goes first, so the watcher, the tool and all it forks share its CPUs."""
     if not argv:
         raise HostError("no command to run")
     lines = []
     if cwd is not None:
         lines.append(f"cd -- {shlex.quote(str(cwd))} || exit 126")
-    words = ["exec"]
+    words = ["exec", *taskset]
     if prlimit:
         words += ["prlimit", *prlimit, "--"]
     if env:

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from toolbench.record import codec
+from toolbench.record.machine import MachineRecord
 from toolbench.record.schema import ClockOffset
 
-MANIFEST_VERSION = 3  # 1: untyped, under "toolbench_manifest"; 2: this record; 3: with its generators
+MANIFEST_VERSION = 4  # 1: untyped, under "toolbench_manifest"; 2: this record; 3: with its generators;
+#                       4: with the machine (toolbench.record.machine)
 
 
 class RunStatus(str, enum.Enum):
@@ -143,6 +145,7 @@ class Manifest:
     targets: list[TargetRecord] = field(default_factory=list)
     observation: Observation = field(default_factory=Observation)
     resumed: list[Resumed] = field(default_factory=list)
+    machine: MachineRecord | None = None  # None: recorded before toolbench recorded the machine
     manifest_version: int = MANIFEST_VERSION
 
     def to_dict(self) -> dict[str, Any]:

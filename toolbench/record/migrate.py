@@ -52,6 +52,15 @@ def _result_3_to_4(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+def _result_4_to_5(old: dict[str, Any]) -> dict[str, Any]:
+    """Version 5 may say a cell was disturbed, and what the machine did around it; no older
+    record observed that, and none is disturbed."""
+    new = dict(old)
+    new["machine"] = None
+    new["schema_version"] = 5
+    return new
+
+
 def _manifest_1_to_2(old: dict[str, Any]) -> dict[str, Any]:
     """Version 2 is the typed record of toolbench.record.manifest: the one target becomes a list of
     named targets, the tools a list, the description a field of its own."""
@@ -77,6 +86,15 @@ def _manifest_2_to_3(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+def _manifest_3_to_4(old: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 records the machine: the method, the placement, the system check and the
+    calibration. No older run recorded them."""
+    new = dict(old)
+    new["machine"] = None
+    new["manifest_version"] = 4
+    return new
+
+
 def _description(text: object) -> str:
     """The description a version-1 manifest kept only inside the scenario's text, read bounded
     (a text from anyone may hold an alias bomb: refused, as a record that does not read)."""
@@ -94,8 +112,8 @@ def _description(text: object) -> str:
     return str(value).strip() if value else ""
 
 
-RESULT_STEPS: dict[int, Step] = {1: _result_1_to_2, 2: _result_2_to_3, 3: _result_3_to_4}
-MANIFEST_STEPS: dict[int, Step] = {1: _manifest_1_to_2, 2: _manifest_2_to_3}
+RESULT_STEPS: dict[int, Step] = {1: _result_1_to_2, 2: _result_2_to_3, 3: _result_3_to_4, 4: _result_4_to_5}
+MANIFEST_STEPS: dict[int, Step] = {1: _manifest_1_to_2, 2: _manifest_2_to_3, 3: _manifest_3_to_4}
 
 
 def result(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -104,3 +104,33 @@ class ProbeSummary:
     tool_metric: str | None = None  # "p50_ms" or "mean_ms"
     server_bound: bool | None = None  # the probe slowed down far beyond its baseline
     tool_disagrees: bool | None = None  # the tool's figure and the probe's differ beyond tolerance
+
+
+@dataclass(frozen=True)
+class ForeignProcess:
+    """A process outside the target's, the tool's and toolbench's trees, busy during a cell."""
+
+    pid: int
+    name: str
+    cpu_pct: float  # of one core, over the cell
+
+    def __str__(self) -> str:  # as exports write it, one a line
+        return f"{self.name} (pid {self.pid}) {self.cpu_pct:g} %"
+
+
+@dataclass(frozen=True)
+class CellMachine:
+    """What the machine running the cell did besides the cell (toolbench.run.quiet): the CPU
+    of every process that is neither the target's, the tool's nor toolbench's, and the time a
+    hypervisor stole, each as a share of one core over the cell's wall time; what the cell
+    inherited (sockets in TIME_WAIT when it started, the settle it waited); its place in the run's
+    order; and the CPUs its tool was allowed. None: not measured (a remote generator)."""
+
+    foreign_cpu_pct: float | None = None
+    steal_pct: float | None = None
+    foreign: list[ForeignProcess] = field(default_factory=list)  # the busiest, at most five
+    time_wait_at_start: int | None = None  # host-wide
+    settle_s: float | None = None  # waited before the cell for the previous one's connections to close
+    position: int | None = None  # 1-based, in the order the run's cells ran
+    tool_cpus: list[int] | None = None  # the tool's affinity as the kernel gave it; None: not read
+    disturbed_by: str | None = None  # why the cell is disturbed, when it is

@@ -14,11 +14,12 @@ from typing import Any, Mapping
 from toolbench.errors import SchemaError
 from toolbench.record import codec
 # Part of the schema, kept in their own module: toolbench.record.schema.GeneratorCost etc. stay valid.
-from toolbench.record.observed import (GeneratorCost, ProbeSummary, ProcessCost, ServerCost,  # noqa: F401
-                                       cpu_us_per_request)
+from toolbench.record.observed import (CellMachine, GeneratorCost, ProbeSummary, ProcessCost,  # noqa: F401
+                                       ServerCost, cpu_us_per_request)
 
-SCHEMA_VERSION = 4  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
-#                     4: RunResult.generators, the parts of a cell run on several generators
+SCHEMA_VERSION = 5  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
+#                     4: RunResult.generators, the parts of a cell run on several generators;
+#                     5: Status.DISTURBED and RunResult.machine, the machine around the cell
 
 
 
@@ -36,6 +37,9 @@ class Status(str, enum.Enum):
     UNSUPPORTED = "unsupported"
     INTERRUPTED = "interrupted"
     PARTIAL = "partial"  # run on several generators, and some of their parts failed: not summed
+    # Ran to its end, but foreign work on the machine (or a hypervisor's steal) took more than the
+    # scenario's limit during it: its figures are kept and shown, never used in a verdict.
+    DISTURBED = "disturbed"
 
 
 class Omission(str, enum.Enum):
@@ -345,6 +349,7 @@ class RunResult:
     # Several generators: each one's part; `measurement` is then their merge, made only when
     # every part succeeded (else the status is PARTIAL). Empty: the cell ran on one generator.
     generators: list[GeneratorPart] = field(default_factory=list)
+    machine: CellMachine | None = None  # the machine around the cell; None: not observed
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

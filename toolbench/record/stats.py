@@ -38,9 +38,15 @@ _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.045, 2.042)
 _Z95 = 1.959964
 LATENCY_FIGURES = ("mean_ms",) + tuple(name for name, _ in PERCENTILES)
-_RAN = (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.PARTIAL)  # a cell that ran; unsupported and missing did not
-# Where no noise could be measured (one repetition, no per-second data), this much is assumed.
-ASSUMED_NOISE_PCT = 10.0
+# A cell that ran; unsupported and missing did not, and a disturbed one is left out of every statistic (its
+# figures measured the machine's other work as much as the tool): the report shows it apart.
+_RAN = (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.PARTIAL)
+# Where no noise could be measured (one repetition, no per-second data), a difference counts only
+# beyond this much: said as such in the verdict ("noise not measured"), never shown as a noise.
+UNMEASURED_FLOOR_PCT = 10.0
+# The fewest repetitions whose spread is taken as a cell's noise between runs: the spread of two
+# is too often narrow by luck (and the bundled comparisons run three or more).
+MIN_REPETITIONS = 3
 # Below this, a difference is a tie whatever the measured noise: half the range of two or
 # three samples understates what the next run will show.
 MIN_DIFFERENCE_PCT = 5.0
@@ -101,15 +107,22 @@ class Merged:
 class Estimate:
     """A figure with its noise: `noise_pct` is half the range of its samples as a share of
     the median, measured over `basis` ("2 repetitions", "3 whole seconds"); None when it could
-    not be measured, and then ASSUMED_NOISE_PCT stands in."""
+    not be measured, and then a difference must pass UNMEASURED_FLOOR_PCT. `repetitions`: how
+    many the value is the median of; fewer than MIN_REPETITIONS and the verdict says the noise
+    between runs is not measured."""
 
     value: float
     noise_pct: float | None
     basis: str = ""
+    repetitions: int = 1
+
+    @property
+    def noise_measured(self) -> bool:
+        return self.noise_pct is not None and self.repetitions >= MIN_REPETITIONS
 
     @property
     def half_width(self) -> float:
-        pct = self.noise_pct if self.noise_pct is not None else ASSUMED_NOISE_PCT
+        pct = self.noise_pct if self.noise_pct is not None else UNMEASURED_FLOOR_PCT
         return abs(self.value) * pct / 100.0
 
 
@@ -203,7 +216,7 @@ def estimate(values: list[float], seconds: list[float] | None = None) -> Estimat
         return None
     value = statistics.median(values)
     if len(values) >= 2:
-        return Estimate(value, half_range_pct(values), f"{len(values)} repetitions")
+        return Estimate(value, half_range_pct(values), f"{len(values)} repetitions", len(values))
     if seconds and len(seconds) >= 2:
         return Estimate(value, half_range_pct(seconds), f"{len(seconds)} whole seconds")
     return Estimate(value, None)
@@ -271,15 +284,24 @@ def key_of(result: RunResult) -> CellKey:
 
 
 def group(results: Iterable[RunResult]) -> dict[CellKey, list[RunResult]]:
-    """The repetitions of each cell, in the order the results came."""
+    """The repetitions of each cell, each cell's in the order they came. The cells are in a
+    fixed order (target as first met, tool, concurrency, keep-alive on first, rate), not the
+    run's: a run shuffles its cells' order per repetition, and its tables must not."""
     groups: dict[CellKey, list[RunResult]] = {}
+    targets: dict[str | None, int] = {}
     for result in results:
+        targets.setdefault(result.identity.target_label, len(targets))
         groups.setdefault(key_of(result), []).append(result)
-    return groups
+    return dict(sorted(groups.items(), key=lambda item: _canonical(item[0], targets)))
+
+
+def _canonical(key: CellKey, targets: dict[str | None, int]) -> tuple[object, ...]:
+    return (targets[key.target_label], key.tool, key.concurrency or 0, key.keepalive is not True,
+            key.keepalive is None, key.rate_rps or 0.0, key.params)
 
 
 def cell_stats(results: Iterable[RunResult]) -> list[CellStats]:
-    """One CellStats per cell that ran, in plan order."""
+    """One CellStats per cell that ran, in group()'s fixed order."""
     return [_stats(key, reps) for key, reps in group(results).items()
             if any(r.outcome.status in _RAN for r in reps)]
 

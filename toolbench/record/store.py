@@ -27,6 +27,8 @@ RAW = "raw"
 TORN = "results.jsonl.torn"  # what a crash cut off the end of results.jsonl, kept aside
 LOCK = "lock"
 RESERVE = ".reserve"
+# A cell whose record says this and that was run again later is shown by its later record.
+_SUPERSEDED = (Status.INTERRUPTED, Status.DISTURBED)
 # Held on the disk while a run goes on and given back when the disk is full, so that the
 # manifest can still be rewritten to say how the run ended.
 RESERVE_BYTES = 256 * 1024
@@ -234,11 +236,12 @@ class RunDir:
 
     def results(self) -> list[RunResult]:
         """Every cell's record, in the order they were written. A cell that was interrupted
-        and run again later appears once, with its later record."""
+        and run again later (`--resume`), or disturbed and run again (`--retry-disturbed`),
+        appears once, with its later record; the earlier one stays in the file."""
         records = list(self._iter_results())
         final = {r.identity.cell_id: i for i, r in enumerate(records)}
         return [r for i, r in enumerate(records)
-                if r.outcome.status is not Status.INTERRUPTED or final[r.identity.cell_id] == i]
+                if r.outcome.status not in _SUPERSEDED or final[r.identity.cell_id] == i]
 
     def _iter_results(self) -> Iterator[RunResult]:
         path = self.path / RESULTS

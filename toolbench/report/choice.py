@@ -189,9 +189,10 @@ def skipped(ctx: Context) -> dict[str, str]:
     """Tools none of whose cells ran, with the reason: not installed, when a cell says so."""
     out: dict[str, str] = {}
     ran = {r.identity.label for _, r in ctx.results
-           if r.outcome.status not in (Status.UNSUPPORTED, Status.TOOL_MISSING)}
+           if r.outcome.status not in (Status.UNSUPPORTED, Status.TOOL_MISSING, Status.DISTURBED)}
     for _, r in ctx.results:
-        why = (r.outcome.error or r.outcome.status.value).split(":")[0]
+        why = ("disturbed by other work on the machine" if r.outcome.status is Status.DISTURBED
+               else (r.outcome.error or r.outcome.status.value).split(":")[0])
         missing = r.outcome.status is Status.TOOL_MISSING or why.startswith("skipped, not installed")
         if r.identity.label not in ran and (r.identity.label not in out or missing):
             out[r.identity.label] = "not installed" if missing else why

@@ -1,15 +1,17 @@
-"""Where the runs ran: hosts, CPU, memory, kernel, tool versions, and the
-prerequisites as found against what the scenario wanted."""
+"""Where the runs ran: hosts, CPU, memory, kernel, tool versions, who ran on which CPUs (the
+placement), and the prerequisites as found against what the scenario wanted."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
+from toolbench.record.machine import Placement
 from toolbench.record.manifest import Environment, Finding
 from toolbench.record.schema import Status
 from toolbench.report import fmt
 from toolbench.report.context import Context, RunView
 from toolbench.report.view import Column, Row, Section, Table, Value, text
+from toolbench.scenario.method import cpu_list
 
 NOT_CHECKED = "not checked"
 
@@ -25,7 +27,66 @@ def facts(run: RunView) -> list[tuple[str, str]]:
         out.append((role, " ".join(v for v in (target.label, _str(target.version)) if v)))
         out.append((f"{role} URL", _str(target.url)))
     out += [(f"tool: {t.tool}", _str(t.version) or "not found") for t in sorted(m.tools, key=lambda t: t.tool)]
+    out += placement_facts(m.machine.placement if m.machine is not None else None)
     return [(k, v or fmt.ABSENT) for k, v in out]
+
+
+def placement_facts(placement: Placement | None) -> list[tuple[str, str]]:
+    """The placement asked and what it became: each side's CPUs, cpuset or affinity only, and
+    every process read back with the CPUs the kernel gave it, grouped (nginx ×3 on 0). None
+    (a run recorded before toolbench placed anything): no rows, as for any fact not recorded."""
+    if placement is None:
+        return []
+    how = "not placed" if placement.asked == "none" else "cpuset" if placement.cpuset else "affinity only"
+    out = [("placement", f"{placement.asked} ({how})"), ("placed", placement_phrase(placement))]
+    if placement.asked != "none":
+        out += [(f"{side} CPUs", _cpus_on(cpus, host)) for side, cpus, host in (
+            ("target", placement.target_cpus, placement.target_host),
+            ("generator", placement.generator_cpus, placement.generator_host),
+            ("toolbench", placement.toolbench_cpus, "local"))]
+    groups: Counter[tuple[str, str, str, str]] = Counter(
+        (p.role, p.name, cpu_list(tuple(p.cpus)) if p.cpus else "none", p.host) for p in placement.processes)
+    said = [f"{name}{f' ×{n}' if n > 1 else ''} on {cpus}{'' if host == 'local' else f' of {host}'}"
+            for (_, name, cpus, host), n in groups.items()]
+    out.append(("processes and their CPUs", "; ".join(said)))
+    out += [("placement notes", "; ".join(placement.notes))] if placement.notes else []
+    return out
+
+
+def placement_phrase(placement: Placement | None) -> str:
+    """Where the target and the generator ran, in one phrase for the sentence that says how
+    quiet the machine was: "the target on CPU 0, the generator on CPU 1 (toolbench with the
+    generator)"."""
+    if placement is None:
+        return "where the target and the generator ran was not recorded"
+    if placement.asked == "none":
+        if placement.target_host == placement.generator_host:
+            return "unplaced: the target and the generator shared every CPU"
+        return "unplaced: the target and the generator each on every CPU of its own machine"
+    sides = [f"the {side} " + ("not started by toolbench" if host == NOT_STARTED else f"on {_cpus_on(cpus, host)}")
+             for side, cpus, host in (("target", placement.target_cpus, placement.target_host),
+                                      ("generator", placement.generator_cpus, placement.generator_host))]
+    return f"{sides[0]}, {sides[1]} ({_toolbench_where(placement)})"
+
+
+NOT_STARTED = "not started by toolbench"  # toolbench.hosts.placed.NOT_STARTED, as the record says it
+
+
+def _cpus_on(cpus: list[int] | None, host: str) -> str:
+    where = "" if host == "local" else f" of {host}"
+    if cpus is None:
+        return f"every CPU{where}"
+    return f"CPU{'s' if len(cpus) > 1 else ''} {cpu_list(tuple(cpus))}{where}"
+
+
+def _toolbench_where(p: Placement) -> str:
+    if p.toolbench_cpus is None:
+        return "toolbench unplaced"
+    if p.generator_host == "local" and p.toolbench_cpus == p.generator_cpus:
+        return "toolbench with the generator"
+    if p.target_host == "local" and p.toolbench_cpus == p.target_cpus:
+        return "toolbench with the target"
+    return f"toolbench on {_cpus_on(p.toolbench_cpus, 'local')}"
 
 
 def ended(run: RunView) -> str:

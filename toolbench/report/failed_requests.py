@@ -13,6 +13,7 @@ CLASSES = (("connect", "could not connect"), ("timeout", "no answer in time"), (
            ("http_4xx", "HTTP 4xx"), ("http_5xx", "HTTP 5xx"), ("http", "HTTP errors the tool does not class"),
            ("other", "anything else, e.g. a wrong length"))
 NOT_RUN = groups.NOT_RUN
+FINISHED = (Status.OK, Status.DISTURBED)
 
 
 def status_codes(codes: dict[int, int]) -> str:
@@ -23,7 +24,8 @@ def _has_errors(r: RunResult) -> bool:
     """A cell that ran and failed, or had failed requests; a cell not run is no error."""
     if r.outcome.status in NOT_RUN:
         return False
-    return r.outcome.status is not Status.OK or bool(r.measurement.counts.requests_failed) or \
+    # A disturbed cell finished: it is here only for its failed requests.
+    return r.outcome.status not in FINISHED or bool(r.measurement.counts.requests_failed) or \
         any(code >= 400 for code in r.measurement.counts.status_codes)
 
 
@@ -87,7 +89,8 @@ def _cells_table(ctx: Context, cells: list[tuple[RunView, RunResult]]) -> Table:
             v = getattr(c.failures, name)
             values.append(num(fmt.number(v), v))
         values.append(text(status_codes(c.status_codes)))
-        rows.append(Row(tuple(values), bad=r.outcome.status is not Status.OK, error=r.outcome.error or ""))
+        rows.append(Row(tuple(values), bad=r.outcome.status not in FINISHED, error=r.outcome.error or "",
+                        disturbed=r.outcome.status is Status.DISTURBED))
     labels = (["run"] if ctx.several else []) + ["cell", "status", "requests", "failed"] + \
         [(name.replace("_", " "), title) for name, title in CLASSES] + [("status codes", "every HTTP status seen")]
     cols = columns(*labels, numeric_from=3 if ctx.several else 2, text=("status codes",))

@@ -66,6 +66,11 @@ SHORT_OF_RAMP = (f"measured over less than {RAMP_MULTIPLE:g} times the tool's ra
                  "the rate is understated")
 
 
+# A cell disturbed by other work on the machine (Status.DISTURBED), and a median that left such cells out.
+DISTURBED = "disturbed by other work on the machine: shown, and left out of the verdict, rankings and charts"
+DISTURBED_LEFT_OUT = "repetitions disturbed by other work on the machine were left out of this figure"
+
+
 def resolution_flag(value: float | None, resolution: float | None) -> str:
     return "below the tool's resolution" if below_resolution(value, resolution) else ""
 

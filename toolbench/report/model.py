@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbench.report import by_target as targets
-from toolbench.report import (choice, compare, cost, environment, failed_requests, generators, latency, latency_time,
-                              latency_views, perf, ranking, results, truth, verdict)
+from toolbench.report import (choice, compare, cost, disturbed, environment, failed_requests, generators, latency,
+                              latency_time, latency_views, perf, ranking, results, truth, verdict)
 from toolbench.report.context import Context, RunView
 from toolbench.report.criteria_section import criteria_section
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
@@ -64,6 +64,7 @@ def build(runs: list[RunView]) -> ReportData:
         latency_time.over_time_section(ctx),
         results.results_section(ctx),
     ]
+    sections = disturbed.with_chart_notes(sections, ctx)
     if ctx.several:
         sections.insert(0, compare.compare_section(ctx))
     links = tuple(Link(f"{run.label + ': ' if run.label else ''}{name}", run.link(name))

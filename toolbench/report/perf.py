@@ -3,7 +3,7 @@ and the per-second time series."""
 from __future__ import annotations
 
 from toolbench.record import stats
-from toolbench.report import charts, fmt, groups
+from toolbench.report import charts, disturbed, fmt, groups
 from toolbench.report.context import Context
 from toolbench.report.view import Figure, Row, Section, Table, Value, columns, num, text
 
@@ -79,6 +79,8 @@ def throughput_section(ctx: Context) -> Section:
             key.label, [float(p.concurrency or 0) for p in rated], [p.rps or 0.0 for p in rated], ctx.style(key),
             lows=[s[0] if s else p.rps or 0.0 for s, p in zip(spreads, rated)] if has_spread else None,
             highs=[s[1] if s else p.rps or 0.0 for s, p in zip(spreads, rated)] if has_spread else None))
+    marks = disturbed.throughput_marks(ctx)
+    lines += marks
     if not lines:
         return Section("throughput", "Throughput vs concurrency", absent="No cell finished ok: nothing to chart.")
     xs = [x for line in lines for x in line.xs]
@@ -87,7 +89,9 @@ def throughput_section(ctx: Context) -> Section:
     svg = charts.line_chart("throughput", lines, axes, alt="Requests per second against concurrency for "
                             f"{', '.join(line.label for line in lines)}.")
     caption = ("Successful requests per second (median of repetitions; bars: lowest to highest). "
-               "Keep-alive on: solid line; off: dashed. Each tool has its own marker.")
+               "Keep-alive on: solid line; off: dashed. Each tool has its own marker."
+               + (f" Crosses: the {len(marks[0].xs)} cells disturbed by other work on the machine, each its own "
+                  "rate, left out of the lines and medians." if marks else ""))
     return Section("throughput", "Throughput vs concurrency", figures=(Figure(svg, caption, "throughput"),))
 
 

@@ -4,7 +4,7 @@ rankings are read from this table's data (toolbench.report.likewise)."""
 from __future__ import annotations
 
 from toolbench.record import stats
-from toolbench.report import fmt, likewise
+from toolbench.report import disturbed, fmt, likewise
 from toolbench.report.context import Context
 from toolbench.report.perf import noise
 from toolbench.report.view import Column, Row, Section, Table, num, text
@@ -41,7 +41,8 @@ def _row(ctx: Context, comp: likewise.Comparison, cell: likewise.Cell, variants:
         text(p.key.keepalive_text), num(fmt.number(p.concurrency), p.concurrency)] + (
         [text(p.key.variant)] if variants else []) + [
         text(cell.tool), text(_rank(comp, cell)), text(comp.by.value if len(comp.cells) > 1 else ""),
-        num(fmt.number(cell.rate.value), cell.rate.value, derived=p.rps_derived),
+        num(fmt.number(cell.rate.value), cell.rate.value, derived=p.rps_derived,
+            flag=fmt.DISTURBED_LEFT_OUT if disturbed.of(p.results) else ""),
         num(noise(cell.rate), cell.rate.noise_pct), num(fmt.percent(errors), errors),
         num(fmt.number(cpu.value) if cpu else fmt.ABSENT, cpu.value if cpu else None),
         text(cell.limit.bound.value), text(cell.limit.why, "")]

@@ -13,11 +13,11 @@ from toolbench.errors import ToolbenchError
 from toolbench.record import runfiles, store
 from toolbench.report import compare, model
 from toolbench.report.context import RunView
-from toolbench.report.fmt import SHORT_OF_RAMP
+from toolbench.report.fmt import DISTURBED, DISTURBED_LEFT_OUT, SHORT_OF_RAMP
 
 # Marks shown beside a flagged value, so that no flag is told by colour alone.
 FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!", "unknown": "?",
-              SHORT_OF_RAMP: "⏱"}
+              SHORT_OF_RAMP: "⏱", DISTURBED: "↯", DISTURBED_LEFT_OUT: "↯"}
 
 
 def environment() -> jinja2.Environment:

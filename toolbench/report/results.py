@@ -11,7 +11,8 @@ from toolbench.report.context import Context, RunView
 from toolbench.report.cost import cpu_us_per_request
 from toolbench.report.view import Column, Link, Row, Section, Table, Value, num, text
 
-NOT_BAD = (Status.OK, Status.UNSUPPORTED, Status.TOOL_MISSING)  # a cell not run is no failure
+# A cell not run is no failure; a disturbed one ran to its end, its figures kept (marked, not failed).
+NOT_BAD = (Status.OK, Status.UNSUPPORTED, Status.TOOL_MISSING, Status.DISTURBED)
 
 
 def shared_notes(ctx: Context) -> dict[str, list[str]]:
@@ -78,7 +79,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
     values = ([text(run.label)] if ctx.several else []) + [
         text(r.identity.cell_id), text(r.identity.label + version),
         num(fmt.number(r.identity.concurrency), r.identity.concurrency), text(fmt.yes_no(r.identity.keepalive)),
-        num(str(r.identity.repetition), r.identity.repetition), text(r.outcome.status.value.replace("_", " ")),
+        num(str(r.identity.repetition), r.identity.repetition), _status(r),
         num(fmt.number(r.measurement.counts.requests_total), r.measurement.counts.requests_total),
         num(fmt.number(r.measurement.counts.requests_failed), r.measurement.counts.requests_failed),
         num(fmt.number(rps), rps, derived=rps is not None and stats.throughput_derived(r), flag=_ramp_flag(r)),
@@ -97,7 +98,13 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
         values.append(num(fmt.number(probe), probe))
     values.append(Value("" if links else fmt.ABSENT, links=links))
     return Row(tuple(values), bad=r.outcome.status not in NOT_BAD, error=r.outcome.error or "",
-               note="; ".join(n for n in r.all_notes if n not in shared))
+               note="; ".join(n for n in r.all_notes if n not in shared),
+               disturbed=r.outcome.status is Status.DISTURBED)
+
+
+def _status(r: RunResult) -> Value:
+    disturbed = r.outcome.status is Status.DISTURBED
+    return Value(text=r.outcome.status.value.replace("_", " "), flag=fmt.DISTURBED if disturbed else "")
 
 
 def _ramp_flag(r: RunResult) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from toolbench.record import stats
 from toolbench.record.manifest import RunStatus
 from toolbench.record.schema import Status
-from toolbench.report import answer
+from toolbench.report import answer, disturbed
 from toolbench.report import by_target as targets
 from toolbench.report import fmt
 from toolbench.report.bounds import Bound
@@ -55,6 +55,7 @@ def _run_verdict(run: RunView, comps: list[Comparison], series: list[Series],
                             if s)
     else:
         headline = " ".join(s for s in (_headline(run, comps), targets.headline(on_targets)) if s)
+    headline = " ".join(s for s in (headline, disturbed.left_out(run.results)) if s)  # never silently left out
     topics = (Topic("Targets", tuple(targets.sentences(on_targets, MAX_LISTED))),
               Topic("Like for like", tuple(_ranking(comps))), Topic("Limits", tuple(_limits(cells))),
               Topic("Cost", tuple(_cost(comps, cells))), Topic("Truthfulness", tuple(_truth([c.truth for c in cells]))),
@@ -113,9 +114,23 @@ def _ranking(comps: list[Comparison]) -> list[str]:
         out.append(f"{len(several) - MAX_LISTED} more comparisons are in the like-for-like table.")
     if several:
         out.append(f"A difference counts only beyond the noise of both cells (half the range of their repetitions, "
-                   f"or of their whole seconds with one repetition; ±{stats.ASSUMED_NOISE_PCT:g} % assumed where "
-                   f"neither was measured) and beyond {stats.MIN_DIFFERENCE_PCT:g} %; anything closer is a tie.")
+                   f"or of their whole seconds with one repetition; where neither was measured, beyond "
+                   f"{stats.UNMEASURED_FLOOR_PCT:g} %) and beyond {stats.MIN_DIFFERENCE_PCT:g} %; anything closer "
+                   "is a tie.")
+        out += _unmeasured([cell for comp in several for cell in comp.cells])
     return out
+
+
+def _unmeasured(cells: list[Cell]) -> list[str]:
+    """The cells whose noise between runs is not measured: fewer than stats.MIN_REPETITIONS."""
+    few = [c for c in cells if not c.rate.noise_measured]
+    if not few:
+        return []
+    most = max(c.rate.repetitions for c in few)
+    return [f"The noise between runs is not measured for {len(few)} of these {len(cells)} cells "
+            f"({'one repetition' if most == 1 else f'at most {most} repetitions'}; it takes "
+            f"{stats.MIN_REPETITIONS}): their leads and ties may not repeat. Run with `repeat: "
+            f"{stats.MIN_REPETITIONS}` or more to measure it."]
 
 
 def _cells_text(cells: list[Cell]) -> str:

@@ -17,11 +17,11 @@ def and_list(items: Iterable[str]) -> str:
 
 
 def estimate(e: stats.Estimate | None, unit: str) -> str:
-    """Like "30,287/s ±6.7 %"; a noise not measured reads as the one assumed: "(±10 % assumed)"."""
+    """Like "30,287/s ±6.7 %"; "(noise not measured)" without one."""
     if e is None:
         return fmt.ABSENT
     if e.noise_pct is None:
-        return f"{fmt.number(e.value)}{unit} (±{stats.ASSUMED_NOISE_PCT:g} % assumed)"
+        return f"{fmt.number(e.value)}{unit} (noise not measured)"
     pct = f"{e.noise_pct:.1f}" if e.noise_pct < 10 else f"{e.noise_pct:.0f}"
     return f"{fmt.number(e.value)}{unit} ±{pct} %"
 

@@ -37,6 +37,7 @@ class Row:
     bad: bool = False  # the row reports a failure
     note: str = ""  # a full-width line under the row
     error: str = ""  # a full-width line under the row, saying what went wrong
+    disturbed: bool = False  # the row is a cell disturbed by other work on the machine (`error` says how)
 
 
 @dataclass(frozen=True)

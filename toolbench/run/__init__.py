@@ -5,8 +5,10 @@ scenario from plan to the last result, each appended as it exists; serving: the 
 in turn; cell: one cell on one generator (warm-up, run, parse, what was observed beside it);
 execute and tool_steps: a tool's run on its host and the steps after it; warmup: the unmeasured
 run before a cell; probe: requests timed by toolbench itself; generator_watch: the generator's
-monitor, here or over SSH; detection: each tool looked for where it runs; scaleout/: one cell
-on several generators.
+monitor, here or over SSH; detection: each tool looked for where it runs; quiet: what else the
+machine running the tool did during a cell (foreign CPU, steal: a cell over the limits is
+disturbed); retry: disturbed cells run again (`--retry-disturbed`); scaleout/: one cell on
+several generators.
 
 May import: toolbench.errors, toolbench.record, toolbench.scenario, toolbench.contract,
 toolbench.hosts, toolbench.servers"""

@@ -5,6 +5,7 @@ goes to toolbench.run.scaleout.fleet instead."""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from toolbench.contract import registry
 from toolbench.contract.adapter import Adapter, Detection, Found, Missing, RawOutput
@@ -12,15 +13,16 @@ from toolbench.contract.cell import Cell
 from toolbench.contract.checked import parse_checked
 from toolbench.contract.host import Completed, Host
 from toolbench.contract.ramp import ramp_note, short_of_ramp
-from toolbench.errors import HostError, ParseError
+from toolbench.errors import HostError, Notice, ParseError
 from toolbench.hosts import monitor
 from toolbench.record import derive, diagnose, store
-from toolbench.record.schema import (Artifact, GeneratorCost, Identity, LoadModel, Measurement, Outcome, ProbeSummary,
-                                     RunResult, Status, Timing)
-from toolbench.run import probe, warmup
+from toolbench.record.schema import (Artifact, CellMachine, GeneratorCost, Identity, LoadModel, Measurement, Outcome,
+                                     ProbeSummary, RunResult, Status, Timing)
+from toolbench.run import probe, quiet, warmup
 from toolbench.run.execute import Watched, execute_with_retries
 from toolbench.run.plan import PlannedCell
 from toolbench.run.serving import Serving
+from toolbench.run.settle import Inherited
 from toolbench.scenario.read import Scenario
 
 
@@ -48,7 +50,7 @@ def not_runnable(scenario: Scenario, planned: PlannedCell, found: Detection, ide
 
 
 def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
-             found: Detection, target: Serving) -> RunResult:
+             found: Detection, target: Serving, inherited: Inherited | None = None) -> RunResult:
     version = version_of(found)
     identity = identity_of(scenario, cell, version, target.name)
     skipped = not_runnable(scenario, planned, found, identity)
@@ -70,7 +72,8 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
                                            error=failed.reason if failed else str(exc),
                                            artifacts=warmup.artifacts(workdir, run_dir.relative)),
                          Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())),
-                         warmup=warmup.asked(cell, workdir, run_dir.relative) if failed else None, ramp_s=ramp_s)
+                         warmup=warmup.asked(cell, workdir, run_dir.relative) if failed else None, ramp_s=ramp_s,
+                         machine=quiet.cell_machine(None, inherited, None, None))
     ended_at = store.utc_now()
     artifacts = [Artifact(role="stdout", path=run_dir.relative(workdir / "stdout.txt")),
                  Artifact(role="stderr", path=run_dir.relative(workdir / "stderr.txt"))]
@@ -89,6 +92,7 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
         status, error = Status.FAILED, parse_error
     elif parse_error:
         error = f"{error}; {parse_error}"
+    machine, status, error = _machine(scenario, watched, completed, inherited, status, error)
     outcome = Outcome(status, exit_code=completed.exit_code, error=error, artifacts=artifacts)
     timing = Timing(started_at=started_at, ended_at=ended_at, wall_s=completed.wall_s,
                     duration_s=measurement.timing.duration_s if measurement else None)
@@ -96,13 +100,36 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     server_cost = watched.server.summary(measurement.counts.requests_total if measurement else None)
     if measurement is None:
         return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
-                         notes=warm_notes + hangs, server_cost=server_cost, warmup=warm, ramp_s=ramp_s)
+                         notes=warm_notes + hangs, server_cost=server_cost, warmup=warm, ramp_s=ramp_s,
+                         machine=machine)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
     short = ([ramp_note(cell.label, timing.duration_s, ramp_s)]
              if ramp_s and timing.duration_s is not None and short_of_ramp(timing.duration_s, ramp_s) else [])
     return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
                      notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short,
-                     server_cost=server_cost, warmup=warm, ramp_s=ramp_s)
+                     server_cost=server_cost, warmup=warm, ramp_s=ramp_s, machine=machine)
+
+
+def _machine(scenario: Scenario, watched: Watched, completed: Completed, inherited: Inherited | None,
+             status: Status, error: str | None) -> tuple[CellMachine, Status, str | None]:
+    """What this machine did besides the cell while its tool ran (toolbench.run.quiet); an ok cell
+    over the scenario's limits becomes disturbed, its figures kept and the reason first in its error."""
+    if watched.machine is None:
+        warnings.warn(Notice("the tools run on another machine: the foreign CPU and steal during each cell are "
+                             "measured only where the tool runs here, and are absent"), stacklevel=2)
+        return quiet.cell_machine(None, inherited, None, None), status, error
+    tool_cpu_s = (completed.cpu_user_s + completed.cpu_system_s
+                  if completed.cpu_user_s is not None and completed.cpu_system_s is not None else None)
+    found = watched.machine.figures(tool_cpu_s)
+    why = None
+    if status is Status.OK and found is not None:
+        limits = scenario.method
+        why = quiet.disturbance(found.foreign_cpu_pct, found.steal_pct, found.foreign, limits.foreign_cpu_pct,
+                                limits.steal_pct)
+    machine = quiet.cell_machine(found, inherited, watched.machine.tool_cpus, why)
+    if why is None:
+        return machine, status, error
+    return machine, Status.DISTURBED, why + (f"; {error}" if error else "")
 
 
 def _reach_if_nothing_counted(m: Measurement | None, completed: Completed, cell: Cell) -> derive.Reach | None:

@@ -13,7 +13,7 @@ from toolbench.contract.host import Completed, Host, Running
 from toolbench.hosts import monitor
 from toolbench.record import store
 from toolbench.record.schema import Latency, ProbeSummary, ServerCost
-from toolbench.run import probe, serving
+from toolbench.run import probe, quiet, serving
 from toolbench.run import tool_steps as steps
 from toolbench.run.serving import Serving
 from toolbench.scenario.read import Scenario
@@ -30,6 +30,7 @@ class Watched:
     during: probe.Samples | None
     series: Path | None
     server: serving.CellWatch
+    machine: quiet.Watch | None = None  # this machine around the tool's run; None: the tool ran elsewhere
 
 
 def execute(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host, scenario: Scenario,
@@ -82,20 +83,27 @@ def _observed(argv: list[str], env: dict[str, str] | None, tool_dir: Path, cell:
     mon = monitor.Monitor(scenario.monitor.interval_s, monitor.port_of(cell.url), series) if series else None
     prb = probe.Probe(probed, spec.interval_s, probe_timeout) if spec.enabled else None
     server = serving.CellWatch(scenario, target.spec, target.running, workdir / "server.jsonl")
+    machine = quiet.Watch(target.running) if not host.remote else None
     try:
         server.start()
+        if machine:
+            machine.start()  # the window is the tool's run: its warm-up and the probe's baseline are before
         running = host.start(argv, cwd=tool_dir, stdout=workdir / "stdout.txt", stderr=workdir / "stderr.txt",
                              env=env)
+        if machine:
+            machine.started(running.pid)
         completed = _watch(running, cell.timeout_s, mon, prb)
     finally:
         # However the tool's run ended, its watchers end with it; the monitors last, as
         # writing their series may fail (a full disk).
+        if machine:
+            machine.stop()
         during = prb.stop() if prb else None
         try:
             server.stop()
         finally:
             report = mon.stop() if mon else None
-    return completed, Watched(report, base, during, series, server)
+    return completed, Watched(report, base, during, series, server, machine)
 
 
 def _watch(running: Running, timeout_s: float, mon: monitor.Monitor | None, prb: probe.Probe | None) -> Completed:

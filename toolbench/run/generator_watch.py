@@ -37,7 +37,8 @@ class GeneratorWatch:
         if not self._spec.enabled:
             return
         try:
-            self._cores = self._host.facts().cpu_count
+            # The tool may use the CPUs the placement gave it, not every one of its host's.
+            self._cores = self._cell.cpus or self._host.facts().cpu_count
             if isinstance(self._host, SSHHost):
                 self._there = remote.machine(self._host, self._host.label, {}, {})
         except (HostError, TargetError) as exc:

@@ -3,6 +3,7 @@ planned as unsupported with the tool's reason."""
 from __future__ import annotations
 
 import itertools
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,12 @@ class PlannedCell:
     support: Support
 
 
-def expand(scenario: Scenario) -> list[PlannedCell]:
+def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
     """Targets are the outer loop (each target starts once for its cells), then repetitions,
-    so that drift over time hits every tool alike.
+    so that drift over time hits every tool alike. With a `seed`, the cells of each repetition
+    run in an order drawn from it, a new one per repetition (`shuffled`, toolbench.run.runner
+    draws and records the seed): no cell always follows the same one, so what a cell inherits
+    from the one before it becomes noise the repetitions measure, not a bias of one cell.
 
     A matrix entry is a tool, or a variant declared under `tools:` with `use: <tool>`,
     which runs that tool with its own options on top of the tool's."""
@@ -35,7 +39,11 @@ def expand(scenario: Scenario) -> list[PlannedCell]:
     planned = []
     several = len(scenario.targets) > 1
     for target, rep in itertools.product(m.target or tuple(scenario.targets), range(1, scenario.repeat + 1)):
-        for concurrency, keepalive, rate, name in itertools.product(m.concurrency, m.keepalive, m.rate, m.tool):
+        combos = list(itertools.product(m.concurrency, m.keepalive, m.rate, m.tool))
+        if seed is not None:
+            # A string seed is hashed the same way on every Python: the order is reproducible from the manifest.
+            random.Random(f"{seed}:{target}:{rep}").shuffle(combos)
+        for concurrency, keepalive, rate, name in combos:
             adapter, options = resolved[name]
             cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,
                         repetition=rep, request=scenario.request, stop=scenario.stop,

@@ -8,6 +8,7 @@ import dataclasses
 import platform
 import sys
 import time
+import urllib.parse
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +18,11 @@ from toolbench.contract.adapter import Detection, Found
 from toolbench.contract.cell import Cell
 from toolbench.contract.host import Host
 from toolbench.errors import Interrupted, Notice, ScenarioError, TargetError, ToolbenchError
-from toolbench.hosts import lifeline, prereq, ssh
+from toolbench.hosts import lifeline, placed, prereq, ssh
 from toolbench.hosts.local import LocalHost
 from toolbench.record import manifest, store
 from toolbench.record.schema import Measurement, Outcome, RunResult, Status, Timing
-from toolbench.run import detection, plan, serving
+from toolbench.run import bracket, detection, plan, retry, serving, settle
 from toolbench.run.cell import identity_of, not_runnable, run_cell, version_of
 from toolbench.run.plan import PlannedCell
 from toolbench.run.scaleout import fleet as scaleout
@@ -60,13 +61,15 @@ class RunSummary:
 def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         observer: Observer | None = None, host: Host | None = None, go_on: bool = False,
         known_hosts: Path | None = None, trust_new_key: bool = False,
-        start_target: TargetStarter | None = None, fail_fast: bool = False) -> RunSummary:
+        start_target: TargetStarter | None = None, fail_fast: bool = False,
+        retry_disturbed: int = 0, system_check: bool = True) -> RunSummary:
     """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
     unmet, unless `go_on`; the findings go into the manifest either way. `host` runs the
     tools and `start_target` starts the targets: by default the scenario's generator, and
     toolbench.servers on this machine or on `hosts.target` over SSH (there, the prerequisites
     are checked and the ulimits raised too). With `fail_fast`, the first cell that fails or
-    times out ends the run (StoppedEarly)."""
+    times out ends the run (StoppedEarly). With `retry_disturbed` N, each cell disturbed by
+    foreign work is run again after the others, up to N times (toolbench.run.retry)."""
     _check_hosts(scenario)
     with contextlib.ExitStack() as stack:
         far: ssh.SSHHost | None = None
@@ -76,8 +79,6 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
             assert isinstance(connected, ssh.SSHHost)
             # The target's processes get the scenario's ulimits there, as the tools do on the generator.
             far = connected.with_limits(scenario.prerequisites.ulimit)
-            start_target = serving.remote_starter(far, scenario.target_host.address, scenario.target_host.tools,
-                                                  scenario.locations)
         fleet = None
         if host is None and scenario.scaled_out:
             fleet = scaleout.connect(scenario, stack, known_hosts, trust_new_key)
@@ -85,8 +86,17 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         elif host is None:
             host = stack.enter_context(contextlib.closing(ssh.connect(
                 scenario.generator, known_hosts=known_hosts, trust_new_key=trust_new_key)))
+        # Who runs on which CPUs (toolbench.hosts.placed); toolbench's own CPUs restored on leaving.
+        placement = stack.enter_context(placed.placed(
+            scenario, host, far, starts_targets=start_target is None and any(
+                t.kind != "url" for t in scenario.targets.values()), scaled_out=fleet is not None))
+        host = placement.generator(host)
+        if far is not None:
+            start_target = serving.remote_starter(far, scenario.target_host.address, scenario.target_host.tools,
+                                                  scenario.locations, placement.target_cpus)
         return _run_on(scenario, reports_root, resume, observer or QuietObserver(), host, go_on, start_target,
-                       far, fail_fast, fleet)
+                       far, fail_fast, fleet, retry_disturbed=retry_disturbed, placement=placement,
+                       system_check=system_check)
 
 
 def _check_hosts(scenario: Scenario) -> None:
@@ -107,11 +117,13 @@ def _loopback(address: str) -> bool:
 
 def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observer: Observer, host: Host,
             go_on: bool, start_target: TargetStarter | None, target_host: Host | None = None,
-            fail_fast: bool = False, fleet: scaleout.Fleet | None = None) -> RunSummary:
+            fail_fast: bool = False, fleet: scaleout.Fleet | None = None, retry_disturbed: int = 0,
+            placement: placed.RunPlacement | None = None, system_check: bool = True) -> RunSummary:
     # The tools get the scenario's ulimits: the limits are checked and applied in one place.
     # A target host of its own is checked the same way: its server is what serves the connections.
     host = host.with_limits(scenario.prerequisites.ulimit)
-    cells = plan.expand(scenario)
+    seed = bracket.seed_of(scenario, resume)
+    cells = plan.expand(scenario, seed)
     if fleet is not None:
         scaleout.check_split(cells, scenario.generators)
     findings = [finding for checked_host in (host, target_host) if checked_host is not None
@@ -139,9 +151,10 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
             for said in ([f"stopped what the earlier run left running: {', '.join(left)}"] if left else []) + (
                     [repaired] if repaired else []):
                 warnings.warn(Notice(said), stacklevel=2)
-            starter = start_target or serving.local_starter(life)
+            starter = start_target or serving.local_starter(life, placement.target_pin if placement else None)
             return _run_locked(scenario, cells, run_dir, observer, host, starter, checked, resumed if resume else None,
-                               _Progress(fail_fast=fail_fast, fleet=fleet))
+                               _Progress(fail_fast=fail_fast, fleet=fleet, seed=seed, retry_disturbed=retry_disturbed,
+                                         placement=placement, system_check=system_check))
 
 
 def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.RunDir, observer: Observer, host: Host,
@@ -153,7 +166,7 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         done = run_dir.finished_cells() if resumed else set()
         found = detection.detect_tools(scenario, host, {c.cell.tool for c in cells}, progress.fleet)
         if resumed is None:
-            run_dir.write_manifest(_manifest(scenario, host, found, checked, progress.fleet))
+            run_dir.write_manifest(_manifest(scenario, host, found, checked, progress.fleet, progress.seed))
         else:
             earlier = run_dir.manifest().resumed
             run_dir.update_manifest(prerequisites=checked, status=manifest.RunStatus.STARTING,
@@ -161,8 +174,20 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
         run_dir.reserve_space()
         todo = [c for c in cells if c.cell.id not in done]
         observer.planned(len(cells), len(cells) - len(todo))
+        progress.earlier = len(cells) - len(todo)
         run_dir.update_manifest(status=manifest.RunStatus.RUNNING)
+        if progress.placement is not None:  # after the manifest's facts: they are the machine's, not toolbench's CPUs
+            progress.placement.pin_own()
+            _record_placement(run_dir, progress.placement)
+        if progress.system_check:
+            bracket.system_checked(run_dir, scenario)
+        bracket.calibrated(run_dir, scenario, "before")
         interrupted = _serve_targets(scenario, todo, run_dir, host, found, starter, observer, progress)
+        if not interrupted and progress.retry_disturbed:
+            interrupted = retry.retry_disturbed(scenario, cells, run_dir, progress.retry_disturbed, lambda again: (
+                _serve_targets(scenario, again, run_dir, host, found, starter, observer, progress)))
+        if not interrupted:
+            bracket.calibrated(run_dir, scenario, "after")
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as exc:
@@ -183,9 +208,14 @@ def _run_locked(scenario: Scenario, cells: list[PlannedCell], run_dir: store.Run
 @dataclass
 class _Progress:
     index: int = 0  # cells seen, for the observer
+    earlier: int = 0  # cells a resumed run had finished before: a cell's position in the run counts them
     last_ran: bool = False  # the previous cell put load on a target: the next start cools down first
     fail_fast: bool = False  # a failed cell ends the run
     fleet: scaleout.Fleet | None = None  # the generators of a scenario with several, each cell run on all
+    seed: int | None = None  # of the cells' order (toolbench.run.plan.expand); None: as written
+    system_check: bool = True  # `toolbench system check` before the first cell, into the manifest
+    retry_disturbed: int = 0  # `--retry-disturbed N`: rounds of re-running the disturbed cells
+    placement: placed.RunPlacement | None = None  # who runs on which CPUs
 
     def finished(self, observer: Observer, run_dir: store.RunDir, result: RunResult) -> None:
         observer.cell_finished(self.index, result)
@@ -222,6 +252,12 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
                 up = True
                 recorded[batch.name] = serving.manifest_entry(batch.name, batch.spec, running)
                 run_dir.update_manifest(targets=list(recorded.values()))
+                if progress.placement is not None:  # each of its processes, with the CPUs the kernel gave it
+                    progress.placement.saw_target(batch.name, running.pids)
+                    _record_placement(run_dir, progress.placement)
+                if progress.fleet is None:
+                    bracket.warm_target(scenario, batch.cells, running.base_url, found, host,
+                                        batch.workdir / "warmup")
                 if _run_cells(scenario, batch.cells, run_dir, host, found, Serving(batch.name, batch.spec, running),
                               observer, progress):
                     return True
@@ -250,17 +286,22 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
                found: dict[str, Detection], target: Serving, observer: Observer, progress: _Progress) -> bool:
     for planned in todo:
         cell = planned.cell.at(target.running.base_url)
+        if progress.placement is not None:  # the tools that size themselves by their cores count these
+            cell = dataclasses.replace(cell, cpus=progress.placement.generator_cpu_count)
         observer.cell_started(progress.index, cell)
         runnable = planned.support.ok and isinstance(found[cell.tool], Found)
         started_at = store.utc_now()
         try:
             if runnable and progress.last_ran and scenario.cooldown_s:
                 time.sleep(scenario.cooldown_s)
+            inherited = settle.settle(_port(cell.url), scenario.method.settle_max_s if runnable else 0.0,
+                                      progress.earlier + progress.index + 1)
             if progress.fleet is not None and runnable:
                 result = scaleout.run_cell(scenario, planned, cell, run_dir, progress.fleet, target,
                                            identity_of(scenario, cell, version_of(found[cell.tool]), target.name))
             else:
-                result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target)
+                result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target,
+                                  inherited=inherited)
         except KeyboardInterrupt:
             # Stopped outside the tool's run (its baseline, its parse): the cell is stored as
             # interrupted all the same, so that --resume runs it again.
@@ -275,6 +316,20 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
     return False
 
 
+def _port(url: str | None) -> int | None:
+    parsed = urllib.parse.urlsplit(url or "")
+    try:
+        return parsed.port or {"http": 80, "https": 443}.get(parsed.scheme)
+    except ValueError:
+        return None
+
+
+def _record_placement(run_dir: store.RunDir, placement: placed.RunPlacement) -> None:
+    machine = run_dir.manifest().machine
+    if machine is not None:  # None: a resumed run begun before toolbench recorded the machine
+        run_dir.update_manifest(machine=dataclasses.replace(machine, placement=placement.record()))
+
+
 def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:
     """A resumed run keeps the profile it started with: another would plan other cells."""
     was = run_dir.manifest().scenario.profile
@@ -284,7 +339,7 @@ def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:
 
 
 def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection], prerequisites: manifest.Prerequisites,
-              fleet: scaleout.Fleet | None) -> manifest.Manifest:
+              fleet: scaleout.Fleet | None, seed: int | None) -> manifest.Manifest:
     facts = host.facts()
     return manifest.Manifest(
         scenario=manifest.ScenarioRecord(name=scenario.name, description=scenario.description,
@@ -298,4 +353,5 @@ def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection], prere
         prerequisites=prerequisites,
         observation=manifest.Observation(monitor=manifest.MonitorSettings(**dataclasses.asdict(scenario.monitor)),
                                          probe=manifest.ProbeSettings(**dataclasses.asdict(scenario.probe))),
+        machine=bracket.record(scenario, seed),
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Mapping
 
 from toolbench.hosts.lifeline import Lifeline, watching
+from toolbench.hosts.placement import Pin
 from toolbench.hosts.ssh import SSHHost
 from toolbench.record.manifest import TargetRecord
 from toolbench.record.schema import ServerCost
@@ -27,12 +28,13 @@ from toolbench.servers.ready import wait_until_ready
 TargetStarter = Callable[[TargetSpec, Path, int], ContextManager[RunningTarget]]
 
 
-def local_starter(life: Lifeline | None) -> TargetStarter:
-    """Targets started on this machine, every process recorded in the run's lifeline."""
+def local_starter(life: Lifeline | None, pin: Pin | None = None) -> TargetStarter:
+    """Targets started on this machine, every process recorded in the run's lifeline and, when
+    placed, on the target's CPUs (`pin`)."""
 
     @contextlib.contextmanager
     def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
-        with watching(life), stacks.start(spec, workdir, max_concurrency) as target:
+        with watching(life), stacks.start(spec, workdir, max_concurrency, pin) as target:
             yield target
 
     return start
@@ -42,18 +44,21 @@ _LOGS = ("target.stdout.txt", "target.stderr.txt")
 
 
 def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str],
-                   places: Mapping[str, str]) -> TargetStarter:
+                   places: Mapping[str, str], cpus: tuple[int, ...] | None = None) -> TargetStarter:
     """Targets on another machine (`hosts.target`, at `address`, its programs at `tools`,
     given at `places` (file:line) in the scenario):
     a bundled stack (toolbench.servers.remote) or a command, each started there in process
     groups of its own, in a folder of its own, its output kept there and fetched when it
     stops; checked ready from this machine; stopped by killing its groups. A bundled stack's
-    cost is sampled there; a command's is not (absent)."""
+    cost is sampled there; a command's is not (absent). `cpus`: where its servers run there
+    (taskset); toolbench's own commands and sampler there are not placed."""
+    # Checked once, before any target starts: a missing taskset there fails the run, not each target.
+    placed = host.with_cpus(cpus) if cpus is not None else host
 
     @contextlib.contextmanager
     def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
         if spec.bundled:
-            with remote.start(host, spec, workdir, max_concurrency, address, tools, places) as target:
+            with remote.start(host, spec, workdir, max_concurrency, address, tools, places, placed) as target:
                 yield target
             return
         workdir.mkdir(parents=True, exist_ok=True)
@@ -67,7 +72,7 @@ def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str],
             # Its output goes to files there: a server's log streamed over SSH while nobody
             # reads it would fill the channel and stall the server.
             argv = ["sh", "-c", 'exec "$@" >target.stdout.txt 2>target.stderr.txt', "sh", *shlex.split(spec.command)]
-            running = host.start(argv, cwd=Path(folder), stdout=workdir / "launch.stdout.txt",
+            running = placed.start(argv, cwd=Path(folder), stdout=workdir / "launch.stdout.txt",
                                  stderr=workdir / "launch.stderr.txt")
             try:
                 wait_until_ready(spec.ready, spec.url, spec.name or "target")

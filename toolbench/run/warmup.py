@@ -22,7 +22,7 @@ from toolbench.contract.adapter import Adapter, Found
 from toolbench.contract.cell import Cell
 from toolbench.contract.checked import parse_checked
 from toolbench.contract.host import Completed, Host
-from toolbench.errors import ParseError, ToolbenchError
+from toolbench.errors import HostError, ParseError, ToolbenchError
 from toolbench.record import derive, store
 from toolbench.record.schema import Artifact, Status, Warmup
 from toolbench.run.execute import staged
@@ -113,3 +113,23 @@ def warm_up(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
         raise WarmupFailed(Status.FAILED, f"the {warm.stop.duration_s:g}s warm-up failed, so the cell did not "
                                           f"run: {error}{unread}")
     return done, []
+
+
+def warm_target(adapter: Adapter, found: Found, cell: Cell, folder: Path, host: Host, seconds: float) -> str | None:
+    """An unmeasured run of the target's first cell, right after the target started, for
+    `seconds` (the scenario's `warm_target`, or the cell's own warm-up when longer): without it,
+    the first cell of a run measured a cold target and a machine that had idled. Its output
+    stays in `folder`. Returns why it did not warm the target, or None."""
+    seconds = max(seconds, cell.warmup_s)
+    if warmup_cell(dataclasses.replace(cell, warmup_s=seconds), adapter) is None:
+        return f"{cell.tool} cannot run a {seconds:g}s warm-up"
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        warm_up(adapter, found, dataclasses.replace(cell, warmup_s=seconds), folder, host)
+    except WarmupFailed as exc:
+        if exc.status is Status.INTERRUPTED:
+            raise KeyboardInterrupt from None  # the run stops here, as a cell's interruption stops it
+        return exc.reason
+    except HostError as exc:
+        return str(exc)
+    return None

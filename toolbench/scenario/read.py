@@ -12,6 +12,7 @@ from toolbench.scenario import httpvalues, names, profiles, yamlread
 from toolbench.scenario.criteria.spec import Criterion
 from toolbench.scenario.criteria.spec import from_node as criteria_from_node
 from toolbench.scenario.hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, HostSpec
+from toolbench.scenario.method import METHOD_KEYS, MethodSpec, PlacementSpec, parse_method, parse_placement
 from toolbench.scenario.observation import MonitorSpec, ProbeSpec, parse_monitor, parse_probe
 from toolbench.scenario.targets import TargetSpec, parse_target
 from toolbench.scenario.yamlread import Node, attempt
@@ -20,7 +21,7 @@ __all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
-            "criteria", "missing_tools")
+            "criteria", "missing_tools", "placement", *METHOD_KEYS)
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
 # A tool not installed: its cells fail the run (`fail`), or are skipped with the reason (`skip`,
@@ -105,6 +106,8 @@ class Scenario:
     profiles: tuple[str, ...] = ()  # every profile the file declares
     criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.scenario.criteria)
     missing_tools: str = "fail"  # one of MISSING_TOOLS
+    placement: PlacementSpec = field(default_factory=PlacementSpec)
+    method: MethodSpec = field(default_factory=MethodSpec)
 
     @property
     def generator(self) -> HostSpec:
@@ -182,6 +185,8 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         raw_text=path.read_text(encoding="utf-8"),
         compare=key("compare", lambda node: node.choice(COMPARES), "tools"),
         missing_tools=key("missing_tools", lambda node: node.choice(MISSING_TOOLS), "fail"),
+        placement=key("placement", lambda node: parse_placement(node, locations), PlacementSpec()),
+        method=attempt(lambda: parse_method({k: top[k] for k in METHOD_KEYS if k in top}), MethodSpec()),
         profile=profile,
         profiles=declared,
         criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())

@@ -173,14 +173,15 @@ def static_files() -> Iterator[Path]:
 
 @contextlib.contextmanager
 def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1", *, options: NginxOptions | None = None,
-                 max_concurrency: int = 0, label: str = "nginx-static",
-                 ready: ReadySpec = ReadySpec()) -> Iterator[RunningTarget]:
+                 max_concurrency: int = 0, label: str = "nginx-static", ready: ReadySpec = ReadySpec(),
+                 cores: int | None = None) -> Iterator[RunningTarget]:
     """A real nginx with its own config on a free loopback port: / is "Hello, World!",
-    /1k.bin, /100k.bin, and /nope answers 404."""
+    /1k.bin, /100k.bin, and /nope answers 404. `cores`: the CPUs it was given (one worker each
+    on `auto`); None: this process's."""
     # Without options, what nginx_static has always run: `workers` and room for 16384 connections.
     options = options or NginxOptions(workers=workers, worker_connections=LEGACY_WORKER_CONNECTIONS)
     with static_files() as www:
         conf = functools.partial(render, workdir=workdir.resolve(), host=host, options=options,
-                                 max_concurrency=max_concurrency, server=static_server(www))
+                                 max_concurrency=max_concurrency, server=static_server(www), cores_there=cores)
         with run(workdir, label, ready, conf, host) as (target, _):
             yield target

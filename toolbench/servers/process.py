@@ -4,6 +4,7 @@ stopping is checked: no process of the group may be left."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import signal
 import subprocess
@@ -15,11 +16,15 @@ from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from toolbench.errors import TargetError
 from toolbench.hosts import lifeline
+from toolbench.hosts.local import placed_child
+from toolbench.hosts.placement import Pin
 
 if TYPE_CHECKING:
     from toolbench.servers.cost import ServerReport
 
 KILL_WAIT_S = 5.0
+# Where the servers started within `placing()` go: the target's side of the placement.
+_PIN: contextvars.ContextVar[Pin | None] = contextvars.ContextVar("toolbench_target_pin", default=None)
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,7 @@ class RunningTarget:
     # series' file here), and that machine's cores. None: it runs here, sampled by a
     # ServerMonitor over `pids`.
     sampler: Callable[[float, Path], "Sampler"] | None = None
-    cores: int | None = None
+    cores: int | None = None  # here too when it was placed: how many CPUs it was given
 
     @property
     def port(self) -> int | None:
@@ -77,6 +82,17 @@ class Recipe:
 
 
 @contextlib.contextmanager
+def placing(pin: Pin | None) -> Iterator[None]:
+    """Every server process started within the block goes on `pin`'s CPUs and cpuset (as the
+    lifeline is found by `lifeline.current()`: no stack builder has to pass it along)."""
+    token = _PIN.set(pin)
+    try:
+        yield
+    finally:
+        _PIN.reset(token)
+
+
+@contextlib.contextmanager
 def launched_recipe(recipe: Recipe, workdir: Path, grace_s: float = 3.0) -> Iterator[subprocess.Popen[bytes]]:
     """A recipe run on this machine, in `workdir`."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -94,13 +110,16 @@ def launched(argv: list[str], workdir: Path, label: str, stop_signal: int = sign
     out = open(workdir / f"{label}.stdout.txt", "wb")
     err = open(workdir / f"{label}.stderr.txt", "wb")
     try:
-        # Killed by the kernel should toolbench die without stopping it (see toolbench.hosts.lifeline).
+        # Killed by the kernel should toolbench die without stopping it (see toolbench.hosts.lifeline);
+        # on the target's CPUs when placed, from before its program runs.
         proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=lifeline.die_with_parent())
-    except OSError as exc:
+                                start_new_session=True, preexec_fn=placed_child(_PIN.get()))
+    except (OSError, subprocess.SubprocessError) as exc:
         out.close()
         err.close()
-        raise TargetError(f"{label}: cannot start {argv[0]}: {exc.strerror}") from None
+        pin = _PIN.get()
+        why = exc.strerror if isinstance(exc, OSError) else f"not placed on CPUs {pin.cpus if pin else ()}"
+        raise TargetError(f"{label}: cannot start {argv[0]}: {why}") from None
     life = lifeline.current()
     try:
         if life is not None:

@@ -169,11 +169,17 @@ def version(spec: TargetSpec, there: Machine) -> str | None:
 
 @contextlib.contextmanager
 def start(host: SSHHost, spec: TargetSpec, workdir: Path, max_concurrency: int, address: str,
-          tools: Mapping[str, str], places: Mapping[str, str]) -> Iterator[RunningTarget]:
+          tools: Mapping[str, str], places: Mapping[str, str],
+          placed: SSHHost | None = None) -> Iterator[RunningTarget]:
     """Starts the stack on `host` (reached at `address`, its programs at `tools`, given at
-    `places` in the scenario), yields it once ready from here, and stops it with no process left."""
+    `places` in the scenario), yields it once ready from here, and stops it with no process left.
+    `placed`: the same host with the target's CPUs (SSHHost.with_cpus), which starts the stack's
+    servers, sized by those CPUs (nginx's workers on `auto`)."""
     workdir.mkdir(parents=True, exist_ok=True)
     there = machine(host, address, tools, places)
+    if placed is not None and placed.cpus:
+        there = dataclasses.replace(there, cores=len(placed.cpus))
+    starter = placed or host
     folder = PurePosixPath(str(host.workspace(workdir)))
     plan: list[tuple[str, Recipe]] = []
     up = False
@@ -186,7 +192,7 @@ def start(host: SSHHost, spec: TargetSpec, workdir: Path, max_concurrency: int, 
         with contextlib.ExitStack() as stack:
             procs: list[RemoteProcess] = []
             for sub, recipe in plan:
-                procs.append(stack.enter_context(_running(there, recipe, folder / sub, workdir / sub)))
+                procs.append(stack.enter_context(_running(there, recipe, folder / sub, workdir / sub, starter)))
                 if recipe.name == "uwsgi" and spec.kind == "nginx-uwsgi":
                     _wait_unix_socket(there, folder / "uwsgi.sock", procs[-1], spec.ready.timeout_s)
             url = f"http://{there.reach}:{port}"
@@ -232,9 +238,11 @@ def _stage(there: Machine, plan: Sequence[tuple[str, Recipe]], folder: PurePosix
 
 
 @contextlib.contextmanager
-def _running(there: Machine, recipe: Recipe, folder: PurePosixPath, here: Path) -> Iterator[RemoteProcess]:
-    """One process of the stack, in `folder` there, in a process group of its own."""
-    proc = there.host.start(["sh", "-c", _OUTPUT, recipe.name, *recipe.argv], cwd=folder,  # type: ignore[arg-type]
+def _running(there: Machine, recipe: Recipe, folder: PurePosixPath, here: Path,
+             starter: SSHHost) -> Iterator[RemoteProcess]:
+    """One process of the stack, in `folder` there, in a process group of its own, started by
+    `starter` (the host, placed)."""
+    proc = starter.start(["sh", "-c", _OUTPUT, recipe.name, *recipe.argv], cwd=folder,  # type: ignore[arg-type]
                             stdout=here / f"{recipe.name}.launch.stdout.txt",
                             stderr=here / f"{recipe.name}.launch.stderr.txt")
     assert isinstance(proc, RemoteProcess)

@@ -12,26 +12,34 @@ from pathlib import Path
 from typing import Iterator
 
 from toolbench.errors import TargetError
+from toolbench.hosts.placement import Pin
 from toolbench.scenario.targets import GunicornOptions, NginxOptions, SocketOptions, TargetSpec, UwsgiOptions
 from toolbench.servers import nginx, python_stacks
-from toolbench.servers.process import RunningTarget, launched, log_tail
+from toolbench.servers.process import RunningTarget, launched, log_tail, placing
 from toolbench.servers.ready import wait_until_ready
 
 
 @contextlib.contextmanager
-def start(spec: TargetSpec, workdir: Path, max_concurrency: int = 0) -> Iterator[RunningTarget]:
+def start(spec: TargetSpec, workdir: Path, max_concurrency: int = 0, pin: Pin | None = None) -> Iterator[RunningTarget]:
     """Starts the target, yields it once ready, and stops it with no process left.
     `max_concurrency` is the most connections the scenario will open at once: nginx's
-    `worker_connections` is sized for it unless the spec gives one."""
+    `worker_connections` is sized for it unless the spec gives one. `pin`: the CPUs (and cpuset)
+    of every process it starts; nginx's workers on `auto` are then one per CPU of the pin."""
+    with placing(pin), _start(spec, workdir, max_concurrency, len(pin.cpus) if pin else None) as target:
+        yield dataclasses.replace(target, cores=len(pin.cpus)) if pin is not None and target.pids else target
+
+
+@contextlib.contextmanager
+def _start(spec: TargetSpec, workdir: Path, max_concurrency: int, cores: int | None) -> Iterator[RunningTarget]:
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     label = spec.display
     kind = spec.kind
     if kind == "nginx-static":
         stack = nginx.nginx_static(workdir, options=spec.nginx or NginxOptions(), max_concurrency=max_concurrency,
-                                   label=label, ready=spec.ready)
+                                   label=label, ready=spec.ready, cores=cores)
     elif kind == "nginx-uwsgi":
-        stack = _nginx_uwsgi(spec, workdir, max_concurrency)
+        stack = _nginx_uwsgi(spec, workdir, max_concurrency, cores)
     elif kind == "flask-dev":
         stack = python_stacks.flask_dev(workdir, label, spec.ready)
     elif kind == "gunicorn":
@@ -50,7 +58,7 @@ def start(spec: TargetSpec, workdir: Path, max_concurrency: int = 0) -> Iterator
 
 
 @contextlib.contextmanager
-def _nginx_uwsgi(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
+def _nginx_uwsgi(spec: TargetSpec, workdir: Path, max_concurrency: int, cores: int | None) -> Iterator[RunningTarget]:
     # nginx's workers drop to an unprivileged user when started as root: the socket lives in
     # a folder they can enter (the run folder may be private), and uWSGI makes it mode 666.
     folder = Path(tempfile.mkdtemp(prefix="toolbench-uwsgi-"))
@@ -62,7 +70,7 @@ def _nginx_uwsgi(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Itera
             server, http_extra = nginx.uwsgi_server(path, spec.limit_req)
             conf = functools.partial(nginx.render, workdir=workdir / "nginx", host=python_stacks.HOST,
                                      options=spec.nginx or NginxOptions(), max_concurrency=max_concurrency,
-                                     server=server, http_extra=http_extra, per_client=2)
+                                     server=server, http_extra=http_extra, per_client=2, cores_there=cores)
             with nginx.run(workdir / "nginx", spec.display, spec.ready, conf, python_stacks.HOST) as (front, _):
                 if back.poll() is not None:  # nginx alone answers too (502): the pair is not ready
                     raise TargetError(f"{spec.display}: uwsgi exited with code {back.returncode} before it was "

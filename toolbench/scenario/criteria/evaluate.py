@@ -6,7 +6,8 @@ name their tool (`engine.rps >= 0.95 * ab.rps`) is evaluated once per cell coord
 (target, concurrency, keep-alive, rate, repetition), reading each tool's result there; a
 tool's figure inside an ordinary criterion (`rps >= 0.9 * ab.rps`) is read at the result's
 own coordinates. A figure that is absent makes the criterion *unknown* there, never passed.
-Cells that did not run (unsupported, tool missing, interrupted) are not evaluated."""
+Cells that did not run (unsupported, tool missing, interrupted) are not evaluated, nor those
+disturbed by other work on the machine: their figures are not the tools'."""
 from __future__ import annotations
 
 import enum
@@ -20,6 +21,7 @@ from toolbench.scenario.criteria.figures import FIGURES, read
 from toolbench.scenario.criteria.spec import Criterion, Selector
 
 NOT_RUN = (Status.UNSUPPORTED, Status.TOOL_MISSING, Status.INTERRUPTED)
+LEFT_OUT = NOT_RUN + (Status.DISTURBED,)
 
 
 class Verdict(str, enum.Enum):
@@ -66,7 +68,7 @@ def describe(coords: Coordinates) -> str:
 
 
 def evaluate(criteria: Iterable[Criterion], results: list[RunResult]) -> list[Evaluation]:
-    ran = [r for r in results if r.outcome.status not in NOT_RUN]
+    ran = [r for r in results if r.outcome.status not in LEFT_OUT]
     groups: dict[Coordinates, dict[str, RunResult]] = {}
     for r in ran:
         groups.setdefault(coordinates(r), {})[r.identity.label] = r  # a later record of a cell wins

@@ -1,0 +1,299 @@
+"""Whether the machine that ran a cell's tool was quiet while it ran.
+
+Over exactly the tool's run (not its warm-up, not the probe's baseline), the CPU time this machine
+spent (/proc/stat's aggregate) less the CPU of the processes known to be part of the cell: the
+tool (the kernel's rusage of it and the children it waited for), the target's processes started
+here, toolbench's own process, and kernel threads (children of kthreadd, pid 2: they carry the
+cell's own network work). What is left is foreign: work another program did on the machine the
+cell was measured on. The time a hypervisor stole from this machine's CPUs is measured beside it.
+
+Which of /proc/stat's fields make the total depends on how the kernel charges interrupt time. With
+CONFIG_IRQ_TIME_ACCOUNTING a task's time leaves out the irq and softirq work done while it ran, so
+the total is user + nice + system: loopback traffic's softirq is the cell's own work, and is left
+out on both sides. Without it (this project's VM), that work is in the times of the tasks it
+interrupted, so the total takes irq and softirq too: left out there, quiet cells at full rate on
+loopback read 27 to 50 % of a core below zero; with them, -4.6 to +2.8 %. When the kernel's
+configuration is not readable, the first (the one that cannot call a quiet cell disturbed).
+
+Beside that difference, the processes seen outside the known trees are added up (exact for a
+process alive at the window's end, blind to one that came and went inside it): the foreign CPU is
+the larger of the two. The kernel counts in ticks (USER_HZ, 10 ms; the scheduler samples the
+aggregate at its own tick), so both wander by a few ticks around zero on a quiet machine: the
+figure recorded is what is left beyond that resolution (RESOLUTION_TICKS), never below 0.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+import time
+import zlib
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import psutil
+
+from toolbench.hosts import placement
+from toolbench.record.observed import CellMachine, ForeignProcess
+from toolbench.run.settle import Inherited
+from toolbench.servers.process import RunningTarget
+
+KTHREADD = 2  # the parent of every kernel thread
+MAX_FOREIGN = 5  # the busiest foreign processes named in a cell's record
+# Ticks of 1/USER_HZ the difference may be off by: its fields are each cut to a tick at both reads,
+# and the scheduler's tick (250 Hz here) samples who runs. Measured on this project's quiet 2-CPU VM
+# (12 cells of 2 s, ab and the engine at c10 against nginx): -9.8 to +6.5 ticks.
+RESOLUTION_TICKS = 10
+_LOOPBACK = ("localhost", "::1")
+
+
+@dataclass(frozen=True)
+class StatTimes:
+    """The machine's CPU time so far, summed over its CPUs, from /proc/stat's "cpu" line."""
+
+    busy_s: float  # user + nice + system (guest time is inside user and nice)
+    steal_s: float
+    irq_s: float = 0.0  # irq + softirq: in the total only where tasks' times hold them (the module's docstring)
+
+
+def stat_times(text: str, hz: int) -> StatTimes:
+    """The aggregate line of /proc/stat's text, in seconds (the fields count 1/hz ticks)."""
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            ticks = [int(v) for v in fields[1:]]
+            steal = ticks[7] if len(ticks) > 7 else 0
+            irq = sum(ticks[5:7])
+            return StatTimes((ticks[0] + ticks[1] + ticks[2]) / hz, steal / hz, irq / hz)
+    raise ValueError("no aggregate cpu line in /proc/stat")
+
+
+@dataclass(frozen=True)
+class Proc:
+    name: str
+    ppid: int
+    cpu_s: float  # user + system, its own (not its reaped children's)
+    created: float  # psutil's create_time: a pid reused by another process differs
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    at: float  # time.monotonic()
+    stat: StatTimes
+    own_cpu_s: float  # this process, every thread, not its children
+    procs: Mapping[int, Proc] = field(default_factory=dict)
+
+
+def hz() -> int:
+    return os.sysconf("SC_CLK_TCK")
+
+
+@functools.lru_cache(maxsize=1)
+def irq_in_tasks() -> bool:
+    """Whether this kernel charges irq and softirq time to the task they interrupted (built
+    without CONFIG_IRQ_TIME_ACCOUNTING), read from its configuration; False when not readable."""
+    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{os.uname().release}")):
+        try:
+            raw = path.read_bytes()
+            text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8", "replace")
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+            continue
+        return config_charges_irq_to_tasks(text)
+    return False
+
+
+def config_charges_irq_to_tasks(config: str) -> bool:
+    """A kernel configuration's text: IRQ time accounting said to be off (and no other way of
+    accounting it precisely)."""
+    lines = set(config.splitlines())
+    precise = {"CONFIG_IRQ_TIME_ACCOUNTING=y", "CONFIG_VIRT_CPU_ACCOUNTING_NATIVE=y"}
+    return "# CONFIG_IRQ_TIME_ACCOUNTING is not set" in lines and not precise & lines
+
+
+def snapshot(scan_first: bool) -> Snapshot:
+    """The counters now. The process scan takes a few ms of this process's CPU: done before
+    the counters at a window's start and after them at its end, it stays outside the window."""
+    procs = _scan() if scan_first else None
+    own = os.times()
+    stat = stat_times(Path("/proc/stat").read_text(), hz())
+    at = time.monotonic()
+    return Snapshot(at, stat, own.user + own.system, procs if procs is not None else _scan())
+
+
+def _scan() -> dict[int, Proc]:
+    found = {}
+    for p in psutil.process_iter(["name", "ppid", "cpu_times", "create_time"]):
+        info = p.info
+        times = info.get("cpu_times")
+        if times is None or info.get("ppid") is None:
+            continue  # gone, or not ours to read
+        found[p.pid] = Proc(str(info.get("name") or "?"), int(info["ppid"]), times.user + times.system,
+                            float(info.get("create_time") or 0.0))
+    return found
+
+
+def descendants(roots: Iterable[int], procs: Mapping[int, Proc]) -> set[int]:
+    """The roots and every process below them, from the parents the scan read."""
+    children: dict[int, list[int]] = {}
+    for pid, proc in procs.items():
+        children.setdefault(proc.ppid, []).append(pid)
+    found: set[int] = set()
+    todo = [r for r in roots if r]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += children.get(pid, [])
+    return found
+
+
+@dataclass(frozen=True)
+class Figures:
+    wall_s: float
+    foreign_cpu_pct: float
+    steal_pct: float
+    foreign: list[ForeignProcess]  # the busiest, at most MAX_FOREIGN
+    known_s: float | None = None  # the tool, the target, toolbench, kernel threads; None: the tool's CPU unknown
+    total_s: float = 0.0  # user + nice + system, every CPU
+    seen_s: float = 0.0  # every process seen outside the known trees
+
+
+def figures(start: Snapshot, end: Snapshot, tool_cpu_s: float | None, tool_pid: int | None,
+            target_roots: Iterable[int], tick_s: float, irq_in_tasks: bool = False) -> Figures:
+    """The window's foreign CPU and steal, each as a share of one core over its wall time. The
+    foreign CPU is the larger of two lower bounds: the processes seen outside the known trees
+    (exact, but blind to one that started and ended inside the window) and the total less the
+    known (which sees those, but not foreign time the tick counted as softirq); then less the
+    counters' resolution, and never below 0."""
+    wall = max(end.at - start.at, 1e-9)
+    roots, tools = list(target_roots), [tool_pid] if tool_pid else []
+    target = descendants(roots, start.procs) | descendants(roots, end.procs)
+    tool = descendants(tools, start.procs) | descendants(tools, end.procs)
+    kernel = {pid for pid, p in end.procs.items() if pid == KTHREADD or p.ppid == KTHREADD}
+    spent = _deltas(start.procs, end.procs)
+    known_elsewhere = sum(v for pid, v in spent.items() if pid in target or pid in kernel)
+    others = sorted(((pid, v) for pid, v in spent.items()
+                     if v > 0 and pid != os.getpid() and pid not in target | tool | kernel), key=lambda item: -item[1])
+    foreign = [ForeignProcess(pid, end.procs[pid].name, round(v / wall * 100, 1)) for pid, v in others[:MAX_FOREIGN]]
+    seen_s = sum(v for _, v in others)
+    total = end.stat.busy_s - start.stat.busy_s + (end.stat.irq_s - start.stat.irq_s if irq_in_tasks else 0.0)
+    steal_pct = round(max(end.stat.steal_s - start.stat.steal_s, 0.0) / wall * 100, 1)
+    known = None
+    if tool_cpu_s is not None:
+        known = tool_cpu_s + known_elsewhere + (end.own_cpu_s - start.own_cpu_s)
+    left = max(max(seen_s, total - known if known is not None else 0.0) - RESOLUTION_TICKS * tick_s, 0.0)
+    return Figures(wall, round(left / wall * 100, 1), steal_pct, foreign, known, total, seen_s)
+
+
+def _deltas(before: Mapping[int, Proc], after: Mapping[int, Proc]) -> dict[int, float]:
+    """Each process's CPU over the window: the whole of it for one started meanwhile (its pid
+    unseen before, or seen as another process). One that ended inside the window is not seen:
+    its CPU stays in the total, foreign unless it was the tool's (rusage has it)."""
+    out = {}
+    for pid, proc in after.items():
+        was = before.get(pid)
+        same = was is not None and abs(was.created - proc.created) < 0.05
+        out[pid] = max(proc.cpu_s - (was.cpu_s if same and was is not None else 0.0), 0.0)
+    return out
+
+
+def target_roots(target: RunningTarget) -> list[int]:
+    """The processes of a target on this machine: those toolbench started (their groups'
+    leaders), or for a target it did not start whose URL is on loopback, what listens on its port.
+    A target on another machine has none here."""
+    if target.sampler is not None:
+        return []
+    started = [p for p in (target.pid, *target.pids) if p]
+    if started:
+        return list(dict.fromkeys(started))
+    host = urllib.parse.urlsplit(target.base_url).hostname or ""
+    port = target.port
+    if port is None or not (host in _LOOPBACK or host.startswith("127.")):
+        return []
+    try:
+        return sorted({c.pid for c in psutil.net_connections("tcp")
+                       if c.pid and c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port})
+    except (psutil.Error, OSError):
+        return []
+
+
+class Watch:
+    """The machine around one run of a tool here: start() before the tool starts, started(pid)
+    once it runs, stop() as soon as it ended; then figures(tool_cpu_s)."""
+
+    def __init__(self, target: RunningTarget) -> None:
+        self._target = target
+        self._roots: list[int] = []
+        self._start: Snapshot | None = None
+        self._end: Snapshot | None = None
+        self.tool_pid: int | None = None
+        self.tool_cpus: list[int] | None = None
+
+    def start(self) -> None:
+        self._roots = target_roots(self._target)
+        self._start = snapshot(scan_first=True)
+
+    def started(self, pid: int) -> None:
+        self.tool_pid = pid
+        self.tool_cpus = placement.affinity_of(pid)
+
+    def stop(self) -> None:
+        if self._start is not None and self._end is None:
+            self._end = snapshot(scan_first=False)
+
+    def figures(self, tool_cpu_s: float | None) -> Figures | None:
+        if self._start is None or self._end is None:
+            return None
+        return figures(self._start, self._end, tool_cpu_s, self.tool_pid, self._roots, 1.0 / hz(), irq_in_tasks())
+
+
+def disturbance(foreign_cpu_pct: float | None, steal_pct: float | None, foreign: list[ForeignProcess],
+                foreign_limit_pct: float | None, steal_limit_pct: float | None) -> str | None:
+    """Why a cell is disturbed, or None: foreign work or steal beyond the scenario's limits
+    (MethodSpec.foreign_cpu_pct, steal_pct; a limit None is not judged). A figure not measured
+    disturbs nothing."""
+    reasons = []
+    if foreign_cpu_pct is not None and foreign_limit_pct is not None and foreign_cpu_pct > foreign_limit_pct:
+        named = ", ".join(f"{p.name} pid {p.pid} {p.cpu_pct:.0f} %" for p in foreign[:3])
+        reasons.append(f"foreign work took {foreign_cpu_pct:.0f} % of one core" + (f" ({named})" if named else "")
+                       + f", over the limit of {foreign_limit_pct:g} %")
+    if steal_pct is not None and steal_limit_pct is not None and steal_pct > steal_limit_pct:
+        reasons.append(f"the hypervisor stole {steal_pct:.0f} % of one core, over the limit of {steal_limit_pct:g} %")
+    return "; ".join(reasons) or None
+
+
+def cell_machine(found: Figures | None, inherited: Inherited | None, tool_cpus: list[int] | None,
+                 disturbed_by: str | None) -> CellMachine:
+    """A cell's record of the machine; a figure not measured (a remote generator) is None."""
+    return CellMachine(
+        foreign_cpu_pct=found.foreign_cpu_pct if found else None, steal_pct=found.steal_pct if found else None,
+        foreign=list(found.foreign) if found else [],
+        time_wait_at_start=inherited.time_wait_at_start if inherited else None,
+        settle_s=inherited.settle_s if inherited else None, position=inherited.position if inherited else None,
+        tool_cpus=tool_cpus, disturbed_by=disturbed_by)
+
+
+@dataclass(frozen=True)
+class Waited:
+    quiet: bool
+    waited_s: float
+    last: Figures | None  # the last sample
+
+
+def wait_quiet(foreign_limit_pct: float | None, steal_limit_pct: float | None, bound_s: float = 60.0,
+               sample_s: float = 1.0) -> Waited:
+    """Samples the machine (nothing of the run's running: every target is stopped between the
+    run's cells and its retries) until a sample of `sample_s` is under both limits, at most
+    `bound_s`."""
+    began = time.monotonic()
+    last = None
+    while True:
+        start = snapshot(scan_first=True)
+        time.sleep(sample_s)
+        last = figures(start, snapshot(scan_first=False), 0.0, None, [], 1.0 / hz(), irq_in_tasks())
+        if disturbance(last.foreign_cpu_pct, last.steal_pct, [], foreign_limit_pct, steal_limit_pct) is None:
+            return Waited(True, time.monotonic() - began, last)
+        if time.monotonic() - began + sample_s > bound_s:
+            return Waited(False, time.monotonic() - began, last)
