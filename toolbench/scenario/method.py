@@ -54,7 +54,7 @@ class MethodSpec:
     # A cell in which processes that are neither the target's, the tool's nor toolbench's took more
     # than this share of one core (or the hypervisor stole as much) is `disturbed`; None: not judged.
     foreign_cpu_pct: float | None = 5.0
-    steal_pct: float | None = 20.0  # a VM steals a few % whenever both its CPUs are busy: see docs/measurement.md
+    steal_pct: float | None = 10.0  # below it no effect on a cell was measurable here: docs/measurement.md
 
 
 def cpu_list(cpus: tuple[int, ...]) -> str:
