@@ -88,7 +88,8 @@ def test_failed_cells_exit_3_unless_only_criteria_fail_the_pipeline(tmp_path, ng
     judged = cli("check", str(run_dir), "--criteria", "error_rate < 1%", "--fail-on", "criteria")
     assert judged.returncode == 1 and "ab-c1-ka-rep1: 1 < 0.01 (error_rate = 1)" in judged.stdout
     assert cli("check", str(run_dir), "--criteria", "error_rate < 1%").returncode == 3  # cells come first
-    path.write_text(path.read_text().replace("concurrency: [1]", "concurrency: [1, 2]"))
+    # In the order written: the first cell is the one --fail-fast stops at.
+    path.write_text(path.read_text().replace("concurrency: [1]", "concurrency: [1, 2]") + "order: as-written\n")
     fast, stopped = run(tmp_path, path, "--fail-fast", "--junit", str(tmp_path / "junit.xml"))
     assert fast.returncode == 3, fast.stderr
     assert "ab-c1-ka-rep1 failed, and --fail-fast ended the run there" in fast.stderr

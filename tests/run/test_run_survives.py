@@ -29,6 +29,7 @@ matrix: {tool: [ab], concurrency: [1, 2, 3]}
 stop: {duration: 1s}
 cooldown: 0s
 probe: {baseline: 3}
+order: as-written
 """
 
 

@@ -92,7 +92,9 @@ def system_checked(run_dir: store.RunDir, scenario: Scenario) -> None:
                          steal_pct=scenario.method.steal_pct or d.steal_pct)
     run_dir.update_manifest(machine=dataclasses.replace(machine, system=found))
     # The load average is left to the record: it counts toolbench's own previous run for a minute.
-    noisy = [f for f in found.noisy if f.name != "load"]
+    # A scenario that judges no cell (`disturbed: none`) is not told either.
+    judged = scenario.method.foreign_cpu_pct is not None or scenario.method.steal_pct is not None
+    noisy = [f for f in found.noisy if f.name != "load"] if judged else []
     if noisy:
         said = "; ".join(f"{f.name}: {f.found} (wanted {f.wanted})" for f in noisy)
         warnings.warn(Notice(f"this machine is not quiet: {said} (`toolbench system check` says why)"),
