@@ -57,7 +57,7 @@ matrix: {{tool: [ab, siege], concurrency: [2]}}
 stop: {{requests: 50}}
 probe: {{enabled: false}}
 """)
-    assert main(["run", str(path), "--reports-dir", str(tmp_path / "out"), "--quiet"]) == 0
+    assert main(["run", str(path), "--reports-dir", str(tmp_path / "out"), "--quiet", "--allow-commands"]) == 0
     (run_dir,) = (tmp_path / "out").iterdir()
     results = {r.identity.tool: r for r in store.RunDir.open(run_dir).results()}
     assert results["ab"].outcome.status is Status.OK

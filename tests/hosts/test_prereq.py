@@ -32,10 +32,10 @@ def test_a_check_reads_this_machine():
 
 
 def test_a_key_the_kernel_does_not_have_is_an_unmet_finding():
-    (f,) = prereq.check(LocalHost(), Prerequisites(sysctl={"net.ipv4.no_such_knob": "1"}))
+    (f,) = prereq.check(LocalHost(), Prerequisites(sysctl={"net.ipv4.tcp_no_such_knob": "1"}))
     assert f.found is None and f.ok is False and f.note == "no such key on this kernel"
     error = prereq.refusal([f], "s.yaml")
-    assert "net.ipv4.no_such_knob" in str(error) and "--go-on" in str(error)
+    assert "net.ipv4.tcp_no_such_knob" in str(error) and "--go-on" in str(error)
     (bad,) = prereq.check(LocalHost(), Prerequisites(sysctl={"../../etc/passwd": "1"}))
     assert bad.ok is False and "not a sysctl key" in bad.note
 
@@ -143,7 +143,7 @@ def test_apply_without_permission_or_for_a_missing_key_is_a_problem_not_a_crash(
     nobody = LocalHost(prefix=("ip", "netns", "exec", netns, "setpriv", "--reuid=65534", "--regid=65534",
                                "--clear-groups"))
     applied = prereq.apply(nobody, Prerequisites(sysctl={"net.ipv4.tcp_fin_timeout": "22",
-                                                          "net.ipv4.no_such_knob": "1"}))
+                                                          "net.ipv4.tcp_no_such_knob": "1"}))
     assert applied.changes == []
     assert any(p.startswith("net.ipv4.tcp_fin_timeout:") and ("needs root" in p or "sudo" in p)
                for p in applied.problems)
@@ -167,7 +167,7 @@ prerequisites:
     assert "n/a: net.ipv4.tcp_tw_recycle" in out
     assert main(["prereq", "apply", str(path)]) == 0
     assert "unchanged: ok: net.core.somaxconn" in capsys.readouterr().out
-    path.write_text(path.read_text().replace("tcp_tw_recycle: 1", "no_such_knob: 1"))
+    path.write_text(path.read_text().replace("tcp_tw_recycle: 1", "tcp_no_such_knob: 1"))
     assert main(["prereq", "check", str(path)]) == 1
     assert "1 required prerequisite(s) unmet" in capsys.readouterr().out
 
@@ -177,9 +177,23 @@ def test_prerequisites_marked_not_required_never_block(tmp_path):
 
     path = tmp_path / "s.yaml"
     path.write_text("name: p\ntarget: {server: nginx-static}\nmatrix: {tool: [ab]}\n"
-                    "prerequisites: {required: false, sysctl: {net.ipv4.no_such_knob: 1}}\n")
+                    "prerequisites: {required: false, sysctl: {net.ipv4.tcp_no_such_knob: 1}}\n")
     loaded = scenario.load(path)
     assert loaded.prerequisites.required is False
     (f,) = prereq.check(LocalHost(), loaded.prerequisites)
     assert f.ok is False and not f.blocking and prereq.blocking([f]) == []
-    assert prereq.describe(f).startswith("warning: net.ipv4.no_such_knob")
+    assert prereq.describe(f).startswith("warning: net.ipv4.tcp_no_such_knob")
+
+
+def test_apply_never_sets_a_setting_a_load_test_does_not_need(netns):
+    # Defence in depth: a Prerequisites made without the scenario reader still cannot reach
+    # beyond the allow-list. ip_forward is per namespace, so a failure here stays inside it.
+    host = LocalHost(prefix=("ip", "netns", "exec", netns))
+    before, _ = prereq.read_sysctl(host, "net.ipv4.ip_forward")
+    wanted = "0" if before == "1" else "1"
+    applied = prereq.apply(host, Prerequisites(sysctl={"net.ipv4.ip_forward": wanted,
+                                                       "net.core.somaxconn": "1; reboot"}))
+    assert applied.changes == []
+    assert [p.split(":", 2)[:2] for p in applied.problems] == [["net.ipv4.ip_forward", " not set"],
+                                                               ["net.core.somaxconn", " not set"]]
+    assert prereq.read_sysctl(host, "net.ipv4.ip_forward")[0] == before

@@ -324,7 +324,8 @@ stop: {{requests: 50}}
 """
     path = tmp_path / "far.yaml"
     path.write_text(text)
-    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
+    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts,
+                         allow_commands=True)
     (result,) = store.RunDir.open(summary.run_dir).results()
     assert result.outcome.status is Status.OK and result.measurement.counts.requests_ok == 50
     assert result.server_cost is None  # not sampled on another machine: absent, not 0
@@ -377,7 +378,8 @@ probe: {{enabled: false}}
 """
     path = tmp_path / "elsewhere.yaml"
     path.write_text(text)
-    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
+    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts,
+                         allow_commands=True)
     results = {r.identity.tool: r for r in store.RunDir.open(summary.run_dir).results()}
     assert set(results) == set(paths)
     for tool, program in paths.items():

@@ -18,7 +18,7 @@ from toolbench.hosts.local import LocalHost
 from toolbench.record import store
 from toolbench.record.manifest import RunStatus
 from toolbench.record.schema import Status
-from toolbench.run import runner
+from toolbench.run import programs, runner
 from toolbench.scenario import read as scenario
 
 pytestmark = pytest.mark.integration
@@ -203,7 +203,14 @@ request: {{path: /index.html}}
 matrix: {{tool: [ab], concurrency: [2]}}
 stop: {{requests: 50}}
 """
-    summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
+    loaded = scenario.load(write_scenario(tmp_path, text))
+    # A scenario's own program is code: refused in one line naming its key, before anything starts.
+    with pytest.raises(programs.CommandsNotAllowed, match=r"^\S+/s\.yaml:3: target\.command: .*--allow-commands$"):
+        runner.run(loaded, tmp_path / "reports")
+    assert not (tmp_path / "reports").exists()
+    with pytest.raises(OSError):  # and it was not started
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    summary = runner.run(loaded, tmp_path / "reports", allow_commands=True)
     (result,) = store.RunDir.open(summary.run_dir).results()
     assert result.outcome.status is Status.OK and result.measurement.counts.requests_ok == 50
     recorded = json.loads((summary.run_dir / "manifest.json").read_text())["targets"]
@@ -220,7 +227,7 @@ name: dies
 target: {{command: "{sys.executable} -c 'import sys; sys.exit(3)'", url: "http://127.0.0.1:9"}}
 matrix: {{tool: [ab]}}
 """
-    summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports")
+    summary = runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports", allow_commands=True)
     (result,) = store.RunDir.open(summary.run_dir).results()
     assert result.outcome.status is Status.FAILED
     assert "the target did not start: command: exited with code 3 before it was ready" in result.outcome.error

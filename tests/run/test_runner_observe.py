@@ -82,7 +82,7 @@ matrix: {tool: [ab], concurrency: [1]}
 stop: {requests: 200}
 probe: {enabled: false}
 prerequisites:
-  sysctl: {net.ipv4.no_such_knob: 1}
+  sysctl: {net.ipv4.tcp_no_such_knob: 1}
 """
 
 
@@ -90,12 +90,12 @@ def test_an_unmet_prerequisite_stops_the_run_before_anything_runs(tmp_path, caps
     need("ab")
     path = tmp_path / "s.yaml"
     path.write_text(UNMET)
-    with pytest.raises(prereq.PrerequisiteError, match="net.ipv4.no_such_knob"):
+    with pytest.raises(prereq.PrerequisiteError, match="net.ipv4.tcp_no_such_knob"):
         runner.run(scenario.load(path), tmp_path / "reports")
     assert not (tmp_path / "reports").exists()
     assert main(["run", str(path), "--reports-dir", str(tmp_path / "cli")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("toolbench: error: unmet prerequisites: UNMET: net.ipv4.no_such_knob")
+    assert err.startswith("toolbench: error: unmet prerequisites: UNMET: net.ipv4.tcp_no_such_knob")
     assert "--go-on" in err and "Traceback" not in err
 
 

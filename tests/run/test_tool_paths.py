@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 def run(tmp_path: Path, text: str, host: LocalHost | None = None) -> dict[str, object]:
     path = tmp_path / "s.yaml"
     path.write_text(text)
-    summary = runner.run(scenario.load(path), tmp_path / "reports", host=host)
+    summary = runner.run(scenario.load(path), tmp_path / "reports", host=host, allow_commands=True)
     return {r.identity.tool: r for r in store.RunDir.open(summary.run_dir).results()}
 
 

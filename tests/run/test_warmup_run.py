@@ -108,7 +108,8 @@ def test_a_warmup_that_ends_before_the_tool_sends_anything_is_noted_and_the_cell
     (tmp_path / "slow_start.py").write_text(SLOW_START)
     text = WARM.format(url=nginx.base_url, tool="slow", stop="6s", warmup="1s") + (
         "tools: {slow: {use: locust, locustfile: slow_start.py}}\n")
-    run = store.RunDir.open(runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports").run_dir)
+    run = store.RunDir.open(runner.run(scenario.load(write_scenario(tmp_path, text)), tmp_path / "reports",
+                                       allow_commands=True).run_dir)
     (r,) = run.results()
     if r.outcome.status is Status.TOOL_MISSING:
         pytest.skip(r.outcome.error)

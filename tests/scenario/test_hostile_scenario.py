@@ -138,3 +138,133 @@ def test_every_input_file_of_every_adapter_is_a_plain_name(tmp_path):
             assert not any(names.problem(n) for n in [*invocation.files, *invocation.outputs.values()])
             assert not any("</etc/hostname" in arg for arg in invocation.argv)  # bodies go through files
     assert os.listdir(tmp_path) == ["s.yaml"]  # building writes nothing
+
+
+BOUNDED = """\
+name: ok
+target: {{url: 'http://127.0.0.1:8080'}}
+matrix:
+  tool: [ab]
+  concurrency: [{concurrency}]
+  rate: [{rate}]
+stop: {stop}
+repeat: {repeat}
+timeout: {timeout}
+cooldown: {cooldown}
+warmup: {warmup}
+probe: {{interval: {probe}, baseline: {baseline}}}
+monitor: {{interval: {monitor}}}
+criteria: ['{criterion}']
+"""
+FINE = dict(concurrency="10", rate="null", stop="{requests: 10}", repeat="1", timeout="60s", cooldown="0",
+            warmup="0", probe="1s", baseline="20", monitor="1s", criterion="rps > 1")
+HUGE_INT = "9" * 5000  # past Python's int-from-text digit limit: a ValueError deep inside the YAML library
+
+
+def test_the_bounded_template_reads_as_written(tmp_path):
+    s = load(tmp_path, BOUNDED.format(**FINE))
+    assert (s.repeat, s.matrix.concurrency, s.matrix.rate, s.stop.requests) == (1, (10,), (None,), 10)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"repeat": "1000000000"}, r"s.yaml:8: repeat: expected a positive integer of at most 1000, got '1000000000'"),
+    ({"repeat": "1001"}, r"s.yaml:8: repeat: expected a positive integer of at most 1000"),
+    ({"repeat": "true"}, r"s.yaml:8: repeat: expected a positive integer, got 'true'"),
+    ({"repeat": ".nan"}, r"s.yaml:8: repeat: expected a positive integer, got '.nan'"),
+    ({"repeat": HUGE_INT}, r"s.yaml:8: repeat: not a value toolbench can read: '9999"),
+    ({"concurrency": "1000001"}, r"s.yaml:5: matrix.concurrency\[0\]: expected a positive integer of at most 1000000"),
+    ({"concurrency": "1" + "0" * 30}, r"s.yaml:5: matrix.concurrency\[0\]: expected a positive integer of at most"),
+    ({"rate": ".nan"}, r"s.yaml:6: matrix.rate\[0\]: expected a number from 0 to 1e\+07, got '.nan'"),
+    ({"rate": ".inf"}, r"s.yaml:6: matrix.rate\[0\]: expected a number from 0 to 1e\+07, got '.inf'"),
+    ({"rate": "1.0e+999"}, r"s.yaml:6: matrix.rate\[0\]: expected a number from 0 to 1e\+07"),
+    ({"rate": "-0.0"}, r"s.yaml:6: matrix.rate\[0\]: expected a number from 0 to 1e\+07, got '-0.0'"),
+    ({"rate": "10000001"}, r"s.yaml:6: matrix.rate\[0\]: expected a number from 0 to 1e\+07"),
+    ({"rate": "true"}, r"s.yaml:6: matrix.rate\[0\]: expected a non-negative number, got 'true'"),
+    ({"stop": "{duration: 1000000h}"}, r"s.yaml:7: stop.duration: expected a duration of at most 86400s"),
+    ({"stop": "{duration: 25h}"}, r"s.yaml:7: stop.duration: expected a duration of at most 86400s"),
+    ({"stop": "{duration: " + "9" * 400 + "s}"}, r"s.yaml:7: stop.duration: expected a duration of at most"),
+    ({"stop": "{requests: 10000000000}"}, r"s.yaml:7: stop.requests: expected a positive integer of at most"),
+    ({"stop": "{requests_per_connection: " + HUGE_INT + "}"}, r"s.yaml:7: stop.requests_per_connection: not a value"),
+    ({"timeout": "100000h"}, r"s.yaml:9: timeout: expected a duration of at most 86400s"),
+    ({"cooldown": "99999999999s"}, r"s.yaml:10: cooldown: expected a duration of at most 86400s"),
+    ({"probe": "48h"}, r"s.yaml:12: probe.interval: expected a duration of at most 86400s"),
+    ({"baseline": "1000000000"}, r"s.yaml:12: probe.baseline: expected a positive integer of at most 10000"),
+    ({"monitor": "10000000s"}, r"s.yaml:13: monitor.interval: expected a duration of at most 86400s"),
+    ({"cooldown": "2020-13-45"}, r"s.yaml:10: cooldown: not a value toolbench can read: '2020-13-45'"),
+    ({"criterion": "rps > 1e999"}, r"s.yaml:14: criteria\[0\]: .*too large"),
+])
+def test_values_past_their_bound_are_one_line_errors(tmp_path, changes, message):
+    with pytest.raises(ScenarioError, match=message) as caught:
+        load(tmp_path, BOUNDED.format(**{**FINE, **changes}))
+    assert "\n" not in str(caught.value)
+
+
+def _nested(opening: str, closing: str, depth: int, inner: str = "1") -> str:
+    return opening * depth + inner + closing * depth
+
+
+LAUGHS = ("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+          "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+          "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+          "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
+          "i: [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]\n")
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"name: !!python/object/apply:os.system ['touch MARKER']\n", r"s.yaml:1: .*a YAML tag \('!!python/object/apply:os.system'\)"),
+    (b"name: ok\ndescription: !!python/name:os.system\n", r"s.yaml:2: .*a YAML tag \('!!python/name:os.system'\)"),
+    (b"name: ok\n!!binary aGk=: 1\n", r"s.yaml:2: .*a YAML tag \('!!binary'\)"),
+    (b"name: ok\nmatrix:\n  tool: [ab, !foo x]\n", r"s.yaml:3: .*a YAML tag \('!foo'\)"),
+    (b"name: ok\nmatrix: !!set {ab: null}\n", r"s.yaml:2: .*a YAML tag \('!!set'\)"),
+    (b"name: ok\nx: !<tag:yaml.org,2002:python/object:os.X> {}\n", r"s.yaml:2: .*a YAML tag \('!!python/object:os.X'\)"),
+    (b"name: ok\n? !!python/tuple [a, b]\n: 1\n", r"s.yaml:2: .*a YAML tag \('!!python/tuple'\)"),
+    (b"name: ok\ndescription: " + _nested("[", "]", 10_000).encode() + b"\n", r"s.yaml:2: .*nested deeper than 64"),
+    (b"name: ok\ndescription: " + _nested("{a: ", "}", 10_000).encode() + b"\n", r"s.yaml:2: .*nested deeper than 64"),
+    (b"name: ok\n" + "".join(f"{' ' * 2 * i}k{i}:\n" for i in range(200)).encode(), r"s.yaml:6\d: .*nested deeper"),
+    (b"name: ok\n" + LAUGHS.encode(), r"s.yaml:6: .*aliases expand past 20000 nodes"),
+    (b"name: ok\nmatrix: &m {tool: [ab, *m]}\n", r"s.yaml:2: .*an alias inside the node it names"),
+    (b"name: ok\ndescription: caf\xe9\n", r"s.yaml:2: not UTF-8 text \(byte 0xe9\)"),
+    (b"name: ok\n\n\ndescription: \xed\xa0\x80\n", r"s.yaml:4: not UTF-8 text \(byte 0xed\)"),
+    ("name: ok\n".encode("utf-16"), r"s.yaml:1: not UTF-8 text \(byte 0xff\)"),
+    (b"name: ok\ndescription: a\x00b\n", r"s.yaml:2: not valid YAML: the character U\+0000 is not allowed"),
+    (b"name: ok\n\ndescription: a\x1bb\n", r"s.yaml:3: not valid YAML: the character U\+001B is not allowed"),
+    (b"name: ok\n" + b"# padding\n" * 200_000, r"s.yaml: larger than 1048576 bytes"),
+])
+def test_hostile_yaml_is_a_one_line_error(tmp_path, data, message):
+    path = tmp_path / "s.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ScenarioError, match=message) as caught:
+        scenario.load(path)
+    assert "\n" not in str(caught.value)
+    assert os.listdir(tmp_path) == ["s.yaml"]
+
+
+def test_a_leading_bom_is_read_as_yaml_reads_it(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + scenario_text().encode())
+    assert scenario.load(path).name == "ok"
+
+
+@pytest.mark.parametrize("text", ["name: !!python/object/apply:os.system ['touch MARKER']\n",
+                                  "name: ok\ndescription: " + _nested("[", "]", 10_000) + "\n"])
+def test_the_cli_refuses_hostile_yaml_in_one_line(tmp_path, text):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    done = subprocess.run([str(REPO / ".venv" / "bin" / "toolbench"), "validate", str(path)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode != 0 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"{path}:" in done.stderr and not (tmp_path / "MARKER").exists()
+
+
+@pytest.mark.parametrize("options, message", [
+    ("timeout_s: 10000000000", r"s.yaml:8: tools.ab-v.timeout_s: expected an integer from 0 to 1000000000"),
+    ("timeout_s: -5", r"s.yaml:8: tools.ab-v.timeout_s: expected an integer from 0 to 1000000000, got -5"),
+    ("timeout_s: " + HUGE_INT, r"s.yaml:8: tools.ab-v.timeout_s: not a value toolbench can read"),
+    ("timeout_s: .nan", r"s.yaml:8: tools.ab-v.timeout_s: expected int, got nan"),
+    ("timeout_s: true", r"s.yaml:8: tools.ab-v.timeout_s: expected int, got True"),
+])
+def test_a_tools_numeric_option_is_bounded_too(tmp_path, options, message):
+    text = scenario_text().replace("{use: ab}", "{use: ab, " + options + "}")
+    with pytest.raises(ScenarioError, match=message) as caught:
+        plan.expand(load(tmp_path, text))
+    assert "\n" not in str(caught.value)

@@ -79,7 +79,8 @@ def test_without_toolbench_there_the_cost_is_absent_with_a_note_and_a_missing_pr
     path.write_text(path.read_text().replace(
         f'key: "{sshd.client_key}"}}',
         f'key: "{sshd.client_key}",\n           tools: {{python: /usr/bin/python3, uwsgi: /nonexistent/uwsgi}}}}'))
-    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts)
+    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts,
+                         allow_commands=True)
     results = {r.identity.target_label: r for r in store.RunDir.open(summary.run_dir).results()}
     static = results["static"]
     assert static.outcome.status is Status.OK, static.outcome.error

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
                                      go_on=args.go_on, known_hosts=args.known_hosts,
                                      trust_new_key=args.trust_new_host_key, fail_fast=args.fail_fast,
                                      retry_disturbed=args.retry_disturbed,
-                                     system_check=not args.no_system_check)
+                                     system_check=not args.no_system_check,
+                                     allow_commands=args.allow_commands)
         except runner.StoppedEarly as exc:
             print(safe(f"toolbench: {exc}"), file=sys.stderr)
             return finish_run(args, loaded.criteria, exc.run_dir, planned)
@@ -85,7 +86,7 @@ def print_json(value: object) -> None:
 
 def validate(args: argparse.Namespace) -> int:
     from toolbench.errors import ScenarioError
-    from toolbench.run import plan
+    from toolbench.run import plan, programs
     from toolbench.scenario import read as scenario
 
     try:
@@ -102,7 +103,9 @@ def validate(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"scenario": str(args.scenario), "profile": loaded.profile, "ok": True, "errors": [],
                      "cells": [{"cell": c.cell.id, "runs": c.support.ok, "reason": c.support.reason or None}
-                               for c in cells]})
+                               for c in cells],
+                     "programs": [{"where": p.where, "key": p.key, "program": p.what}
+                                  for p in programs.started(loaded)]})
         return 0
     if args.quiet:
         return 0
@@ -112,6 +115,11 @@ def validate(args: argparse.Namespace) -> int:
         print(safe(f"  {planned.cell.id:<32} {state}"))
     for said in plan.ramp_warnings(cells):
         warnings.warn(Notice(said), stacklevel=1)
+    started = programs.started(loaded)
+    if started:  # code the scenario brings: `run` starts it only with --allow-commands
+        print(f"programs this scenario starts ({len(started)}; `run` needs --allow-commands):")
+        for program in started:
+            print(safe(f"  {program.line()}"))
     profile = f" (profile {loaded.profile})" if loaded.profile else ""
     print(safe(f"{args.scenario}{profile}: ok, {len(cells)} cells, {len(unsupported)} unsupported"))
     return 0
@@ -233,7 +241,7 @@ def publish(args: argparse.Namespace) -> int:
     if args.site is not None:
         output_folder(args.site, "--site")
     published = site.publish(args.runs_dir, args.site, with_raw=args.with_raw, redact=args.redact,
-                             compare=[tuple(pair) for pair in args.compare])
+                             compare=[tuple(pair) for pair in args.compare], private_addresses=args.private_addresses)
     for problem in published.problems:
         print(safe(f"toolbench: warning: not rendered: {problem}"), file=sys.stderr)
     print(safe(published.index))

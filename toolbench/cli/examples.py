@@ -40,5 +40,6 @@ EXAMPLES = {
   toolbench publish reports --site site                   # reports and results only, redacted
   toolbench publish reports --site site --with-raw        # the tools' raw output too
   toolbench publish reports --site site --compare RUN_A RUN_B
-  toolbench publish reports --site site --no-redact       # keep paths and host names""",
+  toolbench publish reports --site site --no-redact       # keep paths and host names
+  toolbench publish reports --site site --redact-private-addresses   # and take out 10.x, 192.168.x, ...""",
 }

@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (the default when not on a terminal)")
     p.add_argument("--go-on", "--ignore-prerequisites", dest="go_on", action="store_true",
                    help="run even when a required prerequisite is unmet (the manifest says so)")
+    p.add_argument("--allow-commands", action="store_true",
+                   help="start the programs the scenario gives (a target's command, tool paths, a locustfile: "
+                        "`toolbench validate` lists them); without it such a scenario is refused")
     p.add_argument("--known-hosts", type=Path, metavar="FILE",
                    help="SSH known_hosts to check a remote generator's key against, besides ~/.ssh/known_hosts")
     p.add_argument("--trust-new-host-key", action="store_true",
@@ -94,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--with-raw", action="store_true", help="copy each run's raw/ folder too (the tools' own output)")
     p.add_argument("--no-redact", dest="redact", action="store_false",
                    help="keep absolute paths and host names in what is copied and rendered")
+    p.add_argument("--redact-private-addresses", dest="private_addresses", action="store_true",
+                   help="also take out private addresses (RFC 1918, link-local, unique local; loopback stays)")
     p.add_argument("--compare", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"),
                    help="also publish a page comparing two of the runs (folder names); repeat for more")
     p.set_defaults(func=commands.publish)

@@ -6,12 +6,16 @@ import argparse
 from pathlib import Path
 
 from toolbench.errors import UsageError
+from toolbench.record import outfile
 
 
 def output_file(path: Path, option: str = "-o") -> Path:
-    """A file to write; a folder given instead is an error, never a file named like it inside."""
+    """A file to write; a folder given instead is an error, never a file named like it inside, and
+    so is a device, FIFO or socket (said before any work, and checked again as it is written)."""
     if path.is_dir() or str(path).endswith("/"):
         raise UsageError(f"{path}: is a folder; {option} takes a file")
+    if (refused := outfile.refusal(path)) is not None:
+        raise UsageError(str(refused))
     return path
 
 

@@ -7,7 +7,6 @@ import contextlib
 import importlib.util
 import json
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from hdrh.histogram import HdrHistogram
 
 from toolbench.errors import MissingExtra, ToolbenchError, UsageError
 from toolbench.export import rows
-from toolbench.record import histogram, store
+from toolbench.record import histogram, outfile, store
 from toolbench.record.schema import RunResult
 
 if TYPE_CHECKING:
@@ -201,20 +200,8 @@ def percentile_distribution(hist: HdrHistogram, unit: float = HGRM_UNIT_US,
     return "".join(out)
 
 
-@contextlib.contextmanager
-def _atomic(output: Path) -> Iterator[Path]:
-    """A file written whole or not at all: a reader never sees half an export."""
-    tmp = output.with_name(output.name + ".tmp")
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        yield tmp
-        os.replace(tmp, output)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise ToolbenchError(f"{output}: cannot write: {exc.strerror or exc}") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+def _atomic(output: Path) -> contextlib.AbstractContextManager[Path]:
+    """A file written whole or not at all, and only ever a regular file (record.outfile): a reader
+    never sees half an export, and `-o /dev/null` or a FIFO is refused, never replaced."""
+    return outfile.written(output)
 

@@ -4,13 +4,13 @@ fail, and its figures are not to be trusted) and one for the criteria (a
 criterion not met fails; an unknown one fails too, typed `unknown`: it did not pass)."""
 from __future__ import annotations
 
-import contextlib
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolbench.errors import ToolbenchError
+from toolbench.record import outfile
 from toolbench.record.schema import RunResult, Status
 from toolbench.scenario.criteria import Evaluation, Verdict
 
@@ -84,16 +84,11 @@ def _criteria_suite(name: str, evaluations: list[Evaluation]) -> ET.Element:
 
 
 def write(path: Path, name: str, cells: Cells, evaluations: list[Evaluation]) -> None:
-    """Written whole or not at all; a folder given for the file is an error."""
+    """Written whole or not at all, and only as a regular file (record.outfile); a folder, a
+    device or a FIFO given for the file is an error."""
     if path.is_dir():
         raise ToolbenchError(f"{path}: is a folder; --junit takes the XML file to write")
     tree = ET.ElementTree(document(name, cells, evaluations))
     ET.indent(tree)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
+    with outfile.written(path) as tmp:
         tree.write(tmp, encoding="utf-8", xml_declaration=True)
-        tmp.replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise ToolbenchError(f"{path}: cannot write the JUnit report: {exc.strerror}") from None

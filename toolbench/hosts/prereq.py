@@ -16,6 +16,7 @@ from typing import Any
 
 from toolbench.contract.host import Host, Limit
 from toolbench.errors import HostError, ToolbenchError
+from toolbench.scenario import sysctls
 from toolbench.scenario.read import Prerequisites
 
 # Settings where more is better, or less; any other is compared for equality. A wanted
@@ -263,6 +264,10 @@ def apply(host: Host, prereqs: Prerequisites) -> Applied:
     applied = Applied()
     prefix = _privilege(host)
     for raw_key, wanted in prereqs.sysctl.items():
+        # The scenario was checked when read; checked again here, where it would be set as root.
+        if why := sysctls.key_problem(raw_key) or sysctls.value_problem(str(wanted)):
+            applied.problems.append(f"{raw_key}: not set: {why}")
+            continue
         finding = _check_sysctl(host, raw_key, wanted, True)
         if finding.ok is not False:
             applied.unchanged.append(describe(finding))

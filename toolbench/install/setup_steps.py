@@ -17,6 +17,7 @@ from toolbench.errors import HostError
 from toolbench.hosts import prereq
 from toolbench.hosts.ssh import SSHHost
 from toolbench.install.needs import ENGINE_REQUIREMENTS, Package
+from toolbench.scenario import sysctls
 from toolbench.scenario.read import Prerequisites
 
 INSTALL_TIMEOUT_S = 900.0  # apt-get and pip over a slow mirror
@@ -214,8 +215,9 @@ def prerequisites(m: Machine, wanted: Prerequisites, done: Steps) -> None:
     for problem in applied.problems:
         key = problem.split(":", 1)[0]
         value = wanted.sysctl.get(key)
+        allowed = value is not None and not (sysctls.key_problem(key) or sysctls.value_problem(value))
         command = (f"{'' if m.sudo == [] else 'sudo '}sysctl -w {shlex.quote(key + '=' + prereq.target_value(key, value))}"
-                   if value is not None else "")
+                   if allowed and value is not None else "")  # never a command for a refused setting
         done.lacks.append(Lack(problem, command))
 
 

@@ -6,7 +6,13 @@ a run's files opens them here: each folder on the way (the run folder itself inc
 writing) is opened with O_NOFOLLOW relative to the one before, and the file too, so that no
 link is followed at any step, whatever changes in between; a file replaced whole is written to
 a temporary file made fresh (O_EXCL, a new name each time) and renamed over it. What lists a
-run's raw files (`plain_files`) steps over links too, and says which it left out."""
+run's raw files (`plain_files`) steps over links too, and says which it left out.
+
+A hard link is no safer: a file of the run may be another name of a file outside it (its owner's
+own, or made by `cp -al`). A file opened here for writing that has other names is first replaced
+by a copy of its own (same bytes, same mode), so the write changes only the run's file; a folder
+handed to tools again gets the same for every file in it (`unshare_below`); and what lists files
+to publish leaves such a file out (`Listing.shared`), as `reader(..., only_name=True)` refuses it."""
 from __future__ import annotations
 
 import contextlib
@@ -92,19 +98,80 @@ def _refusal(path: Path, exc: OSError, parent: int | None = None, name: str | No
 def open_file(root: Path, relative: str | Path, flags: int, mode: int = 0o644, *,
               follow_root: bool = False) -> int:
     """os.open of root/relative, refusing (StoreError) a link as the file or as any folder on
-    the way, root included (unless `follow_root`); any other failure is the OSError."""
+    the way, root included (unless `follow_root`); any other failure is the OSError. Opened for
+    writing, a file with other names (a hard link) is first made a copy of its own."""
     *folders, name = parts_of(relative)
+    writing = flags & (os.O_WRONLY | os.O_RDWR)
     with folder(root, *folders, follow_root=follow_root) as parent:
         try:
-            return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=parent)
+            # O_TRUNC waits until the file is known to be the run's alone.
+            fd = os.open(name, (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=parent)
+            if writing and _names(fd) > 1:
+                os.close(fd)
+                _unshare(parent, name)
+                fd = os.open(name, (flags & ~(os.O_TRUNC | os.O_EXCL)) | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                             dir_fd=parent)
         except OSError as exc:
             raise _refusal(root / relative, exc, parent, name) from None
+        if writing and flags & os.O_TRUNC:
+            os.ftruncate(fd, 0)
+        return fd
 
 
-def reader(root: Path, relative: str | Path) -> BinaryIO:
+def _names(fd: int) -> int:
+    found = os.fstat(fd)
+    return found.st_nlink if stat.S_ISREG(found.st_mode) else 1
+
+
+def _unshare(parent: int, name: str) -> None:
+    """`name`, a file with other names, replaced by a copy of its own (its bytes and mode) made
+    fresh beside it: whatever is written to the run's file next leaves the others as they were."""
+    source = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        if _names(source) < 2:
+            return
+        tmp, fd = _fresh(parent, name)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                os.fchmod(out.fileno(), stat.S_IMODE(os.fstat(source).st_mode))
+                while chunk := os.read(source, 1 << 20):
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=parent)
+            raise
+    finally:
+        os.close(source)
+
+
+def unshare_below(root: Path, *parts: str) -> list[str]:
+    """Every file below root/parts with other names made a copy of its own (see `_unshare`): the
+    tools and servers toolbench starts write into such a folder by plain open(). Returns those
+    files, relative to root."""
+    top = root.joinpath(*parts)
+    if not top.is_dir() or top.is_symlink():
+        return []
+    shared = list(plain_files(root, "/".join(parts)).shared)
+    for relative in shared:
+        *folders, name = parts_of(relative)
+        with folder(root, *folders) as parent:
+            _unshare(parent, name)
+    return shared
+
+
+def reader(root: Path, relative: str | Path, *, only_name: bool = False) -> BinaryIO:
     """A file of the run to read, never through a link inside the run. The run folder itself may
-    be one: reading is what `report` of a folder the user named does."""
-    return os.fdopen(open_file(root, relative, os.O_RDONLY, follow_root=True), "rb")
+    be one: reading is what `report` of a folder the user named does. `only_name` refuses a file
+    with other names (a hard link): what is published must be the run's own."""
+    fd = open_file(root, relative, os.O_RDONLY, follow_root=True)
+    if only_name and _names(fd) > 1:
+        os.close(fd)
+        raise StoreError(f"{root / relative}: is a hard link (the file has other names, maybe outside the run); "
+                         "toolbench never publishes one")
+    return os.fdopen(fd, "rb")
 
 
 def read_text(root: Path, relative: str | Path) -> str:
@@ -155,21 +222,34 @@ def is_plain_file(root: Path, relative: str | Path) -> bool:
         return False
 
 
+def has_other_names(root: Path, relative: str | Path) -> bool:
+    """Whether root/relative is a regular file with other names (a hard link), reached through no link."""
+    try:
+        *folders, name = parts_of(relative)
+        with folder(root, *folders, follow_root=True) as parent:
+            found = os.lstat(name, dir_fd=parent)
+    except (OSError, StoreError):
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_nlink > 1
+
+
 @dataclass(frozen=True)
 class Listing:
     files: tuple[str, ...]  # regular files, relative to the folder listed from, `/`-separated
     links: tuple[str, ...]  # symbolic links met (to files or folders), left out and not entered
+    shared: tuple[str, ...] = ()  # regular files with other names (hard links), left out
 
 
 def plain_files(root: Path, sub: str) -> Listing:
     """The regular files below root/sub, walked without entering a linked folder; links are
-    listed apart (left out), and anything else (a socket or pipe a server left) is skipped."""
+    listed apart (left out), so are files with other names (hard links), and anything else (a
+    socket or pipe a server left) is skipped."""
     top = root / sub
     if top.is_symlink():
         return Listing((), (sub,))
     if not top.is_dir():
         return Listing((), ())
-    files, links = [], []
+    files, links, shared = [], [], []
     for here, dirs, names in os.walk(top):
         rel = Path(here).relative_to(root)
         for name in sorted(dirs):
@@ -181,8 +261,8 @@ def plain_files(root: Path, sub: str) -> Listing:
             if stat.S_ISLNK(found.st_mode):
                 links.append((rel / name).as_posix())
             elif stat.S_ISREG(found.st_mode):
-                files.append((rel / name).as_posix())
-    return Listing(tuple(files), tuple(links))
+                (shared if found.st_nlink > 1 else files).append((rel / name).as_posix())
+    return Listing(tuple(files), tuple(links), tuple(shared))
 
 
 def links_below(root: Path, *parts: str) -> list[str]:

@@ -97,7 +97,8 @@ class RunDir:
     def work_folder(self, *parts: str) -> Path:
         """self.path/parts, made when missing, for the tools and servers toolbench starts to write
         into (again, on --resume): they write through whatever they find there, so no folder on
-        the way may be a link, nor anything already inside it (StoreError naming the first)."""
+        the way may be a link, nor anything already inside it (StoreError naming the first), and
+        a file there with other names (a hard link) is first made a copy of its own."""
         try:
             with runfiles.folder(self.path, *parts, create=True):
                 pass
@@ -106,6 +107,11 @@ class RunDir:
         links = runfiles.links_below(self.path, *parts)
         if links:
             raise runfiles.link_refused(self.path / links[0])
+        try:  # a hard link is made a file of its own: what the tools write then stays in the run
+            runfiles.unshare_below(self.path, *parts)
+        except OSError as exc:
+            raise StoreError(f"{exc.filename or self.path.joinpath(*parts)}: cannot copy a hard-linked file: "
+                             f"{exc.strerror}") from None
         return self.path.joinpath(*parts)
 
     def relative(self, path: Path) -> str:

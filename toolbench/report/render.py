@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 
 from toolbench.errors import ToolbenchError
-from toolbench.record import runfiles, store
+from toolbench.record import outfile, runfiles, store
 from toolbench.report import compare, model
 from toolbench.report.context import RunView
 from toolbench.report.fmt import DISTURBED, DISTURBED_LEFT_OUT, SHORT_OF_RAMP
@@ -80,10 +80,12 @@ def page(template: str, **values: Any) -> str:
 def write(output: Path, html: str, *, in_run: bool = False) -> None:
     """Written whole or not at all: a reader never sees half a report. Its temporary file is made
     fresh, so a link planted under its name is never written through; `in_run`: the folder is a
-    run's (or a site's run), which must not be a link either."""
+    run's (or a site's run), which must not be a link either. Elsewhere (`-o`) it is a file the
+    user named: only ever a regular file, never a device or FIFO replaced (record.outfile)."""
+    if not in_run:
+        outfile.write_bytes(output, html.encode("utf-8"))
+        return
     try:
-        if not in_run:
-            output.parent.mkdir(parents=True, exist_ok=True)
-        runfiles.replace(output.parent, output.name, html.encode("utf-8"), follow_root=not in_run)
+        runfiles.replace(output.parent, output.name, html.encode("utf-8"))
     except OSError as exc:
         raise ToolbenchError(f"{output}: cannot write the report: {exc.strerror}") from None

@@ -3,11 +3,13 @@ comparison pages asked for. Any static web host serves the result as it is: ever
 relative.
 
 Safe by default: a run's raw files (the tools' own output, configs, logs) are copied only when
-asked (`with_raw`), and every text copied or rendered has its absolute paths and the host's
-name taken out (toolbench.report.redact) unless `redact=False`. A site is never built in the runs'
+asked (`with_raw`), and every text copied or rendered has its secrets (credential headers, URL
+tokens, SSH users and keys: toolbench.report.secrets), absolute paths and the host's name taken
+out (toolbench.report.redact) unless `redact=False`. A site is never built in the runs'
 own folder then, since that would mean deleting or rewriting the runs themselves."""
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -16,9 +18,9 @@ from typing import Sequence
 from urllib.parse import quote
 
 from toolbench.errors import Notice, ToolbenchError, UsageError
-from toolbench.record import store
+from toolbench.record import runfiles, store
 from toolbench.record.manifest import RunStatus
-from toolbench.report import fmt, render
+from toolbench.report import fmt, render, secrets
 from toolbench.report.model import ReportData
 from toolbench.report.redact import Redactor
 from toolbench.report.site_files import (MARKER, RAW_FOLDERS, RECORDS, SKIPPED_FILES, Site, copy_run, folder_size,
@@ -47,7 +49,7 @@ def find_runs(runs_dir: Path) -> list[Path]:
 
 
 def publish(runs_dir: Path, site: Path | None = None, *, with_raw: bool = False, redact: bool = True,
-            compare: Sequence[tuple[str, str]] = ()) -> Published:
+            compare: Sequence[tuple[str, str]] = (), private_addresses: bool = False) -> Published:
     """Renders every run below runs_dir into site and writes site/index.html. In place (no site)
     only with the raw files and without redaction: nothing of a run is ever deleted or rewritten.
     Into a site's folder, only what publish wrote there before is replaced (site_files.Site)."""
@@ -60,22 +62,28 @@ def publish(runs_dir: Path, site: Path | None = None, *, with_raw: bool = False,
     pages = [INDEX] + [_compare_name(pair) for pair in compare]
     owned = None if in_place else _site(site, [run.name for run in runs] + pages)
     entries, reports, problems = [], [], []
+    redactors: dict[str, Redactor | None] = {}
     for run in runs:
         target = run if in_place else site / run.name
         try:
+            redactor = redactors[run.name] = _redactor(run, private_addresses) if redact else None
             if owned is not None:
-                copy_run(run, owned, run.name, with_raw=with_raw, redactor=_redactor(run) if redact else None)
+                copy_run(run, owned, run.name, with_raw=with_raw, redactor=redactor)
             output, data = render.render_with_data([target])
+            if redactor is not None and owned is not None:
+                _redact_page(owned, output, [redactor])
         except (ToolbenchError, OSError) as exc:
             problems.append(f"{run.name}: {_one_line(exc)}")
             entries.append(_entry_broken(run, _one_line(exc)))
             continue
         reports.append(output)
         entries.append(_entry(target, output, site, data))
-    compares = [_compare(site, pair) for pair in compare]
+    compares = [_compare(site, pair, owned, [r for name in pair if (r := redactors.get(name)) is not None])
+                for pair in compare]
     entries.sort(key=lambda e: e.sort_date, reverse=True)
     render.write(site / INDEX, render.page("index.html.j2", entries=entries, compares=compares, with_raw=with_raw,
                                            redacted=redact, title=f"toolbench runs: {runs_dir.name}"))
+    _redact_page(owned, site / INDEX, [r for r in redactors.values() if r is not None])
     return Published(site / INDEX, tuple(reports), tuple(problems))
 
 
@@ -116,9 +124,28 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def _redactor(run: Path) -> Redactor:
-    """This machine's names and the one the run's manifest gives for where it ran."""
-    return Redactor.for_this_host(store.RunDir.open(run).manifest().environment.hostname)
+def _redactor(run: Path, private_addresses: bool) -> Redactor:
+    """This machine's names and the one the run's manifest gives for where it ran, and the
+    secrets the run's manifest (its scenario text, its hosts) names."""
+    hostname = store.RunDir.open(run).manifest().environment.hostname
+    try:
+        found = secrets.of_manifest(json.loads(runfiles.read_text(run, store.MANIFEST)))
+    except ValueError:
+        found = secrets.Secrets()  # the typed read above has said what a manifest lacks
+    return Redactor.for_this_host(hostname, secrets=found, private_addresses=private_addresses)
+
+
+def _redact_page(site: Site | None, page: Path, redactors: list[Redactor]) -> None:
+    """A rendered page, its secrets taken out again: the records it came from were redacted,
+    and this holds whatever a section may show of them."""
+    if site is None or not redactors:
+        return
+    relative = page.relative_to(site.root).as_posix()
+    with runfiles.reader(site.root, relative) as fh:
+        data = fh.read()
+    for redactor in redactors:
+        data = redactor.page(data)
+    site.write(relative, data)
 
 
 def _href(path: Path, base: Path) -> str:
@@ -149,7 +176,8 @@ def _compare_name(pair: tuple[str, str]) -> str:
     return f"compare-{pair[0]}-vs-{pair[1]}.html"
 
 
-def _compare(site: Path, pair: tuple[str, str]) -> Link:
+def _compare(site: Path, pair: tuple[str, str], owned: Site | None, redactors: list[Redactor]) -> Link:
     output = site / _compare_name(pair)
     render.render_runs([site / pair[0], site / pair[1]], output)
+    _redact_page(owned, output, redactors)
     return Link(f"{pair[0]} vs {pair[1]}", quote(output.name))

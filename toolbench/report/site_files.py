@@ -114,6 +114,8 @@ def copy_run(source: Path, site: Site, name: str, *, with_raw: bool, redactor: R
     left from an earlier publishing with raw files is removed."""
     plan = [(rel, rel) for rel in RECORDS if runfiles.is_plain_file(source, rel)]
     linked: list[str] = []
+    shared = [rel for rel, _ in plan if runfiles.has_other_names(source, rel)]  # a hard link may be to any file
+    plan = [(rel, served) for rel, served in plan if rel not in shared]
     renamed: list[str] = []
     for folder in RAW_FOLDERS:
         if not with_raw:
@@ -121,6 +123,7 @@ def copy_run(source: Path, site: Site, name: str, *, with_raw: bool, redactor: R
             continue
         listing = runfiles.plain_files(source, folder)
         linked += listing.links
+        shared += listing.shared
         for rel in listing.files:
             if PurePosixPath(rel).name in SKIPPED_FILES or rel.endswith(".tmp"):
                 continue
@@ -134,12 +137,13 @@ def copy_run(source: Path, site: Site, name: str, *, with_raw: bool, redactor: R
     for rel, served in plan:
         _copy(source, rel, site, f"{name}/{served}", redactor)
     _say(name, "symbolic link", linked, "left out of the site (a link may lead out of the run)")
+    _say(name, "hard-linked file", shared, "left out of the site (it has other names, maybe outside the run)")
     _say(name, "raw file", renamed, f"published as text, {AS_TEXT} added to the name (a browser would open such a "
                                     "file as a page of the site)")
 
 
 def _copy(source: Path, rel: str, site: Site, target: str, redactor: Redactor | None) -> None:
-    with runfiles.reader(source, rel) as fh:
+    with runfiles.reader(source, rel, only_name=True) as fh:
         if redactor is not None:
             data = fh.read()
             if rel == store.MANIFEST:

@@ -8,7 +8,8 @@ run before a cell; probe: requests timed by toolbench itself; generator_watch: t
 monitor, here or over SSH; detection: each tool looked for where it runs; quiet: what else the
 machine running the tool did during a cell (foreign CPU, steal: a cell over the limits is
 disturbed); retry: disturbed cells run again (`--retry-disturbed`); scaleout/: one cell on
-several generators.
+several generators; programs: the programs a scenario itself would start (a target's command,
+tool paths, a locustfile), listed by `validate` and refused by `run` without --allow-commands.
 
 May import: toolbench.errors, toolbench.record, toolbench.scenario, toolbench.contract,
 toolbench.hosts, toolbench.servers"""

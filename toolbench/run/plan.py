@@ -75,6 +75,9 @@ def _warmup_s(scenario: Scenario, name: str, tool: str) -> float:
     return scenario.warmup_s
 
 
+MAX_OPTION = 10**9
+
+
 def _options(scenario: Scenario, name: str, adapter: Adapter) -> dict[str, Any]:
     given = scenario.tools.get(name)
     if given is None:
@@ -91,6 +94,9 @@ def _options(scenario: Scenario, name: str, adapter: Adapter) -> dict[str, Any]:
             continue
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
             raise ScenarioError(f"{where}: tools.{name}.{key}: expected {want.__name__}, got {value!r}")
+        if want is int and not 0 <= value <= MAX_OPTION:  # a count, a port or seconds: past this a typo
+            raise ScenarioError(f"{where}: tools.{name}.{key}: expected an integer from 0 to {MAX_OPTION}, "
+                                f"got {value!r}")
         choices = adapter.option_choices.get(key)
         if choices is not None and value not in choices:
             raise ScenarioError(f"{where}: tools.{name}.{key}: expected one of {', '.join(map(str, choices))}, "

@@ -22,7 +22,7 @@ from toolbench.hosts import lifeline, placed, prereq, ssh
 from toolbench.hosts.local import LocalHost
 from toolbench.record import manifest, store
 from toolbench.record.schema import Measurement, Outcome, RunResult, Status, Timing
-from toolbench.run import bracket, detection, plan, retry, serving, settle
+from toolbench.run import bracket, detection, plan, programs, retry, serving, settle
 from toolbench.run.cell import identity_of, not_runnable, run_cell, version_of
 from toolbench.run.plan import PlannedCell
 from toolbench.run.scaleout import fleet as scaleout
@@ -62,14 +62,16 @@ def run(scenario: Scenario, reports_root: Path, *, resume: Path | None = None,
         observer: Observer | None = None, host: Host | None = None, go_on: bool = False,
         known_hosts: Path | None = None, trust_new_key: bool = False,
         start_target: TargetStarter | None = None, fail_fast: bool = False,
-        retry_disturbed: int = 0, system_check: bool = True) -> RunSummary:
+        retry_disturbed: int = 0, system_check: bool = True, allow_commands: bool = False) -> RunSummary:
     """Raises prereq.PrerequisiteError before anything runs when a required prerequisite is
     unmet, unless `go_on`; the findings go into the manifest either way. `host` runs the
     tools and `start_target` starts the targets: by default the scenario's generator, and
     toolbench.servers on this machine or on `hosts.target` over SSH (there, the prerequisites
     are checked and the ulimits raised too). With `fail_fast`, the first cell that fails or
     times out ends the run (StoppedEarly). With `retry_disturbed` N, each cell disturbed by
-    foreign work is run again after the others, up to N times (toolbench.run.retry)."""
+    foreign work is run again after the others, up to N times (toolbench.run.retry). A scenario
+    that starts programs of its own is refused (programs.CommandsNotAllowed) unless `allow_commands`."""
+    programs.refuse_unless_allowed(scenario, allow_commands)
     _check_hosts(scenario)
     with contextlib.ExitStack() as stack:
         far: ssh.SSHHost | None = None

@@ -2,7 +2,6 @@
 `hosts.generator`, or several, `hosts.generators`), parsed into typed objects."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from toolbench.scenario import names, yamlread
@@ -74,15 +73,19 @@ def _generators(node: Node, locations: dict[str, str]) -> tuple[GeneratorSpec, .
     return tuple(found)
 
 
+MAX_WEIGHT = 1e6  # a generator's share relative to the others': NaN compares false and is refused
+
+
 def _generator(node: Node, locations: dict[str, str]) -> GeneratorSpec:
     """`local`, or a host's mapping with an optional `name` and `weight`."""
     if not node.is_mapping():
         host = _host(node, locations, None)
         return GeneratorSpec(_default_name(host), host)
     keys = node.items((*_HOST_KEYS, "name", "weight"))
-    weight = keys["weight"].number() if "weight" in keys else 1.0
-    if not (math.isfinite(weight) and weight > 0):
-        raise keys["weight"].error(f"expected a positive number, got {weight!r}")
+    weight = keys["weight"].scalar() if "weight" in keys else 1.0
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= MAX_WEIGHT:
+        raise keys["weight"].error(f"expected a positive number of at most {MAX_WEIGHT:g}, got {weight!r}")
+    weight = float(weight)
     host = _host_from(node, {k: v for k, v in keys.items() if k in _HOST_KEYS}, locations, None)
     name = keys["name"].name() if "name" in keys else _default_name(host)
     if names.problem(name):
@@ -108,7 +111,7 @@ def _host_from(node: Node, keys: dict[str, Node], locations: dict[str, str],
         raise node.error("missing required key 'address'")
     return HostSpec(
         address=keys["address"].string(),
-        port=keys["port"].positive_int() if "port" in keys else 22,
+        port=keys["port"].positive_int(65535) if "port" in keys else 22,
         user=keys["user"].string() if "user" in keys else None,
         key=keys["key"].string() if "key" in keys else None,
         tools=_tool_paths(keys["tools"], locations, allowed) if "tools" in keys else {},

@@ -28,6 +28,7 @@ class MonitorSpec:
     interval_s: float = 1.0
 
 
+MAX_BASELINE = 10_000  # the probe's requests before the load: more only delays every cell
 PROBE_KEYS = ("interval", "baseline", "timeout", "slowdown", "slowdown_floor", "tolerance", "tolerance_floor",
               "enabled")
 MONITOR_KEYS = ("interval", "enabled")
@@ -48,7 +49,7 @@ def parse_probe(node: Node) -> ProbeSpec:
     return ProbeSpec(
         enabled=keys["enabled"].boolean() if "enabled" in keys else True,
         interval_s=_positive_duration(keys, "interval", d.interval_s),
-        baseline_requests=keys["baseline"].positive_int() if "baseline" in keys else d.baseline_requests,
+        baseline_requests=keys["baseline"].positive_int(MAX_BASELINE) if "baseline" in keys else d.baseline_requests,
         timeout_s=_positive_duration(keys, "timeout", d.timeout_s),
         slowdown_factor=at_least_one("slowdown", d.slowdown_factor),
         slowdown_floor_ms=keys["slowdown_floor"].duration_s() * 1000 if "slowdown_floor" in keys

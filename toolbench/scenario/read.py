@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from toolbench.errors import ScenarioError, ScenarioErrors
 from toolbench.scenario import hosts as scenario_hosts
-from toolbench.scenario import httpvalues, names, profiles, yamlread
+from toolbench.scenario import httpvalues, names, profiles, sysctls, yamlread
 from toolbench.scenario.criteria.spec import Criterion
 from toolbench.scenario.criteria.spec import from_node as criteria_from_node
 from toolbench.scenario.hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, HostSpec
@@ -43,6 +43,9 @@ class RequestSpec:
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None
     content_type: str | None = None
+    # Header names whose values `publish` takes out, besides the credential headers it always does
+    # (toolbench.report.secret_text.SECRET_HEADERS); read back from the stored scenario text.
+    secret_headers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         matrix=matrix,
         stop=key("stop", _stop, StopSpec(duration_s=10.0)),
         timeout_s=key("timeout", Node.duration_s, None),
-        repeat=key("repeat", Node.positive_int, 1),
+        repeat=key("repeat", lambda node: node.positive_int(yamlread.MAX_REPEAT), 1),
         cooldown_s=key("cooldown", Node.duration_s, 0.0),
         warmup_s=key("warmup", _warmup, 0.0),
         probe=key("probe", parse_probe, ProbeSpec()),
@@ -199,11 +202,22 @@ def _prerequisites(node: Node) -> Prerequisites:
     ulimit = {}
     if "ulimit" in keys:
         ulimit = {k: v.positive_int() for k, v in keys["ulimit"].items(("nofile", "nproc")).items()}
-    sysctl = {}
-    if "sysctl" in keys:
-        sysctl = {k: str(v.scalar()) for k, v in keys["sysctl"].items().items()}
+    sysctl = _sysctl(keys["sysctl"]) if "sysctl" in keys else {}
     required = keys["required"].boolean() if "required" in keys else True
     return Prerequisites(ulimit=ulimit, sysctl=sysctl, required=required)
+
+
+def _sysctl(node: Node) -> dict[str, str]:
+    """Only what a load test needs (toolbench.scenario.sysctls): `prereq apply` and `setup` set
+    these as root. Each refused key is its own error, and the others still read."""
+    found = {}
+    for key, child in node.items().items():
+        value = str(child.scalar())
+        if why := sysctls.key_problem(key) or sysctls.value_problem(value):
+            yamlread.soft(child.error(why))
+            continue
+        found[key] = value
+    return found
 
 
 def _targets(root: Node, top: dict[str, Node]) -> dict[str, TargetSpec]:
@@ -224,7 +238,7 @@ def _targets(root: Node, top: dict[str, Node]) -> dict[str, TargetSpec]:
 
 
 def _request(node: Node) -> RequestSpec:
-    keys = node.items(("method", "path", "headers", "body", "content_type"))
+    keys = node.items(("method", "path", "headers", "body", "content_type", "secret_headers"))
     path = _checked(keys["path"], httpvalues.request_path) if "path" in keys else "/"
     headers = {}
     if "headers" in keys:
@@ -246,7 +260,22 @@ def _request(node: Node) -> RequestSpec:
         headers=headers,
         body=body,
         content_type=content_type,
+        secret_headers=_secret_headers(keys["secret_headers"]) if "secret_headers" in keys else (),
     )
+
+
+def _secret_headers(node: Node) -> tuple[str, ...]:
+    """`secret_headers: [X-Token, ...]`: header names, each an RFC 7230 token."""
+    if not node.is_sequence():
+        raise node.error("expected a list of header names, e.g. [X-Token]")
+    found = []
+    for child in node.elements():
+        name = child.string()
+        if not httpvalues.TOKEN.fullmatch(name):
+            raise child.error(f"not a header name: {name!r} (expected an RFC 7230 token: letters, digits "
+                              "and !#$%&'*+.^_`|~-)")
+        found.append(name)
+    return tuple(found)
 
 
 def _utf8(text: str) -> bool:
@@ -289,7 +318,7 @@ def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec
     return Matrix(
         tool=_axis(keys["tool"], Node.name, locations),
         target=_axis(keys["target"], known_target, locations) if "target" in keys else tuple(targets or ()),
-        concurrency=_axis(keys["concurrency"], Node.positive_int, locations)
+        concurrency=_axis(keys["concurrency"], lambda child: child.positive_int(yamlread.MAX_CONCURRENCY), locations)
         if "concurrency" in keys else (10,),
         keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
         rate=_axis(keys["rate"], _rate, locations) if "rate" in keys else (None,),
@@ -299,7 +328,7 @@ def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec
 def _rate(node: Node) -> float | None:
     if node.is_null():
         return None
-    value = node.number()
+    value = node.number(yamlread.MAX_RATE)
     if value <= 0:
         raise node.error("expected a positive rate in requests/s")
     return value

@@ -104,6 +104,7 @@ class TargetSpec:
     url: str | None = None
     restart: str = "once"  # "once": started once for all its cells; "per-cell": before each cell
     where: str = ""  # file:line of the entry, for errors found when it starts
+    command_at: str = ""  # `file:line: key` of `command`: a program the scenario starts (run --allow-commands)
 
     @property
     def display(self) -> str:
@@ -150,8 +151,9 @@ def parse_target(node: Node, name: str | None = None) -> TargetSpec:
     keys = node.items(("command", "url") + COMMON_KEYS)
     ready = _ready(keys["ready"]) if "ready" in keys else ReadySpec()
     command = keys["command"].string() if "command" in keys else None
+    at = f"{keys['command'].file}:{keys['command'].line}: {keys['command'].path}" if command else ""
     return TargetSpec(kind="command" if command else "url", name=name, label=label, ready=ready,
-                      restart=restart, command=command, url=_url(keys["url"]), where=where)
+                      restart=restart, command=command, url=_url(keys["url"]), where=where, command_at=at)
 
 
 def _options(kind: str, keys: dict[str, Node]) -> dict[str, object]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +13,20 @@ from typing import Any, Callable, Iterator, TypeVar
 import yaml
 
 from toolbench.errors import ScenarioError
+from toolbench.record import yamltext
 from toolbench.scenario import names
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+# The generic bounds of a scenario's values (a key may set a tighter one): past them a value is
+# a typo or made to stall a run, never a benchmark. A scenario file is a few kilobytes.
+MAX_COUNT = 10**9
+MAX_NUMBER = 1e9
+MAX_DURATION_S = 86_400.0
+MAX_FILE_BYTES = 1 << 20
+MAX_REPEAT = 1000
+MAX_CONCURRENCY = 1_000_000
+MAX_RATE = 1e7  # requests/s
 T = TypeVar("T")
 D = TypeVar("D")
 
@@ -81,14 +92,18 @@ class Node:
 
     def _got(self) -> str:
         if isinstance(self.node, yaml.ScalarNode):
-            return repr(self.node.value)
+            text = repr(self.node.value)
+            return text if len(text) <= 60 else text[:50] + "...'"
         return "a list" if isinstance(self.node, yaml.SequenceNode) else "a mapping"
 
     # scalars ---------------------------------------------------------------
     def scalar(self) -> Any:
         if not isinstance(self.node, yaml.ScalarNode):
             raise self.error(f"expected a value, got {self._got()}")
-        return yaml.safe_load(yaml.serialize(self.node))
+        try:
+            return yaml.safe_load(yaml.serialize(self.node))
+        except (ValueError, OverflowError, yaml.YAMLError):  # a 5000-digit int, a 13th month
+            raise self.error(f"not a value toolbench can read: {self._got()}") from None
 
     def string(self) -> str:
         value = self.scalar()
@@ -110,25 +125,33 @@ class Node:
             raise self.error(f"expected true or false, got {self._got()}")
         return value
 
-    def positive_int(self) -> int:
+    def positive_int(self, most: int = MAX_COUNT) -> int:
         value = self.scalar()
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self.error(f"expected a positive integer, got {self._got()}")
+        if value > most:
+            raise self.error(f"expected a positive integer of at most {most}, got {self._got()}")
         return value
 
-    def number(self) -> float:
+    def number(self, most: float = MAX_NUMBER) -> float:
+        """A finite number from 0 to `most`: NaN, infinity and -0.0 are refused too."""
         value = self.scalar()
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise self.error(f"expected a non-negative number, got {self._got()}")
+        if not value <= most or math.copysign(1.0, value) < 0:  # NaN compares false
+            raise self.error(f"expected a number from 0 to {most:g}, got {self._got()}")
         return float(value)
 
-    def duration_s(self) -> float:
-        """`10s`, `2m`, `250ms`, `1h` or a bare number of seconds."""
+    def duration_s(self, most: float = MAX_DURATION_S) -> float:
+        """`10s`, `2m`, `250ms`, `1h` or a bare number of seconds, at most `most` (a day)."""
         value = self.scalar()
         match = _DURATION.match(str(value)) if not isinstance(value, bool) else None
         if match is None:
             raise self.error(f"expected a duration like 10s, 2m or 250ms, got {self._got()}")
-        return float(match.group(1)) * _UNIT_S[match.group(2)]
+        seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
+        if not seconds <= most:  # 1e400 digits read as infinity
+            raise self.error(f"expected a duration of at most {most:g}s, got {self._got()}")
+        return seconds
 
     def choice(self, options: tuple[str, ...]) -> str:
         value = self.string()
@@ -173,18 +196,37 @@ class Node:
 
 
 def load(path: Path) -> Node:
+    """The file's YAML, bounded as a stored text is (record.yamltext: aliases, depth, no tags)."""
     label = str(path)
+    text = _text(path, label)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"{label}: cannot read: {exc.strerror}") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yamltext.compose(text)
+    except yaml.reader.ReaderError as exc:  # a control character; its own text spans lines
+        line = text[:exc.position].count("\n") + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise ScenarioError(f"{label}:{line}: not valid YAML: the character U+{code:04X} is not allowed") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        problem = problem if problem.isprintable() else repr(problem)
         raise ScenarioError(f"{label}{line}: not valid YAML: {problem}") from None
     if root is None:
         raise ScenarioError(f"{label}:1: the file is empty")
     return Node(root, label, "")
+
+
+def _text(path: Path, label: str) -> str:
+    """The file as UTF-8 text (a leading BOM is YAML's to skip), refused past MAX_FILE_BYTES."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError(f"{label}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(f"{label}: larger than {MAX_FILE_BYTES} bytes; a scenario is a few kilobytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ScenarioError(f"{label}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None

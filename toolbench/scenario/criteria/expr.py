@@ -13,6 +13,7 @@ around its `-` (`a - b`); `a-b` reads as one name. `1%` is 0.01.
 """
 from __future__ import annotations
 
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -162,6 +163,8 @@ class _Parser:
         if token.kind == "number":
             percent = token.text.endswith("%")
             value = float(token.text.rstrip("%"))
+            if not math.isfinite(value):  # 1e999 reads as infinity: no threshold means that
+                raise ExpressionError(token.column, f"the number {token.text[:30]!r} is too large")
             return Number(value / 100 if percent else value)
         if token.kind == "name":
             tool, _, figure = token.text.rpartition(".")

@@ -21,7 +21,7 @@ from toolbench.errors import ScenarioError
 from toolbench.record import yamltext
 from toolbench.scenario.criteria import expr
 from toolbench.scenario.criteria.figures import FIGURES
-from toolbench.scenario.yamlread import Node
+from toolbench.scenario.yamlread import MAX_CONCURRENCY, MAX_RATE, Node
 
 SELECTORS = ("tool", "target", "concurrency", "keepalive", "rate")
 ENTRY_KEYS = ("expect",) + SELECTORS
@@ -120,8 +120,8 @@ def _selector(keys: dict[str, Node], tools: Collection[str], targets: Collection
         return read
 
     return Selector(tool=listed("tool", known(tools, "tool")), target=listed("target", known(targets, "target")),
-                    concurrency=listed("concurrency", Node.positive_int), keepalive=listed("keepalive", Node.boolean),
-                    rate=listed("rate", lambda n: None if n.is_null() else n.number()))
+                    concurrency=listed("concurrency", lambda n: n.positive_int(MAX_CONCURRENCY)), keepalive=listed("keepalive", Node.boolean),
+                    rate=listed("rate", lambda n: None if n.is_null() else n.number(MAX_RATE)))
 
 
 def from_arguments(texts: Sequence[str], tools: Collection[str]) -> tuple[Criterion, ...]:
