@@ -48,6 +48,8 @@ def test_the_method_keys_are_read_and_checked_at_the_boundary(tmp_path):
     assert (m.order, m.seed, m.settle_max_s, m.target_warmup_s, m.calibrate) == ("as-written", 42, 2.0, 0.0, False)
     assert (m.foreign_cpu_pct, m.steal_pct, s.placement.mode) == (12.0, 30.0, "none")
     assert load(tmp_path, MATRIX + "disturbed: none\n").method.foreign_cpu_pct is None
+    assert load(tmp_path, MATRIX).method.target_warmup_s == 0.0  # off unless asked
+    assert load(tmp_path, MATRIX + "warm_target: 3s\n").method.target_warmup_s == 3.0
     bad = ("order: random\nseed: -1\nsettle: 2h\ndisturbed: {foreign_cpu: lots}\n"
            "placement: {target: '0-1', generator: '1'}\n")
     with pytest.raises(ScenarioErrors) as caught:
@@ -104,3 +106,18 @@ def test_the_calibration_is_a_median_with_its_spread_and_a_drift_beyond_it_is_sa
     assert same.drift_pct == pytest.approx(1.5) and not same.drifted
     assert slower.drift_pct == pytest.approx(-10.0) and slower.drifted
     assert Calibration(before, None).drift_pct is None and not Calibration(before, None).drifted
+
+
+def test_a_target_asked_to_warm_is_loaded_unmeasured_before_its_first_cell(tmp_path):
+    s = load(tmp_path, "name: w\ntarget: {url: 'http://127.0.0.1:9'}\nmatrix: {tool: [ab], concurrency: [4]}\n"
+                       "stop: {duration: 1s}\nprobe: {enabled: false}\nmonitor: {enabled: false}\nwarm_target: 1s\n"
+                       "calibrate: false\n")
+    ok = Replay("ab/2.3-keepalive", outputs={"percentiles.csv": ".csv"})
+    host = ReplayHost([ok, ok], {"ab": "ab/2.3-version"})
+    summary = runner.run(s, tmp_path / "reports", host=host, start_target=ReplayTargets(), system_check=False)
+    assert len(host.argvs) == 2  # the warm-up, then the cell
+    assert (summary.run_dir / "targets" / "url" / "warmup" / "stdout.txt").is_file()
+    (result,) = store.RunDir.open(summary.run_dir).results()
+    assert result.warmup is None  # the target's warm-up is not the cell's: the cell has none of its own
+    manifest = json.loads((summary.run_dir / store.MANIFEST).read_text())
+    assert manifest["machine"]["method"]["target_warmup_s"] == 1.0

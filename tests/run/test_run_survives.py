@@ -40,10 +40,9 @@ def scenario(tmp_path: Path, text: str = SCENARIO) -> Path:
 
 
 def tool_in_flight(run_dir: Path, cells_done: int) -> bool:
-    """True once `cells_done` results are stored and the next cell's tool is running. The first
-    tool started is the target's warm-up (toolbench.run.bracket.warm_target), not a cell's."""
+    """True once `cells_done` results are stored and the next cell's tool is running."""
     lines = (run_dir / store.RESULTS).read_text().splitlines() if (run_dir / store.RESULTS).exists() else []
-    started = [e for e in ledger(run_dir) if e["event"] == "started" and e["role"].startswith("tool")][1:]
+    started = [e for e in ledger(run_dir) if e["event"] == "started" and e["role"].startswith("tool")]
     stopped = {e["pid"] for e in ledger(run_dir) if e["event"] == "stopped"}
     return len(lines) == cells_done and len(started) == cells_done + 1 and started[-1]["pid"] not in stopped
 

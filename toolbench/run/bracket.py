@@ -61,7 +61,8 @@ def record(scenario: Scenario, seed: int | None) -> MachineRecord:
 def warm_target(scenario: Scenario, cells: list[PlannedCell], base_url: str, found: dict[str, Detection],
                 host: Host, folder: Path) -> None:
     """The target's warm-up, with the first of its cells that runs; a warm-up that fails is
-    said, and the cells run all the same (each has its own warm-up when the scenario asks)."""
+    said, and the cells run all the same (each has its own warm-up when the scenario asks). Its
+    output goes to `folder`/warmup, `folder` being the target's own in the run."""
     if not scenario.method.target_warmup_s:
         return
     for planned in cells:
@@ -75,7 +76,7 @@ def warm_target(scenario: Scenario, cells: list[PlannedCell], base_url: str, fou
             return
 
 
-SYSTEM_SAMPLE_S = 0.3  # `toolbench system check` before a run: long enough to see a busy process
+SYSTEM_SAMPLE_S = 0.2  # `toolbench system check` before a run: long enough to see a busy process
 
 
 def system_checked(run_dir: store.RunDir, scenario: Scenario) -> None:

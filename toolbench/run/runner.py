@@ -258,8 +258,7 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
                     progress.placement.saw_target(batch.name, running.pids)
                     _record_placement(run_dir, progress.placement)
                 if progress.fleet is None:
-                    bracket.warm_target(scenario, batch.cells, running.base_url, found, host,
-                                        batch.workdir / "warmup")
+                    bracket.warm_target(scenario, batch.cells, running.base_url, found, host, batch.workdir)
                 if _run_cells(scenario, batch.cells, run_dir, host, found, Serving(batch.name, batch.spec, running),
                               observer, progress):
                     return True
