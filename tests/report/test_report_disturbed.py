@@ -14,6 +14,7 @@ from toolbench.report import fmt, model, render
 from toolbench.report.context import RunView
 from toolbench.scenario.criteria import evaluate, spec
 
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> store.RunDir:
     return disturbed_run.make(tmp_path_factory.mktemp("runs") / "tie")

@@ -19,7 +19,6 @@ from toolbench.hosts.ssh import SSHHost
 from toolbench.record.machine import PlacedProcess, Placement
 from toolbench.scenario.read import Scenario
 
-
 NOT_STARTED = "not started by toolbench"  # the target's host in the record when it is a URL
 
 

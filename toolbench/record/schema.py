@@ -14,8 +14,8 @@ from typing import Any, Mapping
 from toolbench.errors import SchemaError
 from toolbench.record import codec
 # Part of the schema, kept in their own module: toolbench.record.schema.GeneratorCost etc. stay valid.
-from toolbench.record.observed import (CellMachine, GeneratorCost, ProbeSummary, ProcessCost,  # noqa: F401
-                                       ServerCost, cpu_us_per_request)
+from toolbench.record.observed import (CellMachine, GeneratorCost, ProbeSummary, ProcessCost, ServerCost,  # noqa: F401
+                                       cpu_us_per_request)
 
 SCHEMA_VERSION = 5  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
 #                     4: RunResult.generators, the parts of a cell run on several generators;

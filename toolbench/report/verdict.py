@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from toolbench.record import stats
 from toolbench.record.manifest import RunStatus
 from toolbench.record.schema import Status
-from toolbench.report import answer, disturbed
+from toolbench.report import answer
 from toolbench.report import by_target as targets
-from toolbench.report import fmt
+from toolbench.report import disturbed, fmt
 from toolbench.report.bounds import Bound
 from toolbench.report.by_target import TargetComparison
 from toolbench.report.context import Context, RunView

@@ -14,11 +14,11 @@ from toolbench.contract import registry
 from toolbench.contract.adapter import Detection, Found
 from toolbench.contract.host import Host
 from toolbench.errors import Notice
+from toolbench.hosts import system
 from toolbench.record import store
 from toolbench.record.machine import Calibration, MachineRecord, Method
 from toolbench.run import calibrate, warmup
 from toolbench.run.plan import PlannedCell
-from toolbench.hosts import system
 from toolbench.scenario.method import MAX_SEED, MethodSpec
 from toolbench.scenario.read import Scenario
 

@@ -27,8 +27,8 @@ import functools
 import gzip
 import os
 import time
-import zlib
 import urllib.parse
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
