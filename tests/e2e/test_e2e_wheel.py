@@ -92,4 +92,4 @@ def test_with_every_extra_the_quickstart_runs_by_name_outside_the_checkout(dist:
     report = Path(done.stdout.strip().splitlines()[-1])
     assert report.is_file() and report.is_relative_to(work / "reports")
     results = [json.loads(line) for line in (report.parent / "results.jsonl").read_text().splitlines()]
-    assert len(results) == 24 and {r["outcome"]["status"] for r in results} == {"ok"}
+    assert len(results) == 36 and {r["outcome"]["status"] for r in results} == {"ok"}  # 12 cells, 3 repetitions
