@@ -8,28 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from helpers.small_run import result, two_cells
 from toolbench.errors import StoreError
 from toolbench.record import runfiles, store
-from toolbench.record.manifest import Manifest, RunStatus, ScenarioRecord
-from toolbench.record.schema import Counts, Identity, Measurement, Outcome, RunResult, Status
 
 PRECIOUS = b"someone else's file: toolbench must not touch it\n"
 TORN = b'{"schema_version": 4, "iden'  # a last record a crash cut short
 
 
-def result(cell_id: str) -> RunResult:
-    return RunResult(Identity(scenario="s", cell_id=cell_id, tool="ab", concurrency=1), Outcome(Status.OK),
-                     Measurement("ab", counts=Counts(requests_total=10, requests_ok=10, requests_failed=0)))
-
-
 @pytest.fixture
 def run(tmp_path: Path) -> store.RunDir:
-    (tmp_path / "run" / store.RAW).mkdir(parents=True)
-    run = store.RunDir(tmp_path / "run")
-    run.write_manifest(Manifest(ScenarioRecord("s"), status=RunStatus.RUNNING))
-    for cell in ("a", "b"):
-        run.append(result(cell))
-    return run
+    return two_cells(tmp_path)
 
 
 def plant(where: Path, outside: Path, data: bytes) -> None:

@@ -7,27 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from helpers.small_run import result, two_cells
 from toolbench.errors import StoreError
 from toolbench.record import store
-from toolbench.record.manifest import Manifest, RunStatus, ScenarioRecord
-from toolbench.record.schema import Counts, Identity, Measurement, Outcome, RunResult, Status
+from toolbench.record.manifest import RunStatus
 
 PRECIOUS = b"someone else's file: toolbench must not touch it\n"
 
 
-def result(cell_id: str) -> RunResult:
-    return RunResult(Identity(scenario="s", cell_id=cell_id, tool="ab", concurrency=1), Outcome(Status.OK),
-                     Measurement("ab", counts=Counts(requests_total=10, requests_ok=10, requests_failed=0)))
-
-
 @pytest.fixture
 def run(tmp_path: Path) -> store.RunDir:
-    (tmp_path / "run" / store.RAW).mkdir(parents=True)
-    run = store.RunDir(tmp_path / "run")
-    run.write_manifest(Manifest(ScenarioRecord("s"), status=RunStatus.RUNNING))
-    for cell in ("a", "b"):
-        run.append(result(cell))
-    return run
+    return two_cells(tmp_path)
 
 
 @pytest.fixture
