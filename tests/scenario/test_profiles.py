@@ -51,6 +51,15 @@ def test_a_profile_merges_the_matrix_and_probe_key_by_key_and_replaces_stop(tmp_
     assert len(plan.expand(s)) == 4
 
 
+def test_a_profile_replaces_the_target_warm_up_and_the_settle(tmp_path):
+    text = BASE.replace("repeat: 3\n", "repeat: 3\nwarm_target: 2s\nsettle: 5s\n")
+    text += "  short: {warm_target: 0s, settle: 1s}\n"
+    written = write(tmp_path, text)
+    as_written, short = scenario.load(written), scenario.load(written, "short")
+    assert (as_written.method.target_warmup_s, as_written.method.settle_max_s) == (2.0, 5.0)
+    assert (short.method.target_warmup_s, short.method.settle_max_s) == (0.0, 1.0)
+
+
 @pytest.mark.parametrize("profile_text, message", [
     ("    target: {server: nginx-static}\n", ":17: profiles.quick.target: unknown key"),
     ("    matrix: {concurrency: [0]}\n", ":17: matrix.concurrency[0]: expected a positive integer"),

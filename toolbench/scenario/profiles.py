@@ -7,8 +7,8 @@ What a profile may override, and how:
 - `matrix`, `probe`, `monitor`, `tools`: merged one level deep; a key the profile gives
   (an axis such as `matrix.concurrency`, a probe setting, a whole tool's options) replaces
   the scenario's, the others stay.
-- `stop`, `repeat`, `cooldown`, `warmup`, `timeout`: replaced whole (`stop` holds exactly
-  one way to stop, so merging it would make two).
+- `stop`, `repeat`, `cooldown`, `warmup`, `warm_target`, `settle`, `timeout`: replaced whole
+  (`stop` holds exactly one way to stop, so merging it would make two).
 
 Nothing else: the target, the request and the prerequisites are what a study is, and a
 profile only makes it shorter or longer."""
@@ -21,7 +21,7 @@ from toolbench.scenario import names
 from toolbench.scenario.yamlread import Node
 
 MERGED = ("matrix", "probe", "monitor", "tools")
-REPLACED = ("stop", "repeat", "cooldown", "warmup", "timeout")
+REPLACED = ("stop", "repeat", "cooldown", "warmup", "warm_target", "settle", "timeout")
 OVERRIDABLE = MERGED + REPLACED
 
 
