@@ -5,6 +5,7 @@ import warnings
 import pytest
 
 from conftest import FIXTURES
+from helpers.cli import cli
 from toolbench.cli.commands import results_of
 from toolbench.contract import registry
 from toolbench.contract.runs_found import runs
@@ -30,9 +31,12 @@ def test_an_empty_companion_file_is_noted_and_skipped(tool):
     assert f"{JM / '5.6.3-kpi-errors-error.jtl'}: empty, skipped" in notes
 
 
-def test_only_empty_files_is_an_error():
-    with pytest.raises(ToolbenchError, match="every file given is empty"):
-        parsed(JM / "5.6.3-kpi-errors-error.jtl")
+def test_only_empty_files_is_an_error_of_one_line():
+    empty = JM / "5.6.3-kpi-errors-error.jtl"
+    with pytest.raises(ToolbenchError, match=f"^{empty}: empty: nothing to read$"):
+        parsed(empty)
+    done = cli("parse", str(empty))
+    assert done.returncode != 0 and done.stderr.splitlines() == [f"toolbench: error: {empty}: empty: nothing to read"]
 
 
 def test_a_whole_last_row_without_a_line_break_is_read_and_a_cut_one_left_out():

@@ -71,6 +71,13 @@ def test_a_file_no_tool_wrote_is_a_one_line_error(tmp_path):
         _read([FIXTURES / RUNS["ab"][0], stray])
 
 
+def test_a_binary_file_no_tool_wrote_is_said_to_be_binary(tmp_path):
+    stray = tmp_path / "results.bin"
+    stray.write_bytes(b"\x00\x01\x02binary\xff" * 10)
+    with pytest.raises(ToolbenchError, match=r"^[^\n]*results.bin: a binary file, not the text or JSON output of any"):
+        _read([stray])
+
+
 def test_the_command_says_which_tool_each_run_was_read_as():
     from helpers.cli import cli
 

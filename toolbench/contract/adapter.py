@@ -216,6 +216,13 @@ class Adapter(abc.ABC):
         claimed: a companion (a stderr, a test plan) joins the run of a claimed file."""
         return False
 
+    def unread_form(self, path: Path, text: str) -> str | None:
+        """What a file is, when it is this tool's output in a form toolbench does not read
+        (from its head, as for recognizes): one line naming the form and what to give
+        instead, such as "a k6 end-of-test summary (text), which toolbench cannot read:
+        give k6's --summary-export JSON". None: not a form of this tool's it knows."""
+        return None
+
     def group_name(self, path: Path) -> str:
         """The run a file belongs to, for `toolbench parse` (see group_by_suffix)."""
         return group_by_suffix(path)

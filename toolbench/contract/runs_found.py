@@ -28,6 +28,9 @@ def runs(paths: list[Path], adapters: Mapping[str, Adapter], tool: Adapter | Non
     for path in paths:
         if not path.is_file():
             raise ToolbenchError(f"{path}: no such file")
+    empty = [path for path in paths if path.stat().st_size == 0]
+    if len(empty) == len(paths):  # one line: an empty file has no form to tell, no tool to name
+        raise ToolbenchError(f"{', '.join(map(str, paths))}: empty: nothing to read")
     found = _by_tool(paths, tool) if tool is not None else _by_content(paths, adapters)
     kept = []
     for run in found:
@@ -35,8 +38,6 @@ def runs(paths: list[Path], adapters: Mapping[str, Adapter], tool: Adapter | Non
             warnings.warn(Notice(f"{', '.join(map(str, run.paths))}: empty, skipped"), stacklevel=2)
         else:
             kept.append(run)
-    if not kept:
-        raise ToolbenchError("nothing to read: every file given is empty")
     return kept
 
 
@@ -99,9 +100,23 @@ def _by_content(paths: list[Path], adapters: Mapping[str, Adapter]) -> list[Run]
         elif path.stat().st_size == 0:
             lone.setdefault(str(path), Run(next(iter(adapters.values())), str(path), [path]))
         else:
-            raise ToolbenchError(f"{path}: not the output of any known tool ({', '.join(adapters)}): "
-                                 f"name the tool with --tool")
+            raise ToolbenchError(_unread(path, adapters))
     ordered = sorted(found.values(), key=lambda run: min(paths.index(p) for p in run.paths))
     for run in ordered:
         warnings.warn(Notice(f"{run.name}: read as {run.adapter.name} output"), stacklevel=3)
     return ordered + list(lone.values())
+
+
+def _unread(path: Path, adapters: Mapping[str, Adapter]) -> str:
+    """The one line for a file no adapter reads: what it is, where an adapter knows the form."""
+    head = _head(path)
+    for adapter in adapters.values():
+        try:
+            form = adapter.unread_form(path, head)
+        except Exception as exc:  # a plug-in's unread_form() may fail in any way
+            raise ParserCrash(adapter.name, exc) from exc
+        if form:
+            return f"{path}: {form}"
+    if "\x00" in head:
+        return f"{path}: a binary file, not the text or JSON output of any known tool ({', '.join(adapters)})"
+    return f"{path}: not the output of any known tool ({', '.join(adapters)}): name the tool with --tool"
