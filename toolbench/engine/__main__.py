@@ -17,17 +17,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from toolbench.engine import command
+    try:  # a Ctrl-C while the engine imports ends as one at any other time: a line, not a traceback
+        from toolbench.engine import command
 
-    if argv is None:
-        argv = sys.argv[1:]
-    if argv[:1] == ["--version"]:
-        print(f"toolbench-engine {command.version()}")
-        return 0
-    parser = _Parser(prog="toolbench engine", description=command.DESCRIPTION)
-    command.configure(parser)
-    args = parser.parse_args(argv)
-    try:
+        if argv is None:
+            argv = sys.argv[1:]
+        if argv[:1] == ["--version"]:
+            print(f"toolbench-engine {command.version()}")
+            return 0
+        parser = _Parser(prog="toolbench engine", description=command.DESCRIPTION)
+        command.configure(parser)
+        args = parser.parse_args(argv)
         return int(args.func(args))
     except ToolbenchError as exc:
         sys.stderr.write(f"toolbench: error: {exc}\n")

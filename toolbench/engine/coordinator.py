@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -52,9 +53,18 @@ def run(opts: EngineOptions, progress: Progress | None = None) -> Collected:
     raise_fd_limit(max(plan.slots for plan in plans) + RESERVED_FDS, opts.connections)
     out = Collected(options=opts, target=target, workers=len(plans))
     usage0, wall0 = _cpu(), time.monotonic()
-    pool = _Pool(plans)
+    # Ctrl-C is held back while the workers fork: one landing between a fork and the worker's
+    # own SIG_IGN killed that worker half-made, and its siblings, holding stdout open, waited
+    # for a start that never came (the caller hung). Released inside the handler below.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool = _Pool(plans)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
     try:
         try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             _drive(pool, out, progress)
         except KeyboardInterrupt:
             out.interrupted = True

@@ -40,6 +40,7 @@ class WorkerPlan:
 def main(plan: WorkerPlan, pipe: Connection, inherited: tuple[Connection, ...] = ()) -> None:
     """Process entry point. Never raises: a failure goes to the parent as one line."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held back by the parent while it forked
     for end in inherited:  # the parent's ends, inherited through fork: close them so EOF works
         end.close()
     import uvloop
