@@ -10,7 +10,12 @@ What bombardier is, and what follows for its results:
   microseconds, over every request: failed ones (refused, timed out) are timed too;
 - it counts responses by status class and failed requests apart ("others"), with their error
   texts. Built by `go install`, it says its version is "unspecified": `toolbench install`
-  puts it in .tools/go/bombardier-<version>/, and the folder's name says it."""
+  puts it in .tools/go/bombardier-<version>/, and the folder's name says it.
+
+What it prints, and what toolbench reads of it: the JSON result (`-o json`, what toolbench's own
+runs ask for) or the text one (its default; toolbench.adapters.bombardier_text), each with or
+without its intro and progress bar before it (`-p r` prints the result alone). Output appended
+to by run after run holds several results: each is one run (parts), never mixed with another."""
 from __future__ import annotations
 
 import math
@@ -18,6 +23,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolbench.adapters import appended, bombardier_text
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_go_tool, option)
 from toolbench.contract.recipe import TESTS, GoModule, Install
@@ -35,6 +41,9 @@ BODY_FILE = "body"
 RESOLUTION_MS = 0.001
 _VERSION = re.compile(r"bombardier version (\S+)")
 _PCT_NAMES = {"50": "p50_ms", "75": "p75_ms", "90": "p90_ms", "95": "p95_ms", "99": "p99_ms"}
+# Where a result begins: a JSON document (its strings are %q-quoted, so `{"spec":` is never inside
+# one) or the text result's table header.
+_RESULT = re.compile(r'\{"spec":|^Statistics +Avg +Stdev +Max[^\S\n]*$', re.MULTILINE)
 # Go's and fasthttp's error texts to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "deadline exceeded")),
@@ -87,19 +96,44 @@ class BombardierAdapter(Adapter):
         return Invocation(argv=argv, files=files)
 
     def recognizes(self, path: Path, text: str) -> bool:
-        return text.lstrip().startswith('{"spec":{"numberOfConnections"')
+        head = text.lstrip()
+        return (head.startswith('{"spec":{"numberOfConnections"') or bombardier_text.INTRO.match(head) is not None
+                or bombardier_text.HEADER.match(head) is not None)
+
+    def parts(self, raw: RawOutput) -> list[str]:
+        """Output appended to by run after run: one result per run."""
+        return appended.names(run_spans(raw.stdout))
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 
 
+def run_spans(text: str) -> list[tuple[int, int]]:
+    """Where each run's output lies: from its intro (or its result, printed alone with `-p r`)
+    to the next run's."""
+    anchors = [m.start() for m in _RESULT.finditer(text)]
+    starts = [0]
+    for before, here in zip(anchors, anchors[1:]):
+        intro = text.rfind("\nBombarding ", before, here)
+        starts.append(intro + 1 if intro >= 0 else here)
+    return list(zip(starts, starts[1:] + [len(text)]))
+
+
 def parse(raw: RawOutput) -> Measurement:
     num = Numbers("bombardier", raw.source)
-    start = raw.stdout.find('{"spec"')
-    data = num.loads(raw.stdout[start:], "the JSON result", or_none=True) if start >= 0 else None
+    text = appended.chosen("bombardier", run_spans(raw.stdout), raw)
+    if _RESULT.search(text) is None:
+        raise bombardier_text.no_result(text, raw.stderr, raw.source)
+    if '{"spec":' not in text:
+        return bombardier_text.parse_text(text, num, FAILURE_TABLE)
+    return _parse_json(text, raw.stderr, num)
+
+
+def _parse_json(text: str, stderr: str, num: Numbers) -> Measurement:
+    data = num.loads(text[text.find('{"spec":'):], "the JSON result", or_none=True)
     if not isinstance(data, dict) or not isinstance(data.get("result"), dict):
-        said = raw.stderr.strip().splitlines()[-1:] or ["nothing on stderr"]
-        raise ParseError("bombardier", f"no JSON result in the output; bombardier said: {said[0][:200]}", raw.source)
+        said = stderr.strip().splitlines()[-1:] or ["nothing on stderr"]
+        raise ParseError("bombardier", f"no JSON result in the output; bombardier said: {said[0][:200]}", num.source)
     r = data["result"]
     classes = [num.whole(r.get(f"req{k}xx"), f"req{k}xx") for k in "12345"]
     others = num.whole(r.get("others"), "others")
@@ -111,7 +145,9 @@ def parse(raw: RawOutput) -> Measurement:
     total = ok + classes[3] + classes[4] + others
     duration = num.real(r.get("timeTakenSeconds"), "timeTakenSeconds")
     spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
-    notes = ["figures from bombardier's JSON result; its latency times every request, failed ones too"]
+    notes = ["figures from bombardier's JSON result; its latency times every request, failed ones too",
+             "its rps figures (mean, stddev, max, percentiles) are over its rate samples of a few milliseconds, "
+             "not the run's rate: the rate is derived from its counts and time"]
     return Measurement(
         tool="bombardier",
         timing=Timing(duration_s=duration),
@@ -121,7 +157,7 @@ def parse(raw: RawOutput) -> Measurement:
                                         http_4xx=classes[3], http_5xx=classes[4])),
         transfer=Transfer(received_bytes=num.whole(r.get("bytesRead"), "bytesRead"),
                           sent_bytes=num.whole(r.get("bytesWritten"), "bytesWritten")),
-        rates=Rates(),  # its rps figures are of 1 s samples, not the run's rate: derived from the counts
+        rates=Rates(),  # its rps figures are of short samples, not the run's rate: derived from the counts
         latency=_latency(r.get("latency"), total, num),
         coordinated_omission=Omission.NOT_CORRECTED,
         fidelity={name: Fidelity.DERIVED for name in ("counts.requests_total", "counts.requests_ok",

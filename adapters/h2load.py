@@ -9,15 +9,19 @@ What h2load is, and what follows for its results:
   decimals of ms or s above), no percentile; times run from the actual send (coordinated
   omission not corrected);
 - its counts: "succeeded" are 2xx and 3xx responses, "failed" the rest of the total,
-  "errored" those that got no response, "timeout" those of them that timed out."""
+  "errored" those that got no response, "timeout" those of them that timed out;
+- with `--log-file` it writes a row per request (toolbench.adapters.h2load_log): read beside
+  the summary, its counts win and the rows give the percentiles; read alone, the rows give what
+  they can. Output appended to by run after run holds several summaries: each is one run."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.adapters import units
+from toolbench.adapters import appended, h2load_log, units
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
 from toolbench.contract.recipe import TESTS, Apt, Install
@@ -25,6 +29,7 @@ from toolbench.errors import ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Counts, Failures, Fidelity, Latency, Measurement, Omission, Rates, Timing, Transfer
+from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
     from toolbench.contract.cell import Cell
@@ -43,6 +48,8 @@ _TIMES = re.compile(r"^time for (request|connect):[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S
                     r"[^\S\n]+\S+%[^\S\n]*$", re.MULTILINE)
 _CLIENTS = re.compile(r"^spawning thread #\d+: (\d+) total client\(s\)", re.MULTILINE)
 _PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
+_WARM_UP = re.compile(r"^spawning thread #0: .*Timing-based test with (\S+) of warm-up time", re.MULTILINE)
+_START = re.compile(r"^starting benchmark\.\.\.[^\S\n]*$", re.MULTILINE)
 # h2load's own counters to failure classes (toolbench.record.failures): it names no cause beyond these.
 FAILURE_TABLE: failures.Table = (("timeout", ("timeout",)),)
 
@@ -98,22 +105,58 @@ class H2loadAdapter(Adapter):
         argv.append(cell.url)
         return Invocation(argv=argv, files=files)
 
+    def classify(self, path: Path, text: str) -> str:
+        return "log" if h2load_log.looks_like(text) or (not text and path.suffix == ".log") else "stdout"
+
     def recognizes(self, path: Path, text: str) -> bool:
-        return text.startswith("starting benchmark...\nspawning thread #")
+        return text.startswith("starting benchmark...\nspawning thread #") or h2load_log.looks_like(text)
+
+    def parts(self, raw: RawOutput) -> list[str]:
+        """Output appended to by run after run: one result per run."""
+        return appended.names(appended.spans(raw.stdout, _START))
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 
+    def timings(self, raw: RawOutput) -> SecondTally | None:
+        """The log's times, when it is this run's: beside a summary, as many rows as it says done."""
+        path = raw.files.get("log")
+        if path is None or raw.part or len(appended.spans(raw.stdout, _START)) > 1:
+            return None
+        rows = h2load_log.read(path, Numbers("h2load", raw.source))
+        said = _REQUESTS.search(raw.stdout)
+        if said is not None and said.group(3) != str(len(rows.status)):
+            return None
+        return h2load_log.tally(rows)
+
 
 def parse(raw: RawOutput) -> Measurement:
     num = Numbers("h2load", raw.source)
-    finished, requests = _FINISHED.search(raw.stdout), _REQUESTS.search(raw.stdout)
+    runs = appended.spans(raw.stdout, _START)
+    text = appended.chosen("h2load", runs, raw)
+    log = raw.files.get("log")
+    if _FINISHED.search(text) is None and log is not None and not raw.stdout.strip():
+        return h2load_log.alone(h2load_log.read(log, num), num)
+    summary, done = _summary(text, raw.stderr, num)
+    if log is None:
+        return summary
+    if len(runs) > 1:
+        return dataclasses.replace(summary, notes=[*summary.notes, "the per-request log beside several runs is "
+                                                   "not read: which run it is of cannot be told"])
+    return h2load_log.beside(summary, h2load_log.read(log, num), done, num)
+
+
+def _summary(text: str, stderr: str, num: Numbers) -> tuple[Measurement, int]:
+    """The summary's figures and its count of requests done."""
+    finished, requests = _FINISHED.search(text), _REQUESTS.search(text)
     if finished is None or requests is None:
-        said = raw.stderr.strip().splitlines()[-1:] or ["nothing on stderr"]
-        raise ParseError("h2load", f"no summary in the output; h2load said: {said[0][:200]}", raw.source)
+        said = stderr.strip().splitlines()[-1:] or ["nothing on stderr"]
+        raise ParseError("h2load", f"no summary in the output; h2load said: {said[0][:200]}", num.source)
     names = ("total", "started", "done", "succeeded", "failed", "errored", "timeout")
     c = {name: num.integer(v, f"requests {name}") for name, v in zip(names, requests.groups())}
-    notes = ["figures from h2load's summary; it reports no percentile"]
+    notes = ["figures from h2load's summary; it reports no percentile",
+             "its time to 1st byte (per connection, from its connect), its req/s per client and its traffic's "
+             "split into headers and data are not read"]
     fidelity: dict[str, Fidelity] = {}
     if c["succeeded"] > c["total"] or c["errored"] > c["failed"] or c["timeout"] > c["errored"]:
         raise num.error("requests", f"counts out of order: {requests.group(0).strip()}")
@@ -124,17 +167,17 @@ def parse(raw: RawOutput) -> Measurement:
         notes.append(f"h2load's failed ({c['failed']}) and succeeded do not add up to its total; "
                      f"{failed} failed is total less succeeded")
     codes = [0, 0, 0, 0]
-    if m := _CODES.search(raw.stdout):
+    if m := _CODES.search(text):
         codes = [num.integer(v, f"status codes {k}xx") for v, k in zip(m.groups(), "2345")]
     by_class = failures.tally({"timeout": c["timeout"], "errored": c["errored"] - c["timeout"]}, FAILURE_TABLE)
-    times = {m.group(1): m.groups()[1:] for m in _TIMES.finditer(raw.stdout)}
-    traffic = _TRAFFIC.search(raw.stdout)
-    protocol = _PROTOCOL.search(raw.stdout)
+    times = {m.group(1): m.groups()[1:] for m in _TIMES.finditer(text)}
+    traffic = _TRAFFIC.search(text)
+    protocol = _PROTOCOL.search(text)
     if protocol:
         notes.append(f"application protocol: {protocol.group(1)}")
-    return Measurement(
+    measurement = Measurement(
         tool="h2load",
-        timing=Timing(duration_s=units.time_ms(num, finished.group(1), "finished in") / 1000.0),
+        timing=Timing(duration_s=_duration_s(text, finished.group(1), num, fidelity, notes)),
         counts=Counts(requests_total=c["total"], requests_ok=c["succeeded"], requests_failed=failed,
                       failures=Failures(timeout=by_class["timeout"], other=by_class["other"],
                                         http_4xx=codes[2], http_5xx=codes[3])),
@@ -144,8 +187,27 @@ def parse(raw: RawOutput) -> Measurement:
         coordinated_omission=Omission.NOT_CORRECTED,
         fidelity=fidelity,
         notes=notes,
-        concurrency=sum(num.integer(n, "clients") for n in _CLIENTS.findall(raw.stdout)) or None,
+        concurrency=sum(num.integer(n, "clients") for n in _CLIENTS.findall(text)) or None,
     )
+    return measurement, c["done"]
+
+
+def _duration_s(text: str, finished: str, num: Numbers, fidelity: dict[str, Fidelity], notes: list[str]) -> float:
+    """`finished in` counts a warm-up (--warm-up-time) too, which its counts and req/s leave out:
+    the measured time is what follows it."""
+    duration = units.time_ms(num, finished, "finished in") / 1000.0
+    warm = _WARM_UP.search(text)
+    if warm is None:
+        return duration
+    warm_s = units.time_ms(num, warm.group(1), "warm-up time") / 1000.0
+    if not warm_s:
+        return duration
+    if warm_s > duration:
+        raise num.error("warm-up time", f"{warm.group(1)} is longer than the whole run, {finished}")
+    fidelity["timing.duration_s"] = Fidelity.DERIVED
+    notes.append(f"duration: h2load's `finished in` {finished} less its {warm.group(1)} warm-up, which its counts "
+                 "leave out")
+    return duration - warm_s
 
 
 def _latency(times: dict[str, tuple[str, ...]], done: int, num: Numbers) -> Latency:
@@ -155,6 +217,8 @@ def _latency(times: dict[str, tuple[str, ...]], done: int, num: Numbers) -> Late
     low, high, mean, sd = (units.time_ms(num, v, f"time for request {what}")
                            for v, what in zip(times["request"], ("min", "max", "mean", "sd")))
     connect = units.time_ms(num, times["connect"][2], "time for connect mean") if "connect" in times else None
+    if "connect" in times and all(units.time_ms(num, v, "time for connect") == 0 for v in times["connect"]):
+        connect = None  # all zeros: no connect was timed (each was made in a warm-up)
     printed = times["request"]
     # Whole µs below 1 ms, two decimals of ms below 1 s, of s above: the coarsest step printed.
     step = 10.0 if any(re.fullmatch(r"[\d.]+s", v) for v in printed) else (
