@@ -1,2 +1,2 @@
-"""Gatling: the adapter (adapter) with its one fixed simulation (templates/), and the
-simulation.log it writes (log)."""
+"""Gatling: the adapter (adapter) with its one fixed simulation (templates/), the simulation.log
+it writes (log) and that log's layouts across Gatling's versions (layouts)."""

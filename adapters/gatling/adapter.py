@@ -1,9 +1,10 @@
 """Gatling 3.x (Maven Central, install.sh beside this module): runs one fixed Java-DSL simulation
-with the cell's values as data, and reads its simulation.log.
+with the cell's values as data, and reads its simulation.log (`toolbench parse`: that of any
+Gatling from 2.0 to 3.12, each version's layout, see layouts.py).
 
 What Gatling is, and what follows for its results:
-- toolbench installs Gatling 3.10.5, the last line that writes simulation.log as tab-separated
-  text (3.11 and later write a binary log); its records give each request's start and end in
+- toolbench installs Gatling 3.10.5, whose simulation.log is tab-separated text (3.13 and later
+  write a binary log); its records give each request's start and end in
   epoch milliseconds and OK or KO with Gatling's message, nothing more: times are whole
   milliseconds (resolution 1 ms), and there are no bytes, no status of a successful response and
   no connect time. Duration is from the first request's start to the last one's end;
@@ -30,14 +31,17 @@ from __future__ import annotations
 import json
 import os
 import re
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolbench.adapters.gatling import layouts as gatling_layouts
 from toolbench.adapters.gatling import log as gatling_log
 from toolbench.adapters.jmeter.adapter import JIT
 from toolbench.contract import toolsdir
-from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
+from toolbench.contract.adapter import (CLASSIFY_CHARS, SUPPORTED, Adapter, Detection, Found, Invocation, Missing,
+                                        RawOutput, Support,
                                         missing_program, option)
 from toolbench.contract.recipe import TESTS, Apt, Install, Script
 from toolbench.errors import HostError, ParseError
@@ -53,6 +57,8 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 MAX_USERS = 2 ** 31 - 1  # Gatling counts injected users in a Java int
 _VERSION = re.compile(r"^Gatling (\d+)\.(\d+)\.(\d+)[^\S\n]*$", re.MULTILINE)  # within its line
 _HEAP = re.compile(r"^\d+[kmgKMG]$")
+# The first lines of Gatling's console output (2.0 to 3.13 alike), or its end-of-run summary.
+_CONSOLE = re.compile(r"^Simulation \S+ started\.\.\.$|^---- Global Information -{20,}$", re.MULTILINE)
 HEAP = "512m"  # the default of tools.gatling.heap
 JIT_RAMP_S = 2.0  # as JMeter (jmeter.JIT_RAMP_S): a JVM runs its code interpreted until C1 compiles it
 
@@ -95,9 +101,9 @@ class GatlingAdapter(Adapter):
             return Missing(f"{host.label}: {where} --version names no Gatling version: it is not the launcher "
                            "of `toolbench install gatling`")
         version = ".".join(said.groups())
-        if (int(said.group(1)), int(said.group(2))) >= (3, 11):
+        if (int(said.group(1)), int(said.group(2))) >= (3, 13):
             return Missing(f"{where} is Gatling {version}, whose simulation.log is binary; toolbench reads "
-                           "the text log of 3.10 and earlier (toolbench install gatling)")
+                           f"the text log of {gatling_layouts.TEXT_LINES} (toolbench install gatling)")
         return Found(where, version)
 
     def ramp_s(self, cell: "Cell") -> float:
@@ -126,21 +132,37 @@ class GatlingAdapter(Adapter):
                           env={"GATLING_JVM": f"-Xms{heap} -Xmx{heap} -XX:MaxMetaspaceSize=256m {JIT}"})
 
     def classify(self, path: Path, text: str) -> str:
-        if gatling_log.RUN.match(text.split("\n", 1)[0]) or text.startswith("ASSERTION\t"):
+        # A binary log too, so that parsing it says what it is.
+        if gatling_layouts.is_text_log(text.split("\n", 1)[0]) or gatling_layouts.binary_version(text):
             return "log"
         return "stdout"
 
     def recognizes(self, path: Path, text: str) -> bool:
-        return self.classify(path, text) == "log"
+        return gatling_layouts.is_text_log(text.split("\n", 1)[0])
+
+    def unread_form(self, path: Path, text: str) -> str | None:
+        version = gatling_layouts.binary_version(text)
+        if version is not None:
+            return gatling_layouts.binary_refusal(version)
+        if console_output(text):
+            return ("Gatling's console output, which toolbench does not read: give the run's simulation.log "
+                    f"(in its results folder; the text log of {gatling_layouts.TEXT_LINES})")
+        return None
+
+    def parts(self, raw: RawOutput) -> list[str]:
+        """Logs of several runs put together (`cat`): one result per RUN record."""
+        path = raw.files.get("log")
+        runs = gatling_log.run_count(path) if path is not None else 0
+        return [f"run{n}" for n in range(1, runs + 1)] if runs > 1 else []
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
 
     def timings(self, raw: RawOutput) -> SecondTally | None:
         path = raw.files.get("log")
-        if path is None:
+        if path is None or raw.part == "all":  # merged runs may lie days apart: no seconds across them
             return None
-        return gatling_log.read(path, raw.source, per_second=True).tally
+        return gatling_log.read(path, raw.source, per_second=True, part=raw.part).tally
 
 
 def simulation_source() -> str:
@@ -171,39 +193,84 @@ def params(cell: "Cell") -> str:
 def parse(raw: RawOutput) -> Measurement:
     path = raw.files.get("log")
     if path is None:
-        said = (raw.stderr.strip() or raw.stdout.strip()).splitlines()[-1:] or ["nothing"]
-        raise ParseError("gatling", f"no simulation.log; Gatling said: {said[0][:200]}", raw.source)
-    log = gatling_log.read(path, raw.source)
+        raise ParseError("gatling", _no_log(raw), raw.source)
+    log = gatling_log.read(path, raw.source, part=raw.part)
     by_class = gatling_log.classes(log)
-    notes = [f"figures from Gatling's simulation.log ({log.requests} requests): times are whole milliseconds, "
-             "from each request's actual send; the log has no bytes and no status of a successful response"]
+    durations = log.durations_s()
+    merged = raw.part == "all"
+    derived = ["timing.duration_s", "histogram", "latency.min_ms", "latency.max_ms", "latency.mean_ms",
+               "latency.stdev_ms", *(["series"] if not merged else []),
+               *(f"counts.failures.{name}" for name, n in by_class.items() if n)]
+    versions = {run.version if run.layout.names_version else None for run in log.runs}
+    return Measurement(
+        tool="gatling",
+        timing=Timing(duration_s=sum(durations) if durations else None),
+        counts=Counts(requests_total=log.requests, requests_ok=log.ok, requests_failed=log.failed,
+                      failures=Failures(**by_class)),
+        latency=Latency(**(log.times.stats_ms() or {}), resolution_ms=1.0),
+        histogram=log.times.encoded(),
+        histogram_resolution_ms=1.0,
+        series=log.times.series() if log.requests and not merged else [],
+        coordinated_omission=Omission.NOT_CORRECTED,
+        fidelity={name: Fidelity.DERIVED for name in derived},
+        notes=_notes(log, raw.part),
+        tool_version=versions.pop() if len(versions) == 1 else None,
+    )
+
+
+def _no_log(raw: RawOutput) -> str:
+    """Why there is nothing to read: Gatling's own last words on stderr, or what was given."""
+    said = raw.stderr.strip().splitlines()[-1:]
+    if said:
+        return f"no simulation.log; Gatling said: {said[0][:200]}"
+    given = " (Gatling's console output, which toolbench does not read)" if console_output(raw.stdout) else ""
+    return (f"no simulation.log among the files{given}: toolbench reads Gatling's text simulation.log "
+            f"({gatling_layouts.TEXT_LINES}), in the run's results folder")
+
+
+def _notes(log: gatling_log.Log, part: str | None) -> list[str]:
+    layouts_read = sorted({run.layout.name for run in log.runs})
+    notes = [f"figures from Gatling's simulation.log ({log.requests} requests; the layout of "
+             f"{' and '.join(layouts_read)}): times are whole milliseconds, from each request's actual send; "
+             "the log has no bytes and no status of a successful response"]
+    if any(run.layout.unread_times for run in log.runs):
+        notes.append("each request's time is from its send to its response's end (the log's first and fourth times); "
+                     "its other two, when the request was sent whole and when the response began, are not read")
+    if not all(run.layout.names_version for run in log.runs):
+        notes.append("the log names its format (2.0), not the Gatling version that wrote it")
+    if part is not None:
+        notes.append(_part_note(log, part))
     if log.cut_off():
         notes.append(f"the run was cut off: {log.users_started - log.users_ended} of {log.users_started} users "
                      f"never ended" + ("; the log's last line was torn and is not read" if log.torn else ""))
+    unread = [f"{n} {what}" for n, what in (
+        (log.groups, "GROUP records (the times of groups of requests)"),
+        (log.extra_info, "REQUEST records' extra columns (the simulation's extraInfo)"),
+        (log.assertions, "ASSERTION records (the simulation's assertions)")) if n]
+    if unread:
+        notes.append("not read: " + "; ".join(unread))
     if log.errors:
         notes.append(f"{sum(log.errors.values())} crashed user actions (Gatling's ERROR records), not requests: "
                      + "; ".join(f"{m[:120]} ({n})" for m, n in sorted(log.errors.items(), key=lambda kv: -kv[1])[:3]))
     if log.messages:
         notes.append("Gatling's failure messages: " + "; ".join(
             f"{m[:160]} ({n})" for m, n in sorted(log.messages.items(), key=lambda kv: -kv[1])[:5]))
-    stats = log.times.stats_ms() or {}
-    duration = (log.last_ms - log.first_ms) / 1000.0 if log.first_ms is not None and log.last_ms is not None else None
-    derived = ["timing.duration_s", "histogram", "series", "latency.min_ms", "latency.max_ms", "latency.mean_ms",
-               "latency.stdev_ms", *(f"counts.failures.{name}" for name, n in by_class.items() if n)]
-    return Measurement(
-        tool="gatling",
-        timing=Timing(duration_s=duration),
-        counts=Counts(requests_total=log.requests, requests_ok=log.ok, requests_failed=log.failed,
-                      failures=Failures(**by_class)),
-        latency=Latency(**stats, resolution_ms=1.0),
-        histogram=log.times.encoded(),
-        histogram_resolution_ms=1.0,
-        series=log.times.series() if log.requests else [],
-        coordinated_omission=Omission.NOT_CORRECTED,
-        fidelity={name: Fidelity.DERIVED for name in derived},
-        notes=notes,
-        tool_version=log.version,
-    )
+    return notes
+
+
+def _part_note(log: gatling_log.Log, part: str) -> str:
+    if part == "all":
+        spans = ", ".join(f"{d:g} s" for d in log.durations_s())
+        return (f"the {log.run_count} runs of the log merged: the duration is the sum of theirs ({spans}); "
+                "no per-second series across runs")
+    run = log.runs[0]
+    started = datetime.fromtimestamp(run.start_ms / 1000, timezone.utc).isoformat(timespec="seconds")
+    return f"{part[:3]} {part[3:]} of the {log.run_count} in the log (RUN record of {started})"
+
+
+def console_output(text: str) -> bool:
+    """Whether a text is Gatling's console output (its stdout), from its head."""
+    return _CONSOLE.search(text[:CLASSIFY_CHARS]) is not None
 
 
 ADAPTER = GatlingAdapter()

@@ -4,8 +4,9 @@
 # throwaway pom (io.gatling.highcharts:gatling-charts-highcharts pulls in gatling-app, the HTTP
 # module and the Java DSL).
 #
-# Why 3.10.5: it is the last line whose simulation.log is tab-separated text (3.11 made it a
-# binary format); it runs on Java 17 (Debian 12's).
+# Why 3.10.5: its simulation.log is tab-separated text (3.13 made it a binary format; 3.11 and 3.12,
+# still text, need nothing else here but are not the version toolbench was tested with); it runs on
+# Java 17 (Debian 12's) without --add-opens, which 3.13 needs.
 #
 # Layout produced in ${TOOLBENCH_TOOLS}/gatling-<version>:
 #   lib/*.jar              the runtime dependencies

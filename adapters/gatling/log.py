@@ -1,15 +1,11 @@
-"""Gatling's simulation.log of the 3.x lines up to 3.10: tab-separated text records, one a line.
+"""Gatling's text simulation.log, of any version from 2.0 to 3.12 (layouts): tab-separated
+records, one a line, the RUN record first (after any ASSERTION records).
 
-The writer (io.gatling.core.stats.writer.LogFileDataWriter of 3.10) writes, each record's
-first field its kind:
-- `RUN  <simulation class> <simulation id> <start, epoch ms> <description or " "> <version>`;
-- `USER <scenario> START|END <epoch ms>`;
-- `REQUEST <groups> <name> <start> <end> OK|KO <message or " ">`, times in epoch ms;
-- `GROUP ...`, `ERROR <message> <epoch ms>` (a user's action that crashed) and
-  `ASSERTION <base64>`.
-Its messages have their tabs and line ends replaced by spaces. It writes through an 8 KiB
-buffer: a run that was killed leaves a log cut at any byte, users started and never ended.
-Gatling 3.11 and later write a binary simulation.log, refused here by name."""
+Gatling replaces the tabs and line ends of its messages by spaces. It writes through a buffer:
+a run that was killed leaves a log cut at any byte, users started and never ended. A log may
+hold several runs one after the other (logs of runs put together with `cat`): each is read
+alone (`part` "run1", "run2", ...) or all of them merged (`part` "all"), never mixed unasked.
+Gatling 3.13 and later write a binary simulation.log, refused here by name."""
 from __future__ import annotations
 
 import re
@@ -19,15 +15,16 @@ from typing import Iterator
 
 import numpy as np
 
+from toolbench.adapters.gatling import layouts
+from toolbench.adapters.gatling.layouts import Layout
+from toolbench.errors import ParseError
 from toolbench.record import failures, histogram
 from toolbench.record.numbers import Numbers
 from toolbench.record.timings import SecondTally
 
-# A log of the text format begins with this record (after any ASSERTION records).
-# The version is `\d+\.\d[\w.-]*`, the same as `\d+\.\d+[\w.-]*` without two repetitions that can
-# share its digits: a long version that fails at its end would be tried split at each of them.
-RUN = re.compile(r"RUN\t[^\t\n]*\t[^\t\n]*\t\d{1,20}\t[^\t\n]*\t(\d+\.\d[\w.-]*)\r?$")
-_HTTP = re.compile(r"\bbut actually (?:found )?(\d{3})\b")  # "status.find.lessThan(400), but actually 404 is not less than 400"
+# "status.find.lessThan(400), but actually 404 is not less than 400" (3.4 and later),
+# "status.find.in(200,...,304), but actually found 404" (2.x), "status.find.in(...), found 404" (3.x).
+_HTTP = re.compile(r"(?:\bbut actually (?:found )?|, found )(\d{3})\b")
 # Netty's and Gatling's exception texts to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout", "timed out")),
@@ -35,24 +32,36 @@ FAILURE_TABLE: failures.Table = (
     ("reset", ("connection reset",)),
     ("read", ("closed", "prematurely", "broken pipe", "eof")),
 )
-_KINDS = (b"RUN\t", b"ASSERTION\t", b"USER\t", b"REQUEST\t", b"GROUP\t", b"ERROR\t")
 _BATCH = 65536  # requests handed to the aggregator at once
 
 
 @dataclass
-class Log:
-    """What one simulation.log holds, summed."""
+class RunRead:
+    """One RUN of the log as read: who wrote it and the span of its requests."""
 
-    version: str | None = None
-    run_start_ms: int | None = None
+    layout: Layout
+    version: str
+    start_ms: int
+    requests: int = 0
+    first_ms: int | None = None  # the earliest request start
+    last_ms: int | None = None  # the latest response end
+
+
+@dataclass
+class Log:
+    """What one simulation.log holds (or the part of it asked for), summed."""
+
+    runs: list[RunRead] = field(default_factory=list)  # the runs read
+    run_count: int = 0  # the runs the log holds, read or not
     requests: int = 0
     ok: int = 0
-    first_ms: int | None = None  # the earliest request start
-    last_ms: int | None = None  # the latest request end
     messages: dict[str, int] = field(default_factory=dict)  # KO messages
     users_started: int = 0
     users_ended: int = 0
     errors: dict[str, int] = field(default_factory=dict)  # ERROR records: a user's action that crashed
+    groups: int = 0  # GROUP records: the timings of groups of requests, not read
+    assertions: int = 0  # ASSERTION records: the simulation's assertions, not checked here
+    extra_info: int = 0  # REQUEST records with Gatling 2's extra info columns, not read
     torn: bool = False  # the last line had no end: the log was cut while written
     times: histogram.PerRequest = field(default_factory=lambda: histogram.PerRequest("gatling"))
     tally: SecondTally | None = None
@@ -61,54 +70,112 @@ class Log:
     def failed(self) -> int:
         return self.requests - self.ok
 
+    @property
+    def first_ms(self) -> int | None:
+        return min((r.first_ms for r in self.runs if r.first_ms is not None), default=None)
+
+    @property
+    def last_ms(self) -> int | None:
+        return max((r.last_ms for r in self.runs if r.last_ms is not None), default=None)
+
+    def durations_s(self) -> list[float]:
+        """Each run's span from its first request's start to its last response's end."""
+        return [(r.last_ms - r.first_ms) / 1000.0 for r in self.runs
+                if r.first_ms is not None and r.last_ms is not None]
+
     def cut_off(self) -> bool:
         return self.torn or self.users_started > self.users_ended
 
 
-def read(path: Path, source: str | None, *, per_second: bool = False) -> Log:
+@dataclass
+class _Batch:
+    starts: list[int] = field(default_factory=list)
+    times: list[int] = field(default_factory=list)
+    failed: list[bool] = field(default_factory=list)
+
+
+def read(path: Path, source: str | None, *, per_second: bool = False, part: str | None = None) -> Log:
     """Reads a simulation.log in one pass; anything that is not such a log is a ParseError.
-    With per_second, the requests' times are also tallied by the second they started in."""
+    `part`: None, the log's one run (a second is an error); "runN", its Nth run; "all", every
+    run, merged. With per_second, the requests' times are also tallied by the second they started in."""
     num = Numbers("gatling", source)
+    _refuse_binary(path, num)
+    wanted = int(part[3:]) if part and part.startswith("run") and part[3:].isdigit() else None
     log = Log(times=histogram.PerRequest("gatling", source, seconds_field="REQUEST start"),
               tally=SecondTally() if per_second else None)
-    starts: list[int] = []
-    times: list[int] = []
-    failed: list[bool] = []
+    batch, layout, taken, assertions = _Batch(), None, False, 0
+    for number, line in _lines(path, log):
+        fields = line.split("\t")
+        if fields[0] == "ASSERTION":  # a run's assertions come before its RUN record
+            assertions += 1
+            continue
+        run = layouts.run_record(fields)
+        if isinstance(run, str):
+            raise num.error(f"line {number}", f"{run}, which toolbench does not read")
+        if run is not None:
+            log.run_count += 1
+            if part is None and log.run_count > 1:
+                raise num.error(f"line {number}", "a second RUN record: the log holds several runs, which "
+                                                  "`toolbench parse` reads each as a result of its own")
+            layout, taken = run.layout, wanted is None or wanted == log.run_count
+            if taken:
+                log.runs.append(RunRead(run.layout, run.version, run.start_ms))
+                log.assertions += assertions
+            assertions = 0
+            continue
+        if layout is None:
+            raise num.error(f"line {number}", "the log does not begin with its RUN record")
+        if taken:
+            _record(fields, number, layout, num, log, batch, merged=part == "all")
+    _flush(log, batch, num)
+    if log.run_count == 0:
+        raise num.error("simulation.log", "no RUN record: not a Gatling simulation.log")
+    if wanted is not None and not log.runs:
+        raise num.error("simulation.log", f"no run {wanted}: the log holds {log.run_count}")
+    return log
+
+
+def run_count(path: Path) -> int:
+    """How many runs the log holds (its RUN records); 0 for a file that is no text log."""
+    with open(path, "rb") as fh:
+        if fh.read(1) == b"\x00":
+            return 0
+        fh.seek(0)
+        return sum(1 for raw in fh if isinstance(layouts.run_record(
+            raw.rstrip(b"\r\n").decode("utf-8", "replace").split("\t")), layouts.Run))
+
+
+def _refuse_binary(path: Path, num: Numbers) -> None:
     with open(path, "rb") as fh:
         head = fh.read(64)
-    if b"\x00" in head or (head and not head.startswith(_KINDS)):
-        raise num.error("simulation.log", "not the text log of Gatling 3.10 or earlier (3.11 and later "
-                                          "write a binary simulation.log, which toolbench does not read)")
-    for number, line in _lines(path, log):
-        kind, _, rest = line.partition("\t")
-        if kind == "REQUEST":
-            start, took, bad = _request(rest, number, num, log)
-            starts.append(start)
-            times.append(took)
-            failed.append(bad)
-            if len(starts) >= _BATCH:
-                _flush(log, starts, times, failed, num)
-        elif kind == "USER":
-            _user(rest, number, num, log)
-        elif kind == "RUN":
-            if log.version is not None:
-                raise num.error(f"line {number}", "a second RUN record: not the log of one run")
-            match = RUN.fullmatch(line)
-            if match is None:
-                raise num.error(f"line {number}", "a RUN record without its class, id, start and version")
-            log.version = match.group(1)
-            log.run_start_ms = num.integer(line.split("\t")[3], f"line {number} RUN start")
-        elif kind == "ERROR":
-            message = rest.rpartition("\t")[0] or rest
-            log.errors[message] = log.errors.get(message, 0) + 1
-        elif kind not in ("GROUP", "ASSERTION"):
-            raise num.error(f"line {number}", f"not a record of a Gatling simulation.log: {line[:60]!r}")
-        if log.version is None and kind != "ASSERTION":
-            raise num.error(f"line {number}", "the log does not begin with its RUN record")
-    _flush(log, starts, times, failed, num)
-    if log.version is None:
-        raise num.error("simulation.log", "no RUN record: not a Gatling simulation.log")
-    return log
+    version = layouts.binary_version(head)
+    if version is not None:
+        raise ParseError("gatling", layouts.binary_refusal(version), num.source)
+    if b"\x00" in head:
+        raise num.error("simulation.log", f"binary bytes, not the text simulation.log of {layouts.TEXT_LINES}")
+
+
+def _record(fields: list[str], number: int, layout: Layout, num: Numbers, log: Log, batch: _Batch,
+            merged: bool) -> None:
+    kind = fields[layout.kind_at] if len(fields) > layout.kind_at else ""
+    if kind == "REQUEST":
+        start, took, bad = _request(fields, number, layout, num, log)
+        # Merged runs may lie days apart, more than one run's seconds: their second is not kept.
+        batch.starts.append(0 if merged else start)
+        batch.times.append(took)
+        batch.failed.append(bad)
+        if len(batch.starts) >= _BATCH:
+            _flush(log, batch, num)
+    elif kind == "USER":
+        _user(fields, number, layout, num, log)
+    elif kind == "GROUP":
+        log.groups += 1
+    elif kind == "ERROR" and layout.kind_at == 0:
+        message = "\t".join(fields[1:-1]) or fields[-1]
+        log.errors[message] = log.errors.get(message, 0) + 1
+    else:
+        raise num.error(f"line {number}", f"not a record of the simulation.log of {layout.name}: "
+                                          f"{chr(9).join(fields)[:60]!r}")
 
 
 def _lines(path: Path, log: Log) -> Iterator[tuple[int, str]]:
@@ -123,53 +190,63 @@ def _lines(path: Path, log: Log) -> Iterator[tuple[int, str]]:
             yield number, raw.rstrip(b"\r\n").decode("utf-8", "replace")
 
 
-def _request(rest: str, number: int, num: Numbers, log: Log) -> tuple[int, int, bool]:
-    fields = rest.split("\t")
-    if len(fields) != 6:
-        raise num.error(f"line {number}", f"a REQUEST record has 7 fields, this one {len(fields) + 1}")
-    _groups, _name, start_text, end_text, status, message = fields
-    start = num.integer(start_text, f"line {number} REQUEST start")
-    end = num.integer(end_text, f"line {number} REQUEST end")
+def _request(fields: list[str], number: int, layout: Layout, num: Numbers, log: Log) -> tuple[int, int, bool]:
+    n = len(fields)
+    # An editor that trims trailing blanks takes the " " Gatling writes for "no message" with its tab.
+    trimmed = n == layout.request_fields - 1 and fields[-1] in ("OK", "KO")
+    if not (n == layout.request_fields or trimmed or layout.extra_info and n > layout.request_fields):
+        raise num.error(f"line {number}", f"a REQUEST record of {layout.name} has {layout.request_fields} fields, "
+                                          f"this one {n}")
+    start = num.integer(fields[layout.start], f"line {number} REQUEST start")
+    end = num.integer(fields[layout.end], f"line {number} REQUEST end")
+    for at in range(layout.start + 1, layout.end):  # Gatling 2.0 and 2.1's two times between
+        num.integer(fields[at], f"line {number} REQUEST time")
     if end < start:
         raise num.error(f"line {number}", f"a request ends ({end}) before it starts ({start})")
+    status = fields[layout.status]
     if status not in ("OK", "KO"):
         raise num.error(f"line {number}", f"a request's status is OK or KO, not {status[:20]!r}")
+    log.extra_info += n > layout.request_fields
     log.requests += 1
-    log.first_ms = start if log.first_ms is None else min(log.first_ms, start)
-    log.last_ms = end if log.last_ms is None else max(log.last_ms, end)
+    run = log.runs[-1]
+    run.requests += 1
+    run.first_ms = start if run.first_ms is None else min(run.first_ms, start)
+    run.last_ms = end if run.last_ms is None else max(run.last_ms, end)
     if status == "OK":
         log.ok += 1
     else:
-        text = message.strip() or "KO without a message"
+        text = (fields[layout.status + 1].strip() if not trimmed else "") or "KO without a message"
         log.messages[text] = log.messages.get(text, 0) + 1
     return start, end - start, status == "KO"
 
 
-def _user(rest: str, number: int, num: Numbers, log: Log) -> None:
-    fields = rest.split("\t")
-    if len(fields) != 3 or fields[1] not in ("START", "END"):
-        raise num.error(f"line {number}", "a USER record is USER, scenario, START or END, time")
-    num.integer(fields[2], f"line {number} USER time")
-    if fields[1] == "START":
+def _user(fields: list[str], number: int, layout: Layout, num: Numbers, log: Log) -> None:
+    event = fields[layout.user_event] if len(fields) == layout.user_fields else ""
+    if event not in ("START", "END"):
+        raise num.error(f"line {number}", f"a USER record of {layout.name} has {layout.user_fields} fields, "
+                                          "START or END in its place")
+    for at in range(layout.user_event + 1, layout.user_fields):
+        num.integer(fields[at], f"line {number} USER time")
+    if event == "START":
         log.users_started += 1
     else:
         log.users_ended += 1
 
 
-def _flush(log: Log, starts: list[int], times: list[int], failed: list[bool], num: Numbers) -> None:
-    if not starts:
+def _flush(log: Log, batch: _Batch, num: Numbers) -> None:
+    if not batch.starts:
         return
-    seconds = np.asarray(starts, np.int64) // 1000
-    took = np.asarray(times, np.int64)
-    log.times.add(seconds, took, np.asarray(failed, bool))
+    seconds = np.asarray(batch.starts, np.int64) // 1000
+    took = np.asarray(batch.times, np.int64)
+    log.times.add(seconds, took, np.asarray(batch.failed, bool))
     if log.tally is not None:
         try:
             log.tally.add(seconds, took)
         except ValueError as exc:
             raise num.error("REQUEST times", str(exc)) from None
-    starts.clear()
-    times.clear()
-    failed.clear()
+    batch.starts.clear()
+    batch.times.clear()
+    batch.failed.clear()
 
 
 def classes(log: Log) -> dict[str, int]:

@@ -95,9 +95,9 @@ def test_per_second_timings_count_every_request():
     assert tally is not None and tally.requests == len(requests_in("closed"))
 
 
-def test_a_binary_log_of_gatling_3_11_is_refused_by_name(tmp_path):
+def test_a_text_log_with_binary_bytes_in_its_head_is_refused_in_one_line(tmp_path):
     real = (FOLDER / "3.10.5-ok.log").read_bytes()
-    with pytest.raises(ParseError, match="3.11 and later write a binary"):
+    with pytest.raises(ParseError, match=r"binary bytes, not the text simulation.log of Gatling 2.0 to 3.12$"):
         ADAPTER.parse(log_of(tmp_path, b"\x00\x00\x00\x01" + real))
 
 
