@@ -1,13 +1,11 @@
 """ApacheBench (ab): builds its command, reads its stdout, -e CSV and -g TSV."""
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
-import numpy as np
-
+from toolbench.adapters import ab_gnuplot
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
                                         found_by_version, option)
 from toolbench.contract.recipe import BOTH, Apt, Install
@@ -15,7 +13,7 @@ from toolbench.errors import ParseError
 from toolbench.record import histogram
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Failures, Fidelity, Latency, Measurement,
-                                     Omission, Percentiles, Rates, SecondSample, TimesRow, Timing, Transfer)
+                                     Omission, Percentiles, Rates, TimesRow, Timing, Transfer)
 from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
@@ -83,7 +81,7 @@ class AbAdapter(Adapter):
     def classify(self, path: Path, text: str) -> str:
         if text.startswith("Percentage served,"):
             return "csv"
-        if text.startswith("starttime\tseconds\t"):
+        if text.startswith(ab_gnuplot.HEADER):
             return "tsv"
         return "stdout"
 
@@ -94,7 +92,7 @@ class AbAdapter(Adapter):
         return parse(raw)
 
     def timings(self, raw: RawOutput) -> SecondTally | None:
-        read = _read_g(raw)  # -g: every request's epoch second and total time in whole ms
+        read = ab_gnuplot.read_rows(raw)  # -g: every request's epoch second and total time in whole ms
         if read is None:
             return None
         tally = SecondTally()
@@ -130,10 +128,15 @@ def parse(raw: RawOutput) -> Measurement:
     received = _lead(fields, "Total transferred", num.integer)
     counts = _counts(fields, received, num, notes, fidelity)
     latency = _latency(fields, conn, pcts, raw, num, notes, fidelity)
-    hist, series, exact = _per_request(raw)
-    latency = _with_exact(latency, exact, fidelity)
+    per = ab_gnuplot.read(raw)
+    hist, series = (per.histogram, per.series) if per else (None, [])
+    if per is not None:
+        from_curve = fidelity.get("latency.mean_ms") is Fidelity.DERIVED  # the -e file's curve gave it
+        latency = ab_gnuplot.finer(latency, per, from_curve, fidelity, notes)
+        if counts.requests_total is None and not fields:
+            counts = ab_gnuplot.counts_alone(per, fidelity, notes)
     if counts.requests_total is None and not fields and raw.files:
-        notes.append("ab's -g or -e file alone: request times without the counts (ab prints those on stdout)")
+        notes.append("ab's -e file alone: request times without the counts (ab prints those on stdout)")
     if hist is not None:
         fidelity["histogram"] = Fidelity.DERIVED
         fidelity["series"] = Fidelity.DERIVED
@@ -328,51 +331,6 @@ def _past_the_table(csv_pcts: dict[int, float], done: int | None, notes: list[st
     notes.append(f"ab's -e file reads past its table for the {', '.join(f'{i}%' for i in sorted(past))} row "
                  f"of {done or 'a few'} requests: the longest request is taken for it")
     return {**csv_pcts, **{i: csv_pcts[100] for i in past}}
-
-
-def _with_exact(latency: Latency, exact: dict[str, float] | None, fidelity: dict[str, Fidelity]) -> Latency:
-    """The -g file's exact whole-ms extremes and moments, for the figures stdout did not give:
-    read back from the histogram they would be a bucket's edge, up to 2 ms off past a second."""
-    if exact is None:
-        return latency
-    changes = {name: value for name, value in exact.items() if getattr(latency, name) is None}
-    for name in changes:
-        fidelity[f"latency.{name}"] = Fidelity.DERIVED
-    if changes and latency.resolution_ms is None:
-        changes["resolution_ms"] = 1.0
-    return dataclasses.replace(latency, **changes)
-
-
-def _per_request(raw: RawOutput) -> tuple[object | None, list[SecondSample], dict[str, float] | None]:
-    read = _read_g(raw)
-    if read is None:
-        return None, [], None
-    tally = histogram.PerRequest("ab", str(raw.files["tsv"]))  # -g times are whole ms
-    tally.add(*read)
-    return tally.histogram(), tally.series(), tally.stats_ms()
-
-
-def _read_g(raw: RawOutput) -> tuple[np.ndarray, np.ndarray] | None:
-    """The -g file's requests: each one's epoch second and total time (whole ms)."""
-    path = raw.files.get("tsv")
-    if path is None:
-        return None
-    at = Numbers("ab", str(path))
-    seconds: list[int] = []
-    times: list[int] = []
-    with open(path, errors="replace") as fh:
-        header = fh.readline()
-        if not header.startswith("starttime\tseconds"):
-            raise ParseError("ab", "the -g file has no 'starttime seconds' header", str(path))
-        for number, line in enumerate(fh, 2):
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != 6:
-                raise ParseError("ab", f"line {number}: not a -g row: {line.strip()!r:.80}", str(path))
-            seconds.append(at.integer(parts[1], f"line {number}: seconds"))
-            times.append(at.integer(parts[4], f"line {number}: ttime"))
-    if not seconds:
-        return None
-    return np.asarray(seconds, np.int64), np.asarray(times, np.int64)
 
 
 def _error_line(stderr: str) -> str | None:

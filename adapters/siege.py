@@ -173,9 +173,9 @@ class SiegeAdapter(Adapter):
 def parse(raw: RawOutput) -> Measurement:
     num = Numbers("siege", raw.source)
     summary = None if raw.part else _summary(raw)
-    source = "summary"
-    if summary is None and "log" in raw.files:
-        summary, source = _log_summary(raw.files["log"], raw.part), "log line"
+    source, notes = "summary", []
+    if summary is None and "log" in raw.files and (logged := _log_summary(raw.files["log"], raw.part)):
+        (summary, notes), source = logged, "log line"
     if summary is None:
         if raw.exit_code is not None and raw.exit_code < 0:
             # siege 4.0.7 sometimes crashes in libc as its threads leave after hitting
@@ -188,12 +188,12 @@ def parse(raw: RawOutput) -> Measurement:
     for name in _COUNTS:
         if name in summary and not float(summary[name]).is_integer():
             raise num.error(name, f"{summary[name]!r} is not a whole number")
-    return _measurement(summary, raw, source)
+    return _measurement(summary, raw, source, notes)
 
 
-def _measurement(s: dict[str, float], raw: RawOutput, source: str) -> Measurement:
+def _measurement(s: dict[str, float], raw: RawOutput, source: str, read: list[str]) -> Measurement:
     notes = [f"figures from siege's {source}",
-             "siege reports times in hundredths of a second and data in MB with two decimals"]
+             "siege reports times in hundredths of a second and data in MB with two decimals", *read]
     if "aborted due to excessive socket failure" in raw.stderr:
         notes.append("siege stopped early: it counted as many failures as its siegerc's `failures` allows "
                      "(tools.siege.failures)")
@@ -295,11 +295,17 @@ def _log_rows(path: Path) -> list[str]:
             if line.strip() and not _LOG_HEADER.match(line) and not line.startswith("**")]
 
 
-def _log_summary(path: Path, part: str | None = None) -> dict[str, float] | None:
+# The log's columns after the date: siege's own heading for each, and the summary's name for it.
+_LOG_COLUMNS = (("Trans", "transactions"), ("Elap Time", "elapsed_time"), ("Data Trans", "data_transferred"),
+                ("Resp Time", "response_time"), ("Trans Rate", "transaction_rate"), ("Throughput", "throughput"),
+                ("Concurrent", "concurrency"), ("OKAY", "successful_transactions"), ("Failed", "failed_transactions"))
+# What C's printf writes for a quotient that is no number (siege divides by transactions, by time).
+_NOT_A_NUMBER = ("nan", "-nan", "inf", "-inf")
+
+
+def _log_summary(path: Path, part: str | None = None) -> tuple[dict[str, float], list[str]] | None:
     """A data line of siege's log, the last or the part's (run1 is the first): date, trans,
-    elapsed, MB, resp time, rate, throughput, concurrency, okay, failed."""
-    names = ("transactions", "elapsed_time", "data_transferred", "response_time", "transaction_rate",
-             "throughput", "concurrency", "successful_transactions", "failed_transactions")
+    elapsed, MB, resp time, rate, throughput, concurrency, okay, failed; and what could not be read."""
     rows = _log_rows(path)
     if not rows:
         return None
@@ -310,10 +316,24 @@ def _log_summary(path: Path, part: str | None = None) -> dict[str, float] | None
     if not -1 <= index < len(rows):
         raise ParseError("siege", f"the log has {len(rows)} runs, not {part}", str(path))
     cells = [c.strip() for c in rows[index].split(",")]
-    if len(cells) != len(names) + 1:
-        raise ParseError("siege", f"expected {len(names) + 1} fields in the log line, got {len(cells)}", str(path))
+    if len(cells) != len(_LOG_COLUMNS) + 1:
+        raise ParseError("siege", f"expected {len(_LOG_COLUMNS) + 1} fields in the log line, got {len(cells)}",
+                         str(path))
     num = Numbers("siege", str(path))
-    return {name: num.decimal(cell, f"log line, {name}") for name, cell in zip(names, cells[1:])}
+    summary: dict[str, float] = {}
+    unread: dict[str, str] = {}  # heading -> what siege wrote
+    for (heading, name), cell in zip(_LOG_COLUMNS, cells[1:]):
+        # A run that completed no transaction has nothing to divide by: siege logs nan for its
+        # response time, rates and concurrency. Such a figure is absent; a count never is.
+        if cell.lower() in _NOT_A_NUMBER and name not in _COUNTS:
+            unread[heading] = cell
+            continue
+        summary[name] = num.decimal(cell, f"log line, {name}")
+    if not unread:
+        return summary, []
+    why = "; siege divides by the run's 0 transactions" if summary.get("transactions") == 0 else ""
+    return summary, [f"the log line holds no number for {', '.join(unread)} "
+                     f"({'/'.join(sorted(set(unread.values())))}{why}): left absent"]
 
 
 def _errors(stderr: str) -> list[str]:

@@ -285,9 +285,10 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
 
 
 def _from_csv(path: Path, raw: RawOutput) -> Measurement:
-    row = locust_csv.read_stats_csv(path, raw.files.get("distribution_csv"))
-    notes = [*row.notes, "figures from Locust's stats CSV: Locust rewrites it once a second, so in a single-process "
-             "run it can miss the last second of traffic (the JSON output has no such lag)"]
+    row = locust_csv.read_stats_csv(path, raw.files.get("distribution_csv"), raw.stderr)
+    notes = [*row.notes, "figures from Locust's stats CSV, which Locust up to 1.1 wrote again as the run ended"
+             if row.final else "figures from Locust's stats CSV: Locust rewrites it once a second, so in a single-"
+             "process run it can miss the last second of traffic (the JSON output has no such lag)"]
     summary = out.read_summary(raw.stderr, raw.source)
     failures, codes = _failures(row.failures, raw, summary, notes)
     duration = row.requests / row.rps if row.rps else None
@@ -367,9 +368,10 @@ def _history_series(raw: RawOutput, notes: list[str]) -> list[SecondSample]:
     path = raw.files.get("history_csv")
     if path is None:
         return []
-    series = locust_csv.series_from_history(path)
+    series, said = locust_csv.series_from_history(path)
     if series:
-        notes.append("series from the stats history CSV (cumulative counts sampled once a second)")
+        notes.append("series from the stats history CSV (cumulative counts Locust writes each second, each 2 s in 0.x)")
+    notes += said
     return series
 
 

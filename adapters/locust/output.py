@@ -11,7 +11,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from toolbench.adapters.locust.csv_set import DISTRIBUTION_0X, PCT_NAMES, STATS_0X
+from toolbench.adapters.locust.csv_set import (DISTRIBUTION_0X, HISTORY_1X, HISTORY_013, PCT_NAMES, STATS_0X, STATS_1X,
+                                               STATS_013)
 from toolbench.record import failures, histogram
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import PERCENTILES, Failures, Percentiles, SecondSample
@@ -84,11 +85,11 @@ def classify(text: str) -> str:
     if head.startswith(STATS_0X):
         return "stats_csv"
     first = head.replace('"', "")  # a header written with every field quoted (older Locusts) reads the same
-    if first.startswith("Type,Name,Request Count"):
+    if first.startswith((STATS_1X, STATS_013)):
         return "stats_csv"
     if head.startswith(DISTRIBUTION_0X):
         return "distribution_csv"
-    if first.startswith("Timestamp,User Count"):
+    if first.startswith((HISTORY_1X, HISTORY_013)):
         return "history_csv"
     if first.startswith("Method,Name,Error,Occurrences"):
         return "failures_csv"

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import recorded
 from toolbench.adapters import ab
-from toolbench.contract.adapter import Found
+from toolbench.contract.adapter import Found, RawOutput
 from toolbench.contract.cell import Cell
 from toolbench.contract.checked import parse_checked
 from toolbench.errors import ParseError
@@ -201,3 +201,36 @@ def test_unsupported_combinations_say_why():
 def test_build_requests_per_connection_is_concurrency_times_n(tmp_path: Path):
     inv = ab.ADAPTER.build(cell(concurrency=8, stop=StopSpec(requests_per_connection=10)), tmp_path, FOUND)
     assert inv.argv[inv.argv.index("-n") + 1] == "80" and "-t" not in inv.argv
+
+
+def _g_times(case: str) -> list[int]:
+    lines = (Path(__file__).parents[1] / "fixtures/ab" / f"2.3-{case}.tsv").read_text().splitlines()[1:]
+    return [int(line.split("\t")[4]) for line in lines]
+
+
+@pytest.mark.parametrize("case", ["seconds-gnuplot", "slow", "keepalive-gnuplot"])
+def test_the_g_file_alone_counts_its_rows_and_says_failures_are_unknown(case):
+    path = Path(__file__).parents[1] / "fixtures/ab" / f"2.3-{case}.tsv"
+    m = complete(ab.parse(RawOutput(files={"tsv": path}, source=case)))
+    times = _g_times(case)
+    assert m.counts.requests_total == len(times)
+    assert m.counts.requests_ok is None and m.counts.requests_failed is None  # unknown, not 0
+    assert m.fidelity["counts.requests_total"] is Fidelity.DERIVED
+    assert any(f"its {len(times)} rows are the completed requests" in n and "failures unknown" in n for n in m.notes)
+    assert (m.latency.min_ms, m.latency.max_ms) == (min(times), max(times))
+    assert m.latency.mean_ms == pytest.approx(sum(times) / len(times))
+    assert cell_status(m, 0, timed_out=False, interrupted=False, timeout_s=10, stderr="") == (Status.OK, None)
+
+
+def test_without_e_the_mean_comes_from_the_g_rows_not_the_whole_ms_table():
+    m = parse("seconds-gnuplot", tsv="tsv")
+    times = _g_times("seconds-gnuplot")
+    assert m.latency.connection_times.total.mean_ms == 5  # ab's table: the mean rounded to the whole ms
+    assert m.latency.mean_ms == pytest.approx(sum(times) / len(times)) == pytest.approx(5.468, abs=5e-4)
+    assert m.fidelity["latency.mean_ms"] is Fidelity.DERIVED
+    assert any(note.startswith("mean from ab -g's 2169 per-request times: 5.468 ms") and note.endswith(": 5 ms")
+               for note in m.notes)
+    # With -e the curve's mean, to the microsecond, stays.
+    both = parse("nokeepalive", csv="csv", tsv="tsv")
+    assert both.latency.mean_ms == parse("nokeepalive", csv="csv").latency.mean_ms
+    assert not any(note.startswith("mean from ab -g") for note in both.notes)

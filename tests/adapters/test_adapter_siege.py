@@ -189,3 +189,39 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "siege"
 def test_siegerc_failures_is_finite_and_set_by_the_scenario(tmp_path: Path):
     assert "failures = 1024\n" in siege.ADAPTER.build(cell(), tmp_path, FOUND).files["siegerc"]
     assert "failures = 50\n" in siege.ADAPTER.build(cell(options={"failures": 50}), tmp_path, FOUND).files["siegerc"]
+
+
+def _log_parts(log: str) -> list:
+    """Each run of a log, read as `toolbench parse` reads it: one result per line."""
+    from toolbench.cli.commands import results_of
+
+    path = Path(__file__).parents[1] / "fixtures/siege" / log
+    return [r.measurement for r in results_of(siege.ADAPTER, str(path.with_suffix("")), [path])]
+
+
+def test_a_log_line_of_zero_transactions_with_nan_is_a_run_and_the_rest_is_read():
+    text = (Path(__file__).parents[1] / "fixtures/siege/4.0.7-log-zero.csv").read_text()
+    assert text.count("-nan") == 5  # siege's own: 4 in the refused run's line, 1 in the silent one's
+    first, refused, silent, last = _log_parts("4.0.7-log-zero.csv")
+    assert (first.counts.requests_total, last.counts.requests_total) == (100, 200)
+    assert not any("no number" in note for note in first.notes + last.notes)
+    # Refused: 0 transactions and 10 failed; what siege could not divide is absent, and said.
+    assert (refused.counts.requests_total, refused.counts.requests_ok, refused.counts.requests_failed) == (10, 0, 10)
+    assert refused.latency.mean_ms is None and refused.rates.rps is None
+    assert refused.transfer.received_bytes_per_s is None and refused.siege.concurrency is None
+    assert ("the log line holds no number for Resp Time, Trans Rate, Throughput, Concurrent (-nan; siege "
+            "divides by the run's 0 transactions): left absent") in refused.notes
+    assert ok(refused)[0] is Status.FAILED
+    # Silent: nothing answered, nothing failed within 1.12 s; its rate is siege's 0.00, its time -nan.
+    assert silent.counts.requests_total == 0 and silent.timing.duration_s == 1.12
+    assert silent.latency.mean_ms is None and silent.rates.rps == 0.0
+    assert any("no number for Resp Time (-nan" in note for note in silent.notes)
+    assert ok(silent)[0] is Status.FAILED
+
+
+def test_a_count_that_is_nan_is_still_refused(tmp_path: Path):
+    # A mutation of the recorded log: a count siege never writes as nan.
+    text = (Path(__file__).parents[1] / "fixtures/siege/4.0.7-log-zero.csv").read_text()
+    (tmp_path / "log.csv").write_text(text.replace("-nan,       0,      10", "-nan,       0,    -nan"))
+    with pytest.raises(ParseError, match="failed_transactions"):
+        siege.parse(RawOutput(files={"log": tmp_path / "log.csv"}, part="run2", source="log"))

@@ -73,13 +73,21 @@ def test_a_failed_name_lookup_is_a_connect_failure():
     assert m.counts.failures.connect == 2 and m.counts.failures.other == 0
 
 
-@pytest.mark.parametrize("alone", ["2.3-slow.tsv", "2.3-slow.csv", "2.3-nokeepalive.tsv", "2.3-nokeepalive.csv"])
-def test_abs_per_request_file_alone_has_unknown_counts_and_says_so(alone):
+@pytest.mark.parametrize("alone", ["2.3-slow.csv", "2.3-nokeepalive.csv"])
+def test_abs_percentile_file_alone_has_unknown_counts_and_says_so(alone):
     result = parsed(FIXTURES / "ab" / alone)[0][0]
     counts = result.measurement.counts
     assert (counts.requests_total, counts.requests_ok, counts.requests_failed) == (None, None, None)
     assert result.outcome.status.value == "ok"
     assert result.outcome.error.startswith("counts unknown")
+
+
+@pytest.mark.parametrize("alone, rows", [("2.3-slow.tsv", 8), ("2.3-nokeepalive.tsv", None)])
+def test_abs_g_file_alone_counts_its_rows_as_requests_and_leaves_failures_unknown(alone, rows):
+    path = FIXTURES / "ab" / alone
+    rows = rows or len(path.read_text().splitlines()) - 1  # one row per completed request, under a header
+    counts = parsed(path)[0][0].measurement.counts
+    assert (counts.requests_total, counts.requests_ok, counts.requests_failed) == (rows, None, None)
 
 
 def test_abs_g_file_alone_gives_its_exact_smallest_and_largest_time():
@@ -301,13 +309,14 @@ def test_locust_0x_requests_and_distribution_csvs_are_read():
     assert m.timing.duration_s == pytest.approx(109 / 1.89)
 
 
-def test_locust_0x_counts_that_cannot_be_told_are_refused(tmp_path):
+def test_locust_0x_counts_that_cannot_be_told_are_read_one_way_and_the_note_says_which(tmp_path):
     # The recorded example without its all-failed row: whether `# requests` holds the 56
-    # failures is no longer shown by any row.
+    # failures is no longer shown by any row, so the 0.9-and-earlier reading is taken, said.
     lines = (FIXTURES / "locust" / "0.x-docs_requests.csv").read_text().splitlines(keepends=True)
     (tmp_path / "x_requests.csv").write_text("".join(line for line in lines if "does_not_exist" not in line))
-    with pytest.raises(ToolbenchError, match="this file does not show which"):
-        parsed(tmp_path / "x_requests.csv", tool="locust")
+    m = parsed(tmp_path / "x_requests.csv", tool="locust")[0][0].measurement
+    assert (m.counts.requests_total, m.counts.requests_ok, m.counts.requests_failed) == (165, 109, 56)
+    assert any("nothing beside it tells which" in note for note in m.notes), m.notes
 
 
 def test_a_locust_csv_header_with_every_field_quoted_reads_the_same(tmp_path):
