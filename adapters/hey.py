@@ -46,6 +46,11 @@ _FIELD = re.compile(r"^[^\S\n]+(Total|Slowest|Fastest|Average|Requests/sec|Total
 _PCT = re.compile(r"^[^\S\n]+(\d+)% in (\S+) secs[^\S\n]*$", re.MULTILINE)
 _STATUS = re.compile(r"^[^\S\n]+\[(\d+)\][^\S\n]+(\d+) responses[^\S\n]*$", re.MULTILINE)
 _ERROR = re.compile(r"^\s+\[(\d+)\]\s+(\S.*)$")
+# Details (average, fastest, slowest): the averages of a request's phases, in seconds.
+_DETAIL = re.compile(r"^[^\S\n]+(DNS\+dialup|DNS-lookup|req write|resp wait|resp read):[^\S\n]+(\S+) secs,",
+                     re.MULTILINE)
+_SIZE_PER_REQUEST = re.compile(r"^[^\S\n]+Size/request:", re.MULTILINE)
+_HISTOGRAM_HEAD = re.compile(r"^Response time histogram:[^\S\n]*\n[^\S\n]+\S", re.MULTILINE)
 _PCT_NAMES = {50: "p50_ms", 75: "p75_ms", 90: "p90_ms", 95: "p95_ms", 99: "p99_ms"}
 # Go's error texts to failure classes (toolbench.record.failures), first match wins.
 FAILURE_TABLE: failures.Table = (
@@ -141,12 +146,11 @@ def _from_summary(text: str, num: Numbers) -> Measurement:
     ok = answered - http_4xx - http_5xx
     unanswered = sum(errors.values())
     latency = Latency()
-    if answered:  # with no response hey prints NaN and zeros: no time was measured
-        pcts = {_PCT_NAMES[p]: num.decimal(v, f"{p}% latency") * 1000.0
-                for p, v in ((num.integer(p, "percent"), v) for p, v in _PCT.findall(text)) if p in _PCT_NAMES}
-        latency = Latency(min_ms=_ms(fields, "Fastest", num), mean_ms=_ms(fields, "Average", num),
-                          max_ms=_ms(fields, "Slowest", num), percentiles=Percentiles(**pcts),
-                          resolution_ms=RESOLUTION_MS)
+    notes = ["figures from hey's summary: times in seconds with four decimals; its percentiles are its own"]
+    if answered:
+        latency = _summary_latency(text, fields, num, notes)
+    elif "NaN" in text:
+        notes.append("hey printed NaN and zeros for its times: no request got a response, so no time was measured")
     fidelity = {name: Fidelity.DERIVED for name in ("counts.requests_total", "counts.requests_ok",
                                                      "counts.requests_failed")}
     return Measurement(
@@ -163,8 +167,31 @@ def _from_summary(text: str, num: Numbers) -> Measurement:
         latency=latency,
         coordinated_omission=Omission.NOT_CORRECTED,
         fidelity=fidelity,
-        notes=["figures from hey's summary: times in seconds with four decimals; its percentiles are its own"],
+        notes=notes,
     )
+
+
+def _summary_latency(text: str, fields: dict[str, str], num: Numbers, notes: list[str]) -> Latency:
+    """The summary's times: its extremes and mean, its percentiles that have a field here, and
+    the means of two phases (connect: DNS+dialup; time to first byte: resp wait)."""
+    rows = [(num.integer(p, "percent"), v) for p, v in _PCT.findall(text)]
+    pcts = {_PCT_NAMES[p]: num.decimal(v, f"{p}% latency") * 1000.0 for p, v in rows if p in _PCT_NAMES}
+    details = {name: num.decimal(v, f"{name} average") * 1000.0 for name, v in _DETAIL.findall(text)}
+    unread = [f"the {', '.join(f'{p}%' for p, _ in rows if p not in _PCT_NAMES)} latency rows"] \
+        if any(p not in _PCT_NAMES for p, _ in rows) else []
+    if _HISTOGRAM_HEAD.search(text):
+        unread.append("the response time histogram (its buckets: the percentiles are read instead)")
+    if _SIZE_PER_REQUEST.search(text):
+        unread.append("Size/request (Total data over the responses)")
+    unread += [f"the {name} average" for name in ("DNS-lookup", "req write", "resp read") if name in details]
+    if details:
+        unread.append("the fastest and slowest of each phase in Details")
+    if unread:
+        notes.append(f"not read (no field here): {'; '.join(unread)}")
+    return Latency(min_ms=_ms(fields, "Fastest", num), mean_ms=_ms(fields, "Average", num),
+                   max_ms=_ms(fields, "Slowest", num), percentiles=Percentiles(**pcts),
+                   connect_mean_ms=details.get("DNS+dialup"), ttfb_mean_ms=details.get("resp wait"),
+                   resolution_ms=RESOLUTION_MS)
 
 
 def _errors(text: str, num: Numbers) -> dict[str, int]:
@@ -197,12 +224,15 @@ def _from_rows(text: str, num: Numbers) -> Measurement:
     failed = np.zeros(len(rows), bool)
     codes: dict[int, int] = {}
     end_s = 0.0
+    connect_s = wait_s = 0.0  # sums of the DNS+dialup and Response-delay phases
     for i, row in enumerate(rows):
         if len(row) != 8:
             raise num.error(f"CSV row {i + 2}", f"expected 8 fields, got {len(row)}")
         took, code, offset = (num.decimal(row[0], f"row {i + 2} response-time"),
                               num.integer(row[6], f"row {i + 2} status-code"),
                               num.decimal(row[7], f"row {i + 2} offset"))
+        connect_s += num.decimal(row[1], f"row {i + 2} DNS+dialup")
+        wait_s += num.decimal(row[4], f"row {i + 2} Response-delay")
         if not 100 <= code <= 999:
             raise num.error(f"row {i + 2} status-code", f"{code} is not an HTTP status")
         times[i], starts[i], failed[i] = round(took * 10_000), math.floor(offset), code >= 400
@@ -217,18 +247,22 @@ def _from_rows(text: str, num: Numbers) -> Measurement:
     http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
     http_5xx = sum(n for c, n in codes.items() if c >= 500)
     notes = ["figures from hey's -o csv rows, one per response (times to 0.1 ms): a request that got no "
-             "response has no row, so how many failed without one is unknown"]
+             "response has no row, so how many failed without one is unknown",
+             "not read (no field here): the DNS, Request-write and Response-read columns"]
     return Measurement(
         tool="hey",
         timing=Timing(duration_s=end_s if rows else None),
         counts=Counts(requests_ok=len(rows) - http_4xx - http_5xx, status_codes=codes,
                       failures=Failures(http_4xx=http_4xx, http_5xx=http_5xx)),
+        latency=Latency(connect_mean_ms=connect_s * 1000.0 / len(rows), ttfb_mean_ms=wait_s * 1000.0 / len(rows))
+        if rows else Latency(),
         histogram=per.encoded(),
         histogram_resolution_ms=RESOLUTION_MS,
         series=per.series(first=0) if rows else [],
         coordinated_omission=Omission.NOT_CORRECTED,
         fidelity={"timing.duration_s": Fidelity.DERIVED, "counts.requests_ok": Fidelity.DERIVED,
-                  "histogram": Fidelity.DERIVED, "series": Fidelity.DERIVED},
+                  "histogram": Fidelity.DERIVED, "series": Fidelity.DERIVED,
+                  "latency.connect_mean_ms": Fidelity.DERIVED, "latency.ttfb_mean_ms": Fidelity.DERIVED},
         notes=notes,
     )
 

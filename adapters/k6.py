@@ -1,7 +1,8 @@
 """Grafana k6, read-only: toolbench never runs it (its licence, AGPL-3.0, rules it out for
 this project), but reads what a k6 user already has, so k6 results can stand beside the
 others: the end-of-test summary (`--summary-export`, or handleSummary's JSON with
-`values`) and the per-request points of `--out json`.
+`values`), the per-request points of `--out json` and the rows of `--out csv` (both in k6_samples).
+Not read: the text summary `k6 run` prints (the error says how to get a form that is).
 
 What k6 is, and what follows for its results:
 - its times are float milliseconds; `http_req_duration` is the request without the
@@ -16,10 +17,10 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolbench.adapters import k6_samples
 from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, Missing, RawOutput, Support
 from toolbench.contract.recipe import Install
 from toolbench.errors import AdapterError, ParseError
-from toolbench.record import histogram
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Counts, Fidelity, Latency, Measurement, Percentiles, Rates, Timing, Transfer
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from toolbench.contract.host import Host
 
 WHY = "k6 is read-only here: its licence (AGPL-3.0) rules it out for this project; `toolbench parse` reads its output"
+_SUMMARY_READ = {"http_reqs", "http_req_failed", "http_req_duration", "http_req_connecting", "http_req_waiting",
+                 "data_received", "data_sent", "vus_max"}
 _PCTS = {"med": "p50_ms", "p(50)": "p50_ms", "p(66)": "p66_ms", "p(75)": "p75_ms", "p(80)": "p80_ms",
          "p(90)": "p90_ms", "p(95)": "p95_ms", "p(98)": "p98_ms", "p(99)": "p99_ms", "p(99.9)": "p999_ms"}
 
@@ -47,23 +50,38 @@ class K6Adapter(Adapter):
         raise AdapterError(f"k6: {WHY}")
 
     def classify(self, path: Path, text: str) -> str:
-        head = text.lstrip()[:2000]
+        head = text.lstrip("\ufeff \t\r\n")[:2000]
         if head.startswith('{"type":"Metric"') or head.startswith('{"metric":'):
             return "points"
+        if head.startswith(k6_samples.HEADER):
+            return "csv"
         return "summary" if head.startswith("{") else "stdout"
 
     def recognizes(self, path: Path, text: str) -> bool:
         role = self.classify(path, text)
-        return role == "points" or (role == "summary" and '"http_reqs"' in text and '"metrics"' in text)
+        return role in ("points", "csv") or (role == "summary" and '"http_reqs"' in text and '"metrics"' in text)
 
     def parse(self, raw: RawOutput) -> Measurement:
         if "points" in raw.files:
-            return _from_points(raw.files["points"], raw.source)
+            return k6_samples.read_points(raw.files["points"], raw.source)
+        if "csv" in raw.files:
+            return k6_samples.read_csv(raw.files["csv"], raw.source)
         if "summary" in raw.files:
             return _from_summary(_read(raw.files["summary"], raw.source), raw.source)
         if raw.stdout.lstrip().startswith("{"):
             return _from_summary(raw.stdout, raw.source)
-        raise ParseError("k6", "no k6 summary JSON (--summary-export) and no --out json points", raw.source)
+        raise ParseError("k6", f"{_unread_form(raw.stdout)}no k6 summary JSON (--summary-export), no --out json "
+                         "points and no --out csv rows", raw.source)
+
+
+def _unread_form(text: str) -> str:
+    """The form a k6 output toolbench does not read is in, named, with how to get one it does."""
+    if text.startswith("\x1f"):  # gzip's magic bytes, as the file was read (as text)
+        return "a gzip-compressed file (k6's --out csv=FILE.gz or json=FILE.gz) is not read: gunzip it first; "
+    if "http_reqs" in text and ("http_req_duration" in text or "iterations" in text):
+        return ("k6's end-of-test text summary is not read (its figures are rounded for the eye): run k6 with "
+                "--summary-export=FILE, --out json=FILE or --out csv=FILE; ")
+    return ""
 
 
 def _read(path: Path, source: str | None) -> str:
@@ -120,6 +138,7 @@ def _from_summary(text: str, source: str | None) -> Measurement:
     duration = _metric(metrics, "http_req_duration", source)
     pcts = {name: _number(duration, key, "http_req_duration", source) for key, name in _PCTS.items()
             if duration is not None and key in duration}
+    notes += _unread_summary(metrics, duration)
     return Measurement(
         tool="k6",
         timing=Timing(duration_s=total / rate if total is not None and rate else None),
@@ -131,51 +150,28 @@ def _from_summary(text: str, source: str | None) -> Measurement:
         latency=Latency(min_ms=_number(duration, "min", "http_req_duration", source),
                         mean_ms=_number(duration, "avg", "http_req_duration", source),
                         max_ms=_number(duration, "max", "http_req_duration", source),
-                        percentiles=Percentiles(**pcts)),
+                        percentiles=Percentiles(**pcts),
+                        connect_mean_ms=_number(_metric(metrics, "http_req_connecting", source), "avg",
+                                                "http_req_connecting", source),
+                        ttfb_mean_ms=_number(_metric(metrics, "http_req_waiting", source), "avg", "http_req_waiting",
+                                             source)),
         fidelity={"timing.duration_s": Fidelity.DERIVED},
         notes=notes,
         concurrency=_count(_metric(metrics, "vus_max", source), "max", "vus_max", source),
     )
 
 
-def _from_points(path: Path, source: str | None) -> Measurement:
-    """Every request's points: http_reqs (one each), http_req_failed (1 for a failure) and
-    http_req_duration, with the status in the tags."""
-    num = Numbers("k6", source)
-    total, failed, durations, codes = 0, 0, [], {}
-    for number, line in enumerate(_read(path, source).splitlines(), 1):
-        if not line.strip():
-            continue
-        doc = num.loads(line, f"line {number}")
-        if not isinstance(doc, dict) or doc.get("type") != "Point":
-            continue
-        data = doc.get("data")
-        value = data.get("value") if isinstance(data, dict) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise ParseError("k6", f"line {number}: a point without a non-negative value", source)
-        metric = doc.get("metric")
-        if metric == "http_reqs":
-            total += int(value)
-            status = str((data.get("tags") or {}).get("status", ""))
-            if status.isdigit() and 100 <= int(status) <= 599:
-                codes[int(status)] = codes.get(int(status), 0) + int(value)
-        elif metric == "http_req_failed":
-            failed += value == 1
-        elif metric == "http_req_duration":
-            durations.append(float(value))
-    if total == 0:
-        raise ParseError("k6", "no http_reqs point: k6 made no request", source)
-    hist = histogram.from_ms(durations) if durations else None
-    return Measurement(
-        tool="k6",
-        counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
-                      status_codes=dict(sorted(codes.items()))),
-        latency=Latency(min_ms=min(durations, default=None), max_ms=max(durations, default=None),
-                        mean_ms=sum(durations) / len(durations) if durations else None),
-        histogram=histogram.encode(hist) if hist is not None else None,
-        fidelity={"latency.mean_ms": Fidelity.DERIVED, "histogram": Fidelity.DERIVED},
-        notes=["figures from k6's --out json points, one per request; the run's duration is not in them"],
-    )
+def _unread_summary(metrics: dict[str, Any], duration: dict[str, Any] | None) -> list[str]:
+    """The summary's figures that have no field here, named."""
+    unread = sorted(str(name)[:60] for name in metrics if name not in _SUMMARY_READ)
+    levels = sorted(str(key)[:20] for key in (duration or {}) if key not in _PCTS and key not in ("avg", "min", "max"))
+    said = []
+    if unread:
+        more = f" and {len(unread) - 12} more" if len(unread) > 12 else ""
+        said.append(f"the metrics {', '.join(unread[:12])}{more}")
+    if levels:
+        said.append(f"http_req_duration's {', '.join(levels[:12])}")
+    return [f"not read (no field here): {'; '.join(said)}"] if said else []
 
 
 ADAPTER = K6Adapter()

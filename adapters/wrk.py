@@ -10,7 +10,11 @@ What wrk is, and what follows for its results:
   is not counted (coordinated omission not corrected); times are whole microseconds;
 - its summary counts complete responses; connect, read and write errors and timeouts are
   counted apart, as socket errors, and "Non-2xx or 3xx responses" are those of status 400
-  and above (a 3xx is a success to wrk, as here)."""
+  and above (a 3xx is a success to wrk, as here).
+
+The same text is wrk2's (giltene/wrk2, a fixed-rate fork of wrk 3), which toolbench reads but
+does not run: its HdrHistogram sections are read by wrk_text; a file of several runs appended
+one after another is split by wrk_runs."""
 from __future__ import annotations
 
 import math
@@ -19,7 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.adapters import units
+from toolbench.adapters import wrk_runs, wrk_text
+from toolbench.adapters.wrk_text import ERROR_KINDS, Summary
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
 from toolbench.contract.recipe import TESTS, Apt, Install
@@ -39,16 +44,6 @@ RESOLUTION_MS = 0.001  # wrk records whole microseconds
 # "wrk debian/4.1.0-3+b2 [epoll]"; the version starts where a run of digits does, so that a long
 # run is tried once, not from each of its digits.
 _VERSION = re.compile(r"^wrk \S*?(?<!\d)(\d+\.\d+[\w.+~-]*)", re.MULTILINE)
-# [^\S\n] is white space within a line: `\s` runs on across line ends, and from each of thousands
-# of blank lines over all those after it (quadratic). No match here spans two lines.
-_REQUESTS = re.compile(r"^[^\S\n]*(\d+) requests in (\S+), (\S+) read[^\S\n]*$", re.MULTILINE)
-_SOCKET = re.compile(r"^[^\S\n]*Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)[^\S\n]*$",
-                     re.MULTILINE)
-_NON2XX = re.compile(r"^[^\S\n]*Non-2xx or 3xx responses: (\d+)[^\S\n]*$", re.MULTILINE)
-_CONNECTIONS = re.compile(r"^[^\S\n]*\d+ threads and (\d+) connections[^\S\n]*$", re.MULTILINE)
-_RPS = re.compile(r"^Requests/sec:[^\S\n]+(\S+)[^\S\n]*$", re.MULTILINE)
-_LATENCY = re.compile(r"^[^\S\n]*Latency[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S\n]+\S+[^\S\n]*$", re.MULTILINE)
-_DISTRIBUTION = re.compile(r"^[^\S\n]*(50|75|90|99)%[^\S\n]+(\S+)[^\S\n]*$", re.MULTILINE)
 _PCT_NAMES = {"50": "p50_ms", "66": "p66_ms", "75": "p75_ms", "80": "p80_ms", "90": "p90_ms", "95": "p95_ms",
               "98": "p98_ms", "99": "p99_ms", "99.9": "p999_ms"}
 # wrk's error counters to failure classes (toolbench.record.failures); a write error is none of them.
@@ -57,10 +52,11 @@ FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout",)),
     ("read", ("read",)),
 )
-_ERROR_KINDS = ("connect", "read", "write", "timeout")
-
-
-_SUMMARY_HEAD = re.compile(r"Running \S+ test @ [^\n]*\n[^\S\n]+\d+ threads and \d+ connections")
+# A run's head, anywhere in the file: an appended file may start with a heading. [^\S\n] is white
+# space within a line, so no match spans more than the two lines it reads.
+_SUMMARY_HEAD = re.compile(r"^Running \S+ test @ [^\n]*\n[^\S\n]+\d+ threads and \d+ connections", re.MULTILINE)
+_DONE_UNUSED = ("toolbench's done() JSON beside this output is one run's, and which of the runs it holds is not "
+                "known: not used")
 
 
 class WrkAdapter(Adapter):
@@ -103,8 +99,11 @@ class WrkAdapter(Adapter):
 
     def recognizes(self, path: Path, text: str) -> bool:
         # The engine prints a wrk-like head too, with "workers" where wrk says "threads".
-        head = text.lstrip()
-        return head.startswith('{"toolbench_wrk_done"') or bool(_SUMMARY_HEAD.match(head))
+        return text.lstrip().startswith('{"toolbench_wrk_done"') or bool(_SUMMARY_HEAD.search(text))
+
+    def parts(self, raw: RawOutput) -> list[str]:
+        runs = wrk_runs.split(raw.stdout)
+        return [run.name for run in runs] if len(runs) > 1 else []
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
@@ -116,55 +115,78 @@ def done_script() -> str:
 
 def parse(raw: RawOutput) -> Measurement:
     num = Numbers("wrk", raw.source)
-    summary = _text(raw.stdout, num)
+    runs = wrk_runs.split(raw.stdout)
+    if raw.part == "all":
+        return _merged(runs, raw, num)
+    if raw.part:
+        return _part(runs, raw, num)
+    if len(runs) > 1:
+        raise ParseError("wrk", f"the output holds {len(runs)} runs ({wrk_runs.listed(runs)}): "
+                         "`toolbench parse` reads each alone, or all merged with --merge-runs", raw.source)
+    run = runs[0] if runs else None
+    summary = wrk_text.read(run.text, num) if run else None
     done = _done(raw.files.get("json"), num)
     if summary is None and done is None:
-        said = raw.stderr.strip().splitlines()[-1:] or ["nothing on stderr"]
-        raise ParseError("wrk", f"no summary in the output; wrk said: {said[0][:200]}", raw.source)
-    notes: list[str] = []
-    fidelity: dict[str, Fidelity] = {}
-    figures = done if done is not None else summary
-    assert figures is not None
-    counts = _counts(figures, num, notes, fidelity)
+        raise ParseError("wrk", f"no summary in the output; {_said(raw)}", raw.source)
+    notes = list(run.notes) if run else []
     if done is not None:
-        latency = _done_latency(done, num)
-        notes.append("latency from wrk's own figures, written by toolbench's done() script: whole microseconds")
-    else:
-        latency = _text_latency(raw.stdout, num, figures["requests"])
-        notes.append("latency from wrk's text summary (rounded to two decimals of its unit)")
-    duration_s = figures["duration_s"]
+        summary = _from_done(done, summary, num)
+    assert summary is not None
+    return measurement(summary, notes, num)
+
+
+def _said(raw: RawOutput) -> str:
+    """What wrk wrote to stderr (its last line), or its error lines merged into the output."""
+    said = raw.stderr.strip().splitlines()[-1:]
+    if said:
+        return f"wrk said: {said[0][:200]}"
+    merged = wrk_runs.strays(raw.stdout)
+    if merged:
+        return f"the output holds wrk's error line: {merged[-1][:200]}"
+    return "nothing on stderr"
+
+
+def _part(runs: list[wrk_runs.Run], raw: RawOutput, num: Numbers) -> Measurement:
+    run = next((r for r in runs if r.name == raw.part), None)
+    if run is None:
+        raise ParseError("wrk", f"the output holds the runs {wrk_runs.listed(runs) or 'none'}, "
+                         f"not {raw.part}", raw.source)
+    summary = wrk_text.read(run.text, num)
+    if summary is None:
+        raise ParseError("wrk", f"{run.name} has no summary line (N requests in T, B read)", raw.source)
+    notes = [*run.notes, *([_DONE_UNUSED] if "json" in raw.files else [])]
+    if run.name == wrk_runs.heading_name(run.heading):
+        notes.append(f"named from its heading in the output: {run.heading.strip()[:80]!r}")
+    return measurement(summary, notes, num)
+
+
+def _merged(runs: list[wrk_runs.Run], raw: RawOutput, num: Numbers) -> Measurement:
+    summaries = [wrk_text.read(run.text, num) for run in runs]
+    if not summaries or any(s is None for s in summaries):
+        raise ParseError("wrk", "--merge-runs: not every run of the output has a summary line", raw.source)
+    merged = wrk_runs.merge([s for s in summaries if s is not None], [run.name for run in runs])
+    notes = wrk_runs.compact([note for run in runs for note in run.notes])
+    return measurement(merged, notes + ([_DONE_UNUSED] if "json" in raw.files else []), num)
+
+
+def measurement(s: Summary, notes: list[str], num: Numbers) -> Measurement:
+    """The Measurement of one run's figures (or of runs merged)."""
+    fidelity: dict[str, Fidelity] = {}
+    notes = [*notes, *s.notes]
     return Measurement(
         tool="wrk",
-        timing=Timing(duration_s=duration_s),
-        counts=counts,
-        rates=Rates(rps=summary["rps"] if summary and "rps" in summary else None),
-        transfer=Transfer(received_bytes=round(figures["bytes"]) if "bytes" in figures else None),
-        latency=latency,
-        coordinated_omission=Omission.NOT_CORRECTED,
+        timing=Timing(duration_s=s.duration_s),
+        counts=_counts(s, num, notes, fidelity),
+        rates=Rates(rps=s.rps),
+        transfer=Transfer(received_bytes=s.bytes),
+        latency=s.latency,
+        latency_uncorrected=s.uncorrected,
+        coordinated_omission=Omission.CORRECTED if s.wrk2 else Omission.NOT_CORRECTED,
         fidelity=fidelity,
         notes=notes,
-        url=_url(raw.stdout),
-        concurrency=num.integer(c.group(1), "connections") if (c := _CONNECTIONS.search(raw.stdout)) else None,
+        url=s.url,
+        concurrency=s.connections,
     )
-
-
-def _text(stdout: str, num: Numbers) -> dict[str, Any] | None:
-    m = _REQUESTS.search(stdout)
-    if m is None:
-        return None
-    found: dict[str, Any] = {
-        "requests": num.integer(m.group(1), "requests"),
-        "duration_s": units.time_ms(num, m.group(2), "requests in") / 1000.0,
-        "errors": dict.fromkeys(_ERROR_KINDS, 0),
-        "status": 0,
-    }
-    if s := _SOCKET.search(stdout):
-        found["errors"] = {kind: num.integer(v, f"socket errors, {kind}") for kind, v in zip(_ERROR_KINDS, s.groups())}
-    if s := _NON2XX.search(stdout):
-        found["status"] = num.integer(s.group(1), "non-2xx or 3xx responses")
-    if s := _RPS.search(stdout):
-        found["rps"] = num.decimal(s.group(1), "Requests/sec")
-    return found
 
 
 def _done(path: Path | None, num: Numbers) -> dict[str, Any] | None:
@@ -180,30 +202,47 @@ def _done(path: Path | None, num: Numbers) -> dict[str, Any] | None:
         "requests": num.whole(data.get("requests"), "requests"),
         "duration_s": num.real(data.get("duration_us"), "duration_us") / 1e6,
         "bytes": num.whole(data.get("bytes"), "bytes"),
-        "errors": {kind: num.whole(errors.get(kind), f"errors.{kind}") for kind in _ERROR_KINDS},
+        "errors": {kind: num.whole(errors.get(kind), f"errors.{kind}") for kind in ERROR_KINDS},
         "status": num.whole(errors.get("status"), "errors.status"),
         "latency_us": lat,
     }
 
 
-def _counts(figures: dict[str, Any], num: Numbers, notes: list[str], fidelity: dict[str, Fidelity]) -> Counts:
+def _from_done(done: dict[str, Any], text: Summary | None, num: Numbers) -> Summary:
+    """wrk's own figures from the done() script, with what only the text says (its rate, URL,
+    connections)."""
+    return Summary(requests=done["requests"], duration_s=done["duration_s"], errors=done["errors"],
+                   status=done["status"], bytes=done["bytes"], rps=text.rps if text else None,
+                   latency=_done_latency(done, num), url=text.url if text else None,
+                   connections=text.connections if text else None,
+                   notes=["latency from wrk's own figures, written by toolbench's done() script: whole microseconds"])
+
+
+def _counts(s: Summary, num: Numbers, notes: list[str], fidelity: dict[str, Fidelity]) -> Counts:
     """wrk's requests are complete responses; each connect, read or write error and each
     timeout is an attempt that got none, so they are added to the total as failures. wrk
-    also counts a response slower than --timeout as a timeout: such a one is counted twice."""
-    complete, errors, status = figures["requests"], figures["errors"], figures["status"]
+    also counts a response slower than --timeout as a timeout: such a one is counted twice.
+    wrk2 counts its timeouts otherwise (below): they are not requests."""
+    complete, errors, status = s.requests, dict(s.errors), s.status
     if status > complete:
         raise num.error("Non-2xx or 3xx responses", f"{status} of {complete} requests")
+    timeouts = errors["timeout"]
+    if s.wrk2 and timeouts:
+        notes.append(f"wrk2 counted {timeouts} timeouts: each is a connection found waiting longer than --timeout at "
+                     "one of its checks every 2 s (one request can be counted at several), so they are not counted "
+                     "as requests")
+        errors["timeout"] = 0
+    elif timeouts:
+        notes.append(f"wrk counted {timeouts} timeouts (requests unanswered for --timeout, or answered "
+                     "later than it); each is counted as a failed request")
     by_class = failures.tally({kind: n for kind, n in errors.items()}, FAILURE_TABLE)
     unanswered = sum(errors.values())
-    if errors["timeout"]:
-        notes.append(f"wrk counted {errors['timeout']} timeouts (requests unanswered for --timeout, or answered "
-                     "later than it); each is counted as a failed request")
     for name in ("counts.requests_total", "counts.requests_ok", "counts.requests_failed"):
         fidelity[name] = Fidelity.DERIVED
     return Counts(requests_total=complete + unanswered, requests_ok=complete - status,
                   requests_failed=status + unanswered,
-                  failures=Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
-                                    other=by_class["other"], http=status))
+                  failures=Failures(connect=by_class["connect"], timeout=None if s.wrk2 else by_class["timeout"],
+                                    read=by_class["read"], other=by_class["other"], http=status))
 
 
 def _done_latency(done: dict[str, Any], num: Numbers) -> Latency:
@@ -217,23 +256,6 @@ def _done_latency(done: dict[str, Any], num: Numbers) -> Latency:
                    max_ms=num.real(lat.get("max"), "latency_us.max") / 1000.0,
                    stdev_ms=num.real(lat.get("stdev"), "latency_us.stdev") / 1000.0,
                    percentiles=Percentiles(**pcts), resolution_ms=RESOLUTION_MS)
-
-
-def _text_latency(stdout: str, num: Numbers, requests: int) -> Latency:
-    m = _LATENCY.search(stdout)
-    if m is None or requests == 0:
-        return Latency()
-    pcts = {_PCT_NAMES[p]: units.time_ms(num, v, f"{p}% latency") for p, v in _DISTRIBUTION.findall(stdout)}
-    mean, stdev, top = (units.time_ms(num, v, f"latency {what}")
-                        for v, what in zip(m.groups(), ("avg", "stdev", "max")))
-    # Two decimals of the unit printed: 10 µs at most where the unit is ms, 10 ms where it is s.
-    step = 10.0 if any(v.endswith("s") and not v.endswith(("ms", "us")) for v in m.groups()) else 0.01
-    return Latency(mean_ms=mean, stdev_ms=stdev, max_ms=top, percentiles=Percentiles(**pcts), resolution_ms=step)
-
-
-def _url(stdout: str) -> str | None:
-    m = re.search(r"^Running \S+ test @ (\S+)$", stdout, re.MULTILINE)
-    return m.group(1) if m else None
 
 
 ADAPTER = WrkAdapter()

@@ -35,7 +35,10 @@ def test_wrk_text_summary_alone_gives_its_rounded_figures():
     m = parse_checked(registry.get("wrk"), RawOutput(stdout=text, source="ok.txt"))
     assert m.counts.requests_total == 4509 and m.latency.percentiles.p50_ms == 0.315
     assert m.latency.percentiles.p66_ms is None and m.latency.max_ms == 15.89
-    assert m.latency.resolution_ms == 0.01 and m.transfer.received_bytes is None
+    assert m.latency.resolution_ms == 0.01
+    # "1.07MB read": read to the two decimals wrk prints (its done() JSON says 1118232), and said so
+    assert m.transfer.received_bytes == round(1.07 * 2 ** 20) == 1121976
+    assert any(note.startswith("bytes read from the text summary: two decimals") for note in m.notes)
 
 
 def test_wrk_404_counts_every_response_failed():
