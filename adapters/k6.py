@@ -61,6 +61,9 @@ class K6Adapter(Adapter):
         role = self.classify(path, text)
         return role in ("points", "csv") or (role == "summary" and '"http_reqs"' in text and '"metrics"' in text)
 
+    def unread_form(self, path: Path, text: str) -> str | None:
+        return _unread_form(text).rstrip("; ") or None
+
     def parse(self, raw: RawOutput) -> Measurement:
         if "points" in raw.files:
             return k6_samples.read_points(raw.files["points"], raw.source)

@@ -78,6 +78,15 @@ def test_a_binary_file_no_tool_wrote_is_said_to_be_binary(tmp_path):
         _read([stray])
 
 
+def test_a_gzipped_k6_output_is_named_with_what_to_do(tmp_path):
+    import gzip
+
+    packed = tmp_path / "k6.csv.gz"
+    packed.write_bytes(gzip.compress((FIXTURES / "k6" / "recent-out-csv-head.csv").read_bytes()))
+    with pytest.raises(ToolbenchError, match=r"k6.csv.gz: a gzip-compressed file \(k6's --out csv=FILE.gz .*gunzip it"):
+        _read([packed])
+
+
 def test_the_command_says_which_tool_each_run_was_read_as():
     from helpers.cli import cli
 
