@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolbench.adapters.jmeter.agg import Aggregate, Batch, Jtl
+from toolbench.adapters.jmeter.layout import is_csv_jtl
 from toolbench.adapters.jmeter.plan import BODY, NOT_XML, test_plan
 from toolbench.adapters.jmeter.reader import read_jtl
-from toolbench.adapters.jmeter.runs import MIN_GAP_S, count_runs, is_xml, read_merged, read_run, run_windows
+from toolbench.adapters.jmeter.runs import MIN_GAP_S, count_runs, read_merged, read_run, run_windows
 from toolbench.adapters.jmeter.summary import SUMMARY, measurement_of, summary_of
 from toolbench.contract import toolsdir
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
@@ -155,7 +156,7 @@ class JMeterAdapter(Adapter):
         head = text.lstrip("\ufeff")[:300]
         if "<jmeterTestPlan" in head or path.suffix == ".jmx":
             return "plan"
-        if "<testResults" in head or head.startswith("timeStamp") or re.match(r"\d{9,},", head):
+        if "<testResults" in head or is_csv_jtl(text):
             return "jtl"
         if path.suffix == ".log":
             return "log"
@@ -167,9 +168,9 @@ class JMeterAdapter(Adapter):
         return self.classify(path, text) in ("plan", "jtl") or SUMMARY.search(text) is not None
 
     def parts(self, raw: RawOutput) -> list[str]:
-        """A CSV JTL appended to by run after run: one result per run (jmeter_runs)."""
+        """A JTL appended to by run after run (CSV or XML): one result per run (runs.py)."""
         path = raw.files.get("jtl")
-        if path is None or is_xml(path):
+        if path is None:
             return []
         windows = run_windows(path)
         return [f"run{n}" for n in range(1, len(windows) + 1)] if len(windows) > 1 else []
@@ -262,9 +263,12 @@ def _read_one_run(path: Path) -> Jtl:
 def _from_run(path: Path, part: str) -> Measurement:
     """One run of a JTL that holds several; the console output is no run's in particular."""
     n = int(part.removeprefix("run"))
-    agg, runs = read_run(path, n)
-    measurement = _from_jtl(Jtl(agg, "csv"), None)
+    jtl, runs = read_run(path, n)
+    agg = jtl.aggregate
+    measurement = _from_jtl(jtl, None)
     first = datetime.fromtimestamp((agg.ts_min or 0) / 1000, timezone.utc).isoformat(timespec="seconds")
+    if any(note.startswith("timeStamp is a date") for note in jtl.notes):
+        first = first.removesuffix("+00:00") + " (JMeter's local time)"
     measurement.notes.append(f"run {n} of the {runs} in the JTL, started {first}: the JTL's samples "
                              f"fall into runs apart by silences of more than {MIN_GAP_S} s")
     return measurement
@@ -274,7 +278,7 @@ def _from_runs(path: Path) -> Measurement:
     """The runs of a JTL that holds several, merged (parse --merge-runs): their samples summed,
     their durations added; no per-second series, as the runs lie days apart."""
     merged, durations = read_merged(path)
-    measurement = _from_jtl(Jtl(merged, "csv"), None)
+    measurement = _from_jtl(merged, None)
     notes = [*measurement.notes, f"{len(durations)} runs of the JTL merged: the duration is the sum of theirs "
              f"({', '.join(f'{d:g} s' for d in durations)}); no per-second series across runs days apart"]
     return dataclasses.replace(measurement, timing=Timing(duration_s=sum(durations)), series=[], notes=notes)
@@ -313,12 +317,18 @@ def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
         notes.append(f"top-level samples only: {agg.sub_rows} sub-results (redirects followed, embedded "
                      f"resources) and {agg.transaction_rows} transaction controller samples are not counted "
                      f"as requests of their own")
+    if agg.in_parents:
+        notes.append(f"{agg.in_parents} requests nested in transaction controllers' parent samples (\"generate "
+                     f"parent sample\") are counted as requests: JMeter's summariser skips a transaction's sample, "
+                     f"and the requests in it with it")
     derived = ["timing.duration_s", "histogram", "series", "transfer.received_bytes", "transfer.sent_bytes",
                "latency.min_ms", "latency.max_ms", "latency.mean_ms", "latency.stdev_ms",
                "latency.ttfb_mean_ms", "latency.connect_mean_ms"]
     derived += [f"counts.failures.{name}" for name in agg.classes]
     if summary is not None and summary["count"] != agg.rows:
-        notes.append(f"the summariser counted {summary['count']} samples, the JTL has {agg.rows}")
+        why = (" (the summariser skips transaction controllers' samples, and with \"generate parent sample\" the "
+               "requests in them too)") if agg.transaction_rows else ""
+        notes.append(f"the summariser counted {summary['count']} samples, the JTL has {agg.rows}{why}")
     stats = agg.elapsed_stats() or {}
     return Measurement(
         tool="jmeter",

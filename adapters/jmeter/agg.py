@@ -63,6 +63,19 @@ class Batch:
         return Batch(nonhttp=self.nonhttp, **arrays)
 
     @classmethod
+    def concat(cls, batches: list["Batch"]) -> "Batch":
+        """Several batches of one JTL (the same columns) as one."""
+        if len(batches) == 1:
+            return batches[0]
+        nonhttp: dict[str, int] = {}
+        for batch in batches:
+            for text, count in batch.nonhttp.items():
+                nonhttp[text] = nonhttp.get(text, 0) + count
+        arrays = {name: (None if value is None else np.concatenate([getattr(b, name) for b in batches]))
+                  for name, value in vars(batches[0]).items() if name != "nonhttp"}
+        return cls(nonhttp=nonhttp, **arrays)
+
+    @classmethod
     def of_lists(cls, columns: dict[str, list[int]], nonhttp: dict[str, int]) -> "Batch":
         """From per-row Python lists (the slow paths); a missing key is a missing column."""
         arrays = {name: np.asarray(values, dtype=bool if name == "ok" else np.int64)
@@ -91,6 +104,7 @@ class Aggregate:
         # an embedded resource) and transaction controllers' rows, which sum their children.
         self.sub_rows = 0
         self.transaction_rows = 0
+        self.in_parents = 0  # requests nested in a transaction's parent sample (XML), counted
         self.labels: set[str] = set()
         self.unresolved = 0  # rows labelled like a sub-result (`x-1`) with no `x` row before them
         self.threads_max: int | None = None
@@ -112,6 +126,8 @@ class Aggregate:
         failed = ~b.ok
         self.ok += n - int(np.count_nonzero(failed))
         answered = self._codes(b, failed)
+        if answered is not None and bool(answered.all()):
+            answered = None  # every sample answered: the sums need no mask
         lo, hi = int(b.ts_ms.min()), int((b.ts_ms + b.elapsed_ms).max())
         self.ts_min = lo if self.ts_min is None else min(self.ts_min, lo)
         self.end_max = hi if self.end_max is None else max(self.end_max, hi)
@@ -151,6 +167,7 @@ class Aggregate:
         self.ok += other.ok
         self.sub_rows += other.sub_rows
         self.transaction_rows += other.transaction_rows
+        self.in_parents += other.in_parents
         for name, count in other.classes.items():
             self.classes[name] += count
         self.has_codes &= other.has_codes
@@ -211,9 +228,11 @@ def check_columns(b: Batch) -> None:
         values = getattr(b, name)
         if values is None or not len(values):
             continue
-        if int(values.max()) > MAX_VALUE:
-            raise ValueError(f"a sample's {name} is {int(values.max())}, beyond any figure a load tool measures")
-        if name != "ts_ms" and float(values.sum(dtype=np.float64)) > MAX_VALUE:
+        top = int(values.max())
+        if top > MAX_VALUE:
+            raise ValueError(f"a sample's {name} is {top}, beyond any figure a load tool measures")
+        # The sum is summed only when the largest value times the count could pass the bound.
+        if name != "ts_ms" and top * len(values) > MAX_VALUE and float(values.sum(dtype=np.float64)) > MAX_VALUE:
             raise ValueError(f"the samples' {name} add up to more than any run measures")
 
 
@@ -253,6 +272,14 @@ class Jtl:
     kind: str  # "csv", "csv without header", "xml"
     url: str | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def no_sample(agg: Aggregate, otherwise: str) -> str:
+    """Why a JTL gave no request to count."""
+    if agg.transaction_rows:
+        return (f"the JTL holds only transaction controllers' samples ({agg.transaction_rows}), which sum requests "
+                f"it does not hold: no request to count")
+    return otherwise
 
 
 def add(agg: Aggregate, batch: Batch, line: int | None) -> None:

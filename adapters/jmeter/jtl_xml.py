@@ -1,7 +1,13 @@
 """Reads JMeter's XML JTL as a stream: `<testResults>` with one `<httpSample>` (or
-`<sample>`, or a plug-in's element with the same attributes) per sample. Nested
-sub-results and transaction controllers' samples are not counted as requests; each
-sample is dropped from memory once read."""
+`<sample>`, or a plug-in's element with the same attributes) per sample; each top-level
+sample is dropped from memory once read.
+
+What is a request, as JMeter's summariser counts them: a sample, once, whatever it nests
+(the hops of a redirect followed, embedded resources: its sub-results). A transaction
+controller's sample (its message says "Number of samples in transaction") is none: it sums
+its children. Without "generate parent sample" those children are samples of their own
+beside it; with it they are nested in it, and are requests all the same (the summariser,
+which skips transaction samples, skips them with it: a note says so)."""
 from __future__ import annotations
 
 import re
@@ -9,7 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import BinaryIO
 
-from toolbench.adapters.jmeter.agg import TRANSACTION, Aggregate, Batch, Jtl, JtlError, add, is_count
+from toolbench.adapters.jmeter.agg import TRANSACTION, Aggregate, Batch, Jtl, JtlError, add, is_count, no_sample
 
 BATCH = 65536
 # JMeter (XStream) saves response data as it came, control characters as character references
@@ -75,17 +81,11 @@ def _read(source: _ValidRefs, into: Aggregate | None) -> Jtl:
             depth -= 1
             if depth != 1 or not _is_sample(elem):
                 continue
-            if elem.get("rm", "").startswith(TRANSACTION):  # a transaction controller's: sums its children
-                agg.transaction_rows += 1
-                root.clear()
-                continue
-            subs = [child for child in elem.iter() if child is not elem and _is_sample(child)]
-            agg.sub_rows += len(subs)
-            leaves = [s for s in subs if not any(c is not s and _is_sample(c) for c in s.iter())]
-            for sample in leaves if agg.subsamples and leaves else [elem]:
-                _xml_sample(sample, rows, nonhttp)
-            if url is None:
-                url = elem.findtext("java.net.URL")
+            for request, subs in _requests(elem, agg) if _in_window(elem, agg.window) else ():
+                leaves = [sub for sub in subs if not any(c is not sub and _is_sample(c) for c in sub.iter())]
+                for sample in leaves if agg.subsamples and leaves else [request]:
+                    _xml_sample(sample, rows, nonhttp)
+                url = url or request.findtext("java.net.URL")
             root.clear()
             if len(rows["ts_ms"]) >= BATCH:
                 add(agg, _xml_batch(rows, nonhttp), None)
@@ -101,8 +101,30 @@ def _read(source: _ValidRefs, into: Aggregate | None) -> Jtl:
                      f"writing; the samples before it were read")
     add(agg, _xml_batch(rows, nonhttp), None)
     if agg.rows == 0:
-        raise JtlError("the XML JTL has no sample: JMeter ran no request")
+        raise JtlError(no_sample(agg, "the XML JTL has no sample: JMeter ran no request"))
     return Jtl(agg, "xml", url, notes)
+
+
+def _in_window(elem: ET.Element, window: tuple[int, int] | None) -> bool:
+    """Whether a top-level sample belongs to the run being read (runs.py: one run of a JTL
+    that several were appended to): by its start, as a transaction's requests start with it."""
+    stamp = elem.get("ts", "")
+    return window is None or not is_count(stamp) or window[0] <= int(stamp) < window[1]
+
+
+def _requests(elem: ET.Element, agg: Aggregate):
+    """(request, its nested samples) for a top-level sample: the sample itself, or for a
+    transaction controller's, the requests among its children (nested transactions too)."""
+    if not elem.get("rm", "").startswith(TRANSACTION):
+        subs = [child for child in elem.iter() if child is not elem and _is_sample(child)]
+        agg.sub_rows += len(subs)
+        yield elem, subs
+        return
+    agg.transaction_rows += 1
+    for child in elem:
+        if _is_sample(child):
+            agg.in_parents += not child.get("rm", "").startswith(TRANSACTION)
+            yield from _requests(child, agg)
 
 
 _XML_INT = {"ts": "ts_ms", "t": "elapsed_ms", "by": "received", "sby": "sent", "lt": "latency_ms",

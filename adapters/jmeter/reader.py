@@ -19,7 +19,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from toolbench.adapters.jmeter.agg import Aggregate, Jtl, JtlError
+from toolbench.adapters.jmeter import dates
+from toolbench.adapters.jmeter.agg import Aggregate, Jtl, JtlError, no_sample
 from toolbench.adapters.jmeter.jtl import Part, read_range
 from toolbench.adapters.jmeter.jtl_xml import read_xml
 from toolbench.adapters.jmeter.layout import Layout, layout_of
@@ -61,7 +62,7 @@ def _read(path: Path, into: Aggregate | None) -> Jtl:
             first = fh.readline() if layout.header else b""
         part = read_range(path, layout, len(first), None, 1 if layout.header else 0, into)
     if part.aggregate.rows == 0:
-        raise JtlError("the JTL has a header but no sample: JMeter ran no request")
+        raise JtlError(no_sample(part.aggregate, "the JTL has a header but no sample: JMeter ran no request"))
     notes = []
     if part.cut_off_line is not None:
         notes.append(f"the last line ({part.cut_off_line}) is cut off: no line break ends the file, as when "
@@ -70,6 +71,9 @@ def _read(path: Path, into: Aggregate | None) -> Jtl:
         notes.append(f"the last line ({part.unended_line}) has no line break but is a whole record: it was read")
     if layout.assumed:
         notes.append(f"the CSV JTL has no header: its columns were taken to be {layout.assumed}")
+    if layout.time_format is not None:
+        notes.append(dates.note(layout.time_format))
+    notes += layout.notes
     return Jtl(part.aggregate, "csv" if layout.header else "csv without header", part.url, notes)
 
 

@@ -1,5 +1,6 @@
-"""Several test runs in one CSV JTL: JMeter appends to the file `-l` names, so a JTL kept
-between runs holds each of them, days or weeks apart. They are told apart by silence.
+"""Several test runs in one JTL: JMeter appends to the file `-l` names (to an XML one too: it
+takes off the closing `</testResults>` and writes on), so a JTL kept between runs holds each of
+them, days or weeks apart. They are told apart by silence.
 
 The gap rule: a new run starts where no sample was running for more than
 max(MIN_GAP_S, GAP_FACTOR x the longest sample's elapsed time). Within one run the
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolbench.adapters.jmeter.agg import Aggregate, Batch, check_columns
+from toolbench.adapters.jmeter.agg import Aggregate, Batch, Jtl, check_columns
 from toolbench.errors import ParseError
 
 MIN_GAP_S = 600
@@ -47,7 +48,7 @@ class _Seconds(Aggregate):
 
 
 def run_windows(path: Path) -> list[tuple[int, int]]:
-    """The runs of the CSV JTL at `path`, each as the epoch-ms window its samples start in
+    """The runs of the JTL at `path`, each as the epoch-ms window its samples start in
     (lo included, hi not); one window when the file holds one run."""
     stat = path.stat()
     return list(_windows(str(path), stat.st_mtime_ns, stat.st_size))
@@ -73,12 +74,13 @@ def is_xml(path: Path) -> bool:
 
 
 def count_runs(path: Path) -> int:
-    """How many runs the JTL holds (an XML JTL: one; JMeter cannot append to one)."""
-    return 1 if is_xml(path) else len(run_windows(path))
+    """How many runs the JTL holds."""
+    return len(run_windows(path))
 
 
-def read_run(path: Path, n: int) -> tuple[Aggregate, int]:
-    """The sums of run `n` (1: the first) of a CSV JTL, and how many runs it holds."""
+def read_run(path: Path, n: int) -> tuple[Jtl, int]:
+    """Run `n` (1: the first) of a JTL, with what reading the file noted, and how many
+    runs it holds."""
     from toolbench.adapters.jmeter.reader import read_jtl
 
     windows = run_windows(path)
@@ -86,15 +88,13 @@ def read_run(path: Path, n: int) -> tuple[Aggregate, int]:
         raise ParseError("jmeter", f"the JTL holds {len(windows)} runs, not a run {n}", str(path))
     agg = Aggregate()
     agg.window = windows[n - 1]
-    read_jtl(path, agg)
-    return agg, len(windows)
+    return read_jtl(path, agg), len(windows)
 
 
-def read_merged(path: Path) -> tuple[Aggregate, list[float]]:
-    """The sums of every run of a CSV JTL together (without a per-second series), and each
-    run's duration."""
+def read_merged(path: Path) -> tuple[Jtl, list[float]]:
+    """Every run of a JTL together (without a per-second series), and each run's duration."""
     runs = [read_run(path, n)[0] for n in range(1, len(run_windows(path)) + 1)]
-    durations = [agg.duration_s() or 0.0 for agg in runs]
-    for agg in runs[1:]:
-        runs[0].merge(agg, series=False)
+    durations = [jtl.aggregate.duration_s() or 0.0 for jtl in runs]
+    for jtl in runs[1:]:
+        runs[0].aggregate.merge(jtl.aggregate, series=False)
     return runs[0], durations

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
+import itertools
 import math
 import operator
 import struct
@@ -129,12 +131,32 @@ def percentiles_ms(hist: HdrHistogram, low_ms: float | None = None, high_ms: flo
     above the value recorded: given the exact extremes, they are kept within them."""
     if hist.get_total_count() == 0:
         return Percentiles()
-    values = {name: hist.get_value_at_percentile(p) / 1000.0 for name, p in PERCENTILES}
+    values = {name: value / 1000.0 for (name, _), value in zip(PERCENTILES, values_at(hist, [p for _, p in PERCENTILES]))}
     if high_ms is not None:
         values = {name: min(value, high_ms) for name, value in values.items()}
     if low_ms is not None:
         values = {name: max(value, low_ms) for name, value in values.items()}
     return Percentiles(**values)
+
+
+def values_at(hist: HdrHistogram, percentiles: Sequence[float]) -> list[int]:
+    """hist.get_value_at_percentile(p) for each p, the same values: the library walks the
+    counts from the start for each percentile (a tenth of a second for a run's nine), this
+    sums them once and bisects."""
+    limit = min(hist.counts_len, hist.encoder.payload.counts_len)  # beyond the payload the library reads 0
+    counts = hist.counts[:limit]
+    if min(counts, default=0) < 0:  # sums that go down: only the library's own walk gives its answer
+        return [hist.get_value_at_percentile(p) for p in percentiles]
+    cumulative = list(itertools.accumulate(counts))
+    values = []
+    for p in percentiles:
+        index = bisect.bisect_left(cumulative, hist.get_target_count_at_percentile(p))
+        if index == len(cumulative):
+            values.append(0)
+            continue
+        value = hist.get_value_from_index(index)
+        values.append(hist.get_highest_equivalent_value(value) if p else hist.get_lowest_equivalent_value(value))
+    return values
 
 
 # ---- the per-request aggregator ----
@@ -181,11 +203,12 @@ class PerRequest:
             self._tally(np.bincount(np.minimum(times, MAX_TALLY_MS)))
         idx = self._index(int(seconds.min()), int(seconds.max()), seconds)
         size = self.sec.shape[1]
-        self.sec[0] += np.bincount(idx, minlength=size)
+        requests = np.bincount(idx, minlength=size)
+        self.sec[0] += requests
         if failed is not None:
             self.has_errors = True
             self.sec[1] += np.bincount(idx[failed], minlength=size)
-        self.sec[2] += np.bincount(idx, minlength=size)
+        self.sec[2] += requests
         self.sec[3] += np.bincount(idx, weights=times, minlength=size).astype(np.int64)
         np.maximum.at(self.sec[4], idx, times)
 
