@@ -4,8 +4,9 @@ nothing but ParseError, whatever happens inside it.
 XML goes to jmeter_xml, CSV to jmeter_jtl's block reader. A large CSV JTL is read in as
 many byte ranges as there are CPUs (up to 4): the first in this process, the others in the
 worker processes of a concurrent.futures pool, and their sums merged. The workers are
-spawned, not forked: a fresh interpreter inherits none of the caller's threads (the
-runner's monitor and probe) or state.
+forked when this process has no other thread (`toolbench parse`: numpy and the reader are
+already imported, which a fresh interpreter pays about 0.4 CPU-second for), and spawned
+otherwise: a forked child would inherit locks held by the runner's monitor and probe threads.
 
 Each range but the first starts just after a line break. A line break inside a quoted
 field (a message with a line break in it) would make such a start wrong: each range counts
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -93,7 +95,7 @@ def _read_split(path: Path, layout: Layout) -> Part | None:
     header_lines = 1 if layout.header else 0
     ranges = [(a, None if b == bounds[-1] else b) for a, b in zip(bounds[1:-1], bounds[2:])]
     try:
-        with ProcessPoolExecutor(len(ranges), mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(len(ranges), mp_context=_context()) as pool:
             futures = [pool.submit(read_range, path, layout, a, b, 0) for a, b in ranges]
             try:
                 parts = [read_range(path, layout, bounds[0], bounds[1], header_lines)]
@@ -109,6 +111,11 @@ def _read_split(path: Path, layout: Layout) -> Part | None:
     except (BrokenProcessPool, OSError):  # no worker to be had, or one died: one pass instead
         return None
     return _merge(parts, header_lines)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    alone = threading.active_count() == 1 and hasattr(os, "fork")
+    return multiprocessing.get_context("fork" if alone else "spawn")
 
 
 def _part(future: "Future[Part]", lines_before: int) -> Part:
