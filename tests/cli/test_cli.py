@@ -51,6 +51,15 @@ def test_parse_csv_and_table_formats():
     assert table.returncode == 0 and "9,091" in table.stdout and not table.stderr  # a table is output
 
 
+def test_a_table_of_appended_runs_shows_where_their_names_differ(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    done = cli("parse", str(FIXTURES / "wrk" / "4.1.0-appended-headings.txt"), "--format", "table")
+    assert done.returncode == 0, done.stderr
+    cells = "".join(line.split("│")[0].strip() for line in done.stdout.splitlines()[2:])
+    for name in ("nginx-keep-alive", "nginx-with-latency", "flaky-server", "nginx-404"):
+        assert f"4.1.0-appended-headings-{name}" in cells, done.stdout
+
+
 def test_parse_errors_are_one_line():
     done = cli("parse", "--tool", "ab", str(FIXTURES / "siege" / "4.0.7-benchmark-j.txt"))
     assert done.returncode == 1

@@ -258,7 +258,9 @@ def _print_results_table(results: list[RunResult]) -> None:
 
     table = Table(show_edge=False, header_style="bold")
     for column in ("cell", "status", "requests", "failed", "ok req/s", "mean ms", "p99 ms"):
-        table.add_column(column, justify="left" if column in ("cell", "status") else "right")
+        # A long cell name folds rather than ends in "…": appended runs differ only at the end (-run2).
+        table.add_column(column, justify="left" if column in ("cell", "status") else "right",
+                         overflow="fold" if column == "cell" else "ellipsis")
     for r in results:  # the cell's name may be a file's name or a stored run's: taken as text, made safe
         table.add_row(cell(r.identity.cell_id), cell(r.outcome.status.value),
                       number(r.measurement.counts.requests_total), number(r.measurement.counts.requests_failed),
