@@ -97,6 +97,18 @@ def test_settle_waits_for_an_open_connection_and_no_longer_than_its_bound():
     assert settle.settle(None, 5.0, position=1).settle_s is None  # no port: no wait, and none claimed
 
 
+def test_settle_gives_up_on_connections_the_target_holds_and_none_of_which_closes():
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        try:
+            left = settle.settle(port, 30.0, position=2)
+        finally:
+            client.close(), accepted.close()
+    assert left.lingering_at_start == 2 and settle.STUCK_S <= left.settle_s < 10.0  # not the 30 s bound
+
+
 def test_the_calibration_is_a_median_with_its_spread_and_a_drift_beyond_it_is_said():
     taken = calibrate.reference([0], samples=5)
     assert taken.hashed_mb_per_s > 0 and taken.samples == 5 and taken.spread_pct >= 0 and taken.cpus == [0]

@@ -2,7 +2,10 @@
 
 A cell starts once the scenario's `cooldown` has passed and no connection to or from the target's
 port is still open in any state but TIME_WAIT (an established one the previous tool left, one
-still closing: FIN_WAIT, CLOSE_WAIT, LAST_ACK), waiting at most `settle` (MethodSpec.settle_max_s).
+still closing: FIN_WAIT, CLOSE_WAIT, LAST_ACK), waiting at most `settle` (MethodSpec.settle_max_s),
+and no longer than a second in which none of them closed: closing connections go in milliseconds
+once their tool has exited, and those a target holds on to (one that never answers keeps every
+connection it accepted) would otherwise cost every cell the whole bound.
 TIME_WAIT is not waited for: on loopback the kernel reuses such ports (net.ipv4.tcp_tw_reuse), and
 bench/bench_repeat.py measured no effect of 13,000 of them on the next cell (docs/measurement.md);
 waiting out its 60 s would triple a run. The count at the cell's start is recorded all the same.
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _POLL_S = 0.05
+STUCK_S = 1.0  # a wait in which no lingering connection closed ends here
 # /proc/net/tcp's state column, in hex: the states a finished cell's connection may linger in
 # besides TIME_WAIT (06) and LISTEN (0A).
 _LINGERING = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2",
@@ -67,9 +71,12 @@ def settle(port: int | None, max_s: float, position: int) -> Inherited:
     """Waits until the port's connections are gone (at most `max_s`), and says what was left."""
     if port is None or max_s <= 0:
         return Inherited(position, None, time_wait())
-    started = time.monotonic()
+    started = changed = time.monotonic()
     left = lingering(port)
-    while left and time.monotonic() - started < max_s:
+    while left and time.monotonic() - started < max_s and time.monotonic() - changed < STUCK_S:
         time.sleep(_POLL_S)
-        left = lingering(port)
+        now = lingering(port)
+        if now < left:
+            changed = time.monotonic()
+        left = now
     return Inherited(position, round(time.monotonic() - started, 3), time_wait(), left)
