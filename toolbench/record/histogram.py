@@ -131,7 +131,8 @@ def percentiles_ms(hist: HdrHistogram, low_ms: float | None = None, high_ms: flo
     above the value recorded: given the exact extremes, they are kept within them."""
     if hist.get_total_count() == 0:
         return Percentiles()
-    values = {name: value / 1000.0 for (name, _), value in zip(PERCENTILES, values_at(hist, [p for _, p in PERCENTILES]))}
+    found = values_at(hist, [p for _, p in PERCENTILES])
+    values = {name: value / 1000.0 for (name, _), value in zip(PERCENTILES, found)}
     if high_ms is not None:
         values = {name: min(value, high_ms) for name, value in values.items()}
     if low_ms is not None:
