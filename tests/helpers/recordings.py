@@ -3,10 +3,15 @@
 tests feed the adapters."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES
-from toolbench.contract.adapter import Adapter
+from toolbench.contract.adapter import Adapter, raw_from_files
+from toolbench.contract.checked import parse_checked
+from toolbench.errors import ParseError
 
 NOT_OUTPUT = (".md", ".py", ".jmx", ".rc")  # inputs and notes beside the recordings
 
@@ -22,3 +27,16 @@ def recorded_runs(adapter: Adapter) -> list[list[Path]]:
             continue
         groups.setdefault(adapter.group_name(path), []).append(path)
     return list(groups.values())
+
+
+def refused_when_changed(adapter: Adapter, recording: Path, changes: tuple[tuple[str, str, str], ...],
+                         folder: Path) -> None:
+    """Each (old, new, words): the recording with `old` made `new` once is a ParseError saying
+    `words`, as `toolbench parse` reads it."""
+    text = recording.read_text()
+    for old, new, words in changes:
+        assert old in text, old
+        bad = folder / recording.name
+        bad.write_text(text.replace(old, new, 1))
+        with pytest.raises(ParseError, match=re.escape(words)):
+            parse_checked(adapter, raw_from_files(adapter, "bad", [bad]))
