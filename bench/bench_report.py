@@ -33,7 +33,7 @@ def seeds(source: Path | None) -> list:
         if found:
             return found
     sys.path.insert(0, str(REPO / "tests"))
-    import report_data  # the report tests' builder: real recorded ab and siege output
+    from helpers import report_data  # the report tests' builder: real recorded ab and siege output
 
     with tempfile.TemporaryDirectory() as tmp:
         run = store.RunDir.open(report_data.full_run(Path(tmp)))

@@ -1,27 +1,22 @@
-"""Charts as inline SVG text (matplotlib, no network, no files beside the report).
+"""Charts as inline SVG text, written here: no plotting library, no network, no files beside the report.
 
-Every series keeps one colour and one marker per tool across all charts, and a
-line style per keep-alive setting, so a chart reads without colour."""
+Every series keeps one colour and one marker per tool across all charts, and a line style per
+keep-alive setting, so a chart reads without colour. The SVG has no size of its own (a viewBox
+only: CSS sizes it), names itself with a <title> and <desc>, and every point with a tip carries
+it as the <title> of the marker's group, shown on hover without a script."""
 from __future__ import annotations
 
-import html
-import io
 import math
-import re
 from dataclasses import dataclass, field
-from typing import Any
 
-# Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-LINESTYLES = ("-", "--", ":", "-.")
+from toolbench.report import svg_axes as sa
+from toolbench.report import svg_draw as sd
+from toolbench.report.svg_axes import wants_log
+from toolbench.report.svg_draw import LINESTYLES, MARKERS, PALETTE, Style
+from toolbench.report.svg_interval import Dot, DotGroup, interval_charts
 
-
-@dataclass(frozen=True)
-class Style:
-    index: int = 0  # picks colour and marker
-    linestyle: str = "-"
-    hollow: bool = False
+__all__ = ["PALETTE", "MARKERS", "LINESTYLES", "Style", "Line", "Panel", "Tick", "Axes", "Dot", "DotGroup",
+           "keepalive_style", "wants_log", "line_chart", "panels_chart", "interval_charts"]
 
 
 @dataclass(frozen=True)
@@ -65,179 +60,207 @@ def keepalive_style(index: int, keepalive: bool | None) -> Style:
     return Style(index, "-" if keepalive else ("--" if keepalive is False else ":"))
 
 
-def wants_log(values: list[float], ratio: float = 30.0) -> bool:
-    """A log axis when values span a wide range, and only when none is zero or below."""
-    return bool(values) and min(values) > 0 and max(values) / min(values) >= ratio
-
-
 def line_chart(chart_id: str, lines: list[Line], axes: Axes, alt: str, title: str = "") -> str:
     return panels_chart(chart_id, [Panel(title, lines)], axes, alt, columns=1)
 
 
+BESIDE = 0.36  # the most of a single chart's width a legend beside it may take; wider goes below
+_SMALL_WIDTH, _SMALL_HEIGHT, _WIDEST = 460.0, 290.0, 1100.0
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The margins every panel of a chart shares, so the panels line up."""
+    width: float
+    height: float
+    top: float
+    left: float
+    right: float
+    bottom: float
+    xlabel: list[str]
+    ylabel: list[str]
+
+
 def panels_chart(chart_id: str, panels: list[Panel], axes: Axes, alt: str, columns: int = 2,
                  panel_size: tuple[float, float] = (7.5, 4.0)) -> str:
-    """Small multiples sharing one legend below them; a single panel is an ordinary chart."""
-    plt = _pyplot()
+    """Small multiples sharing one legend below them; a single panel is an ordinary chart,
+    its legend beside it when the labels are short enough, else below it."""
+    panels = panels or [Panel("", [])]
     columns = max(1, min(columns, len(panels)))
     rows = math.ceil(len(panels) / columns)
     single = len(panels) == 1
-    width = panel_size[0] if single else min(11.0, 4.6 * columns)
-    height = panel_size[1] if single else 2.9 * rows + 0.6
-    fig, grid = plt.subplots(rows, columns, figsize=(width, height), dpi=100, squeeze=False)
-    tips: list[list[str]] = []
-    try:
-        handles: dict[str, Any] = {}
-        for ax, panel in zip(grid.flat, panels):
-            _draw(ax, panel, axes, handles, tips)
-        for ax in list(grid.flat)[len(panels):]:
-            ax.set_visible(False)
-        # The same order in every chart: by tool, then keep-alive on before off.
-        handles = {label: h for label, (_, h) in sorted(handles.items(), key=lambda item: item[1][0])}
-        if single:  # the legend beside the chart, where it takes no height
-            if handles:
-                grid[0][0].legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                                  fontsize=8, frameon=False)
-            fig.tight_layout()
-        else:  # one legend below all panels
-            ncol = min(4, len(handles)) or 1
-            legend_in = 0.2 * math.ceil(len(handles) / ncol) + 0.15 if handles else 0.0
-            if handles:
-                fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8,
-                           frameon=False)
-            # Fixed margins, in inches: tight_layout would measure every panel's text, which
-            # costs seconds on a large run's small multiples.
-            fig.subplots_adjust(left=0.8 / width, right=1 - 0.15 / width, top=1 - 0.3 / height,
-                                bottom=(legend_in + 0.55) / height, wspace=0.28, hspace=0.5)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    finally:
-        plt.close(fig)
-    return _inline(_with_tips(buf.getvalue(), tips), chart_id, alt)
+    width = panel_size[0] * 100 if single else min(_WIDEST, _SMALL_WIDTH * columns)
+    cell_h = panel_size[1] * 100 if single else _SMALL_HEIGHT
+    entries = _legend_entries(panels)
+    widest = max((sd.entry_width(label) for label, _ in entries), default=0.0)
+    beside = single and bool(entries) and widest <= BESIDE * width
+    cell_w = (width - (widest if beside else 0.0)) / columns
+    frame, y_plans = _frame(panels, axes, cell_w, cell_h)
+    body = []
+    for n, (panel, y_plan) in enumerate(zip(panels, y_plans)):
+        x0, y0 = (n % columns) * cell_w, (n // columns) * cell_h
+        body.append(_panel(chart_id, panel, axes, frame, y_plan, x0, y0))
+    if beside:
+        box = sd.legend(chart_id, entries, width - widest, frame.top, widest, one_column=True)
+        height = max(cell_h, frame.top + box.height + 8)
+    else:
+        box = sd.legend(chart_id, entries, 10.0, rows * cell_h + 2, width - 20)
+        height = rows * cell_h + (box.height + 8 if entries else 0.0)
+    styles = [line.style for panel in panels for line in panel.lines]
+    return (sd.svg_open(chart_id, width, height, alt, _summary(panels)) + sd.marker_defs(chart_id, styles)
+            + "".join(body) + box.svg + "</svg>")
 
 
-def _draw(ax: Any, panel: Panel, axes: Axes, handles: dict[str, Any], tips: list[list[str]]) -> None:
+def _legend_entries(panels: list[Panel]) -> list[tuple[str, Style]]:
+    first: dict[str, Style] = {}
+    for panel in panels:
+        for line in panel.lines:
+            first.setdefault(line.label, line.style)
+    return sorted(first.items(), key=lambda item: sd.style_order(item[1]))
+
+
+def _frame(panels: list[Panel], axes: Axes, cell_w: float, cell_h: float) -> tuple[_Frame, list[sa.AxisPlan]]:
+    titles = max((len(sd.wrap(p.title, cell_w - 16, sd.TITLE_FONT)) for p in panels if p.title), default=0)
+    top = titles * sd.TITLE_FONT * sd.LINE_HEIGHT + 10 if titles else 12.0
+    xlabel = sd.wrap(axes.xlabel, cell_w - 60, sd.LABEL_FONT) if axes.xlabel else []
+    bottom = 10 + sd.TICK_FONT + 6 + len(xlabel) * sd.LABEL_FONT * sd.LINE_HEIGHT
+    plot_h = max(40.0, cell_h - top - bottom)
+    ylabel = sd.wrap(axes.ylabel, plot_h, sd.LABEL_FONT) if axes.ylabel else []
+    count = min(8.0, max(3.0, plot_h / 45))
+    y_plans = [sa.auto_axis(_ys(p), axes.log_y, from_zero=axes.y_from_zero and not axes.log_y, count=count)
+               for p in panels]
+    ticks = max((sd.text_width(label, sd.TICK_FONT) for plan in y_plans for _, label in plan.ticks), default=0.0)
+    left = len(ylabel) * sd.LABEL_FONT * sd.LINE_HEIGHT + 8 + ticks + 8
+    return _Frame(cell_w, cell_h, top, left, 22.0, bottom, xlabel, ylabel), y_plans
+
+
+def _ys(panel: Panel) -> list[float]:
+    found = [y for line in panel.lines for y in line.ys]
     for line in panel.lines:
-        colour = PALETTE[line.style.index % len(PALETTE)]
-        kwargs = dict(linestyle=line.style.linestyle, marker=MARKERS[line.style.index % len(MARKERS)],
-                      color=colour, linewidth=1.6, markersize=5,
-                      markerfacecolor="white" if line.style.hollow else colour)
         if line.lows is not None and line.highs is not None:
-            errs = [[y - lo for y, lo in zip(line.ys, line.lows)], [hi - y for y, hi in zip(line.ys, line.highs)]]
-            drawn = ax.errorbar(line.xs, line.ys, yerr=errs, capsize=3, elinewidth=0.8, **kwargs)
-            handle = drawn.lines[0]
-        else:
-            (handle,) = ax.plot(line.xs, line.ys, **kwargs)
-        if line.tips is not None:
-            handle.set_gid(f"{_TIPS}{len(tips)}")
-            tips.append([tip for tip, y in zip(line.tips, line.ys) if math.isfinite(y)])
-        order = (line.style.index, LINESTYLES.index(line.style.linestyle) if line.style.linestyle in LINESTYLES else 9,
-                 line.style.hollow)
-        handles.setdefault(line.label, (order, handle))
-    from matplotlib import ticker
+            found += [*line.lows, *line.highs]
+    return found
 
+
+def _x_plan(panel: Panel, axes: Axes, plot_w: float) -> sa.AxisPlan:
+    xs = sorted({x for line in panel.lines for x in line.xs if math.isfinite(x)})
     if axes.log_x:
-        ax.set_xscale("log")
-        if not axes.x_ticks and not axes.x_exact:  # plain numbers, as on a log y axis
-            ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    if axes.log_y:
-        # Plain numbers (0.2, 1, 5), not powers of ten: these are milliseconds a reader compares.
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
-    elif axes.y_from_zero:
-        ax.set_ylim(bottom=0)
-    if not axes.log_y:
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
-    if axes.x_integer:
-        ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
-    xs = sorted({x for line in panel.lines for x in line.xs})
+        xs = [x for x in xs if x > 0]
+    exact = [(x, f"{x:g}") for x in xs]
     if axes.x_ticks:
-        ax.set_xticks([t.at for t in axes.x_ticks], [t.label for t in axes.x_ticks])
-        ax.minorticks_off()
-    elif axes.x_exact and 0 < len(xs) <= 12:  # ticks at the values tried, e.g. the concurrencies
-        ax.set_xticks(xs, [f"{x:g}" for x in xs])
-        ax.minorticks_off()
-    if len(xs) == 1 and not axes.x_ticks:  # one value: centre it, rather than zoom into a sliver
-        ax.set_xlim(xs[0] / 2, xs[0] * 2) if axes.log_x and xs[0] > 0 else ax.set_xlim(xs[0] - 1, xs[0] + 1)
-    ax.set_xlabel(axes.xlabel)
-    ax.set_ylabel(axes.ylabel)
+        return sa.fixed_axis(xs, [(t.at, t.label) for t in axes.x_ticks], axes.log_x)
+    if len(xs) == 1:  # one value: centre it, rather than zoom into a sliver
+        return sa.centred_axis(xs[0], axes.log_x, exact if axes.x_exact else None, axes.x_integer)
+    if axes.x_exact and 0 < len(xs) <= 12:  # ticks at the values tried, e.g. the concurrencies
+        return sa.fixed_axis(xs, exact, axes.log_x)
+    return sa.auto_axis(xs, axes.log_x, integer=axes.x_integer, count=min(10.0, max(3.0, plot_w / 80)))
+
+
+def _panel(chart_id: str, panel: Panel, axes: Axes, frame: _Frame, y_plan: sa.AxisPlan, x0: float,
+           y0: float) -> str:
+    px0, px1 = x0 + frame.left, x0 + frame.width - frame.right
+    py0, py1 = y0 + frame.top, y0 + frame.height - frame.bottom
+    x_plan = _x_plan(panel, axes, px1 - px0)
+    xs, ys = x_plan.scale(px0, px1), y_plan.scale(py1, py0)
+    out = ['<g class="panel">']
     if panel.title:
-        ax.set_title(panel.title, fontsize=10)
-    ax.grid(True, alpha=0.3)
+        lines = sd.wrap(panel.title, frame.width - 16, sd.TITLE_FONT)
+        out.append(sd.lines_text(x0 + frame.width / 2, y0 + sd.TITLE_FONT + 2, lines, sd.TITLE_FONT, "middle",
+                                 ' font-weight="bold"'))
+    out.append(_y_axis(y_plan, ys, px0, px1))
+    out.append(_x_axis(x_plan, xs, py0, py1, x0 + frame.width))
+    out.append(f'<path d="M{sd.num(px0)},{sd.num(py0)}V{sd.num(py1)}H{sd.num(px1)}" fill="none" '
+               f'stroke="{sd.INK}" stroke-width="1"/>')
+    if frame.ylabel:
+        mid, at = (py0 + py1) / 2, x0 + sd.LABEL_FONT + 2
+        out.append(sd.lines_text(at, mid, frame.ylabel, sd.LABEL_FONT, "middle",
+                                 f' transform="rotate(-90 {sd.num(at)} {sd.num(mid)})"'))
+    if frame.xlabel:
+        out.append(sd.lines_text((px0 + px1) / 2, py1 + sd.TICK_FONT + 8 + sd.LABEL_FONT, frame.xlabel,
+                                 sd.LABEL_FONT, "middle"))
+    placed = [_placed(line, xs, ys) for line in panel.lines]
+    # Lines under markers: a marker, and the tip it carries, is never hidden by another series' line.
+    for line, points in zip(panel.lines, placed):
+        out.append(_error_bars(line, xs, ys))
+        out.append(sd.polyline(points, line.style))
+    for line, points in zip(panel.lines, placed):
+        out.append(_markers(chart_id, line, points))
+    out.append("</g>")
+    return "".join(out)
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    plt.rcParams.update({
-        "svg.hashsalt": "toolbench",  # the same data give the same SVG
-        "svg.fonttype": "none",  # text stays text: small, selectable, in the page's font
-        "font.family": "sans-serif",
-        "font.size": 9,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        # Labels come from stored runs (a tool's variant, a run's name): `$...$` in one is shown as
-        # it is, never parsed as mathtext (which can fail on it, or draw something else).
-        "text.parse_math": False,
-    })
-    return plt
+def _placed(line: Line, xs: sa.Scale, ys: sa.Scale) -> list[tuple[float, float] | None]:
+    return [(xs.at(x), ys.at(y)) if xs.shows(x) and ys.shows(y) else None for x, y in zip(line.xs, line.ys)]
 
 
-_ID = re.compile(r'\bid="([^"]+)"')
-_TIPS = "toolbench-tips-"
-_USE = re.compile(r"<use\b[^>]*/>")
-
-
-def _with_tips(svg: str, tips: list[list[str]]) -> str:
-    """Wraps each marker of a line with tips in a group whose <title> is its tip. The
-    markers of a line are drawn in the order of its points, NaN left out; a line whose
-    count of markers differs (a point clipped away) keeps no tips rather than wrong ones."""
-    for n, texts in enumerate(tips):
-        start = svg.find(f'<g id="{_TIPS}{n}">')
-        if start < 0:
+def _y_axis(plan: sa.AxisPlan, ys: sa.Scale, px0: float, px1: float) -> str:
+    grid, labels = [], []
+    for at, label in plan.ticks:
+        if not ys.holds(at):
             continue
-        end = _group_end(svg, start)
-        group = svg[start:end]
-        markers = _USE.findall(group)
-        if len(markers) != len(texts):
+        y = sd.num(ys.at(at))
+        grid.append(f"M{sd.num(px0 - 4)},{y}H{sd.num(px1)}")
+        labels.append(sd.text(px0 - 7, ys.at(at) + sd.TICK_FONT * 0.35, label, anchor="end"))
+    return _grid(grid) + "".join(labels)
+
+
+def _x_axis(plan: sa.AxisPlan, xs: sa.Scale, py0: float, py1: float, right_edge: float) -> str:
+    grid, labels, last = [], [], -math.inf
+    for at, label in sorted(plan.ticks):
+        if not xs.holds(at):
             continue
-        parts = iter(texts)
-        group = _USE.sub(lambda m: f"<g><title>{html.escape(next(parts))}</title>{m.group(0)}</g>", group)
-        svg = svg[:start] + group + svg[end:]
-    return svg
+        x = xs.at(at)
+        grid.append(f"M{sd.num(x)},{sd.num(py0)}V{sd.num(py1 + 4)}")
+        half = sd.text_width(label, sd.TICK_FONT) / 2
+        if x - half < last + 4:  # would overlap the label before it: the tick stays, unlabelled
+            continue
+        anchor, left = ("end", x - 2 * half) if x + half > right_edge else ("middle", x - half)
+        labels.append(sd.text(x, py1 + sd.TICK_FONT + 5, label, anchor=anchor))
+        last = left + 2 * half
+    return _grid(grid) + "".join(labels)
 
 
-def _group_end(svg: str, start: int) -> int:
-    """The offset just past the </g> that closes the group opened at `start`."""
-    depth, at = 0, start
-    for match in re.finditer(r"<g\b[^>]*?(/?)>|</g>", svg[start:]):
-        if match.group(0) == "</g>":
-            depth -= 1
-        elif not match.group(1):
-            depth += 1
-        at = start + match.end()
-        if depth == 0:
-            return at
-    return at
+def _grid(parts: list[str]) -> str:
+    return f'<path d="{"".join(parts)}" fill="none" stroke="{sd.GRID}" stroke-width="1"/>' if parts else ""
 
 
-def _inline(svg: str, chart_id: str, alt: str) -> str:
-    """Drops the XML prolog and makes every id unique to this chart: several SVGs share one page."""
-    svg = svg[svg.index("<svg"):]
-    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.DOTALL)  # who made it: not needed
-    ids = set(_ID.findall(svg))
-    svg = _ID.sub(lambda m: f'id="{chart_id}-{m.group(1)}"', svg)
-    svg = re.sub(r"#([A-Za-z_][\w\-.]*)",
-                 lambda m: f"#{chart_id}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg)
-    # Width and height come from CSS, so the chart scales with the page and prints.
-    svg = re.sub(r'<svg([^>]*?) width="[^"]+" height="[^"]+"', r'<svg\1', svg, count=1)
-    head_end = svg.index(">") + 1
-    title = f'<title id="{chart_id}-title">{html.escape(alt)}</title>'
-    return f'{svg[:head_end - 1]} role="img" aria-labelledby="{chart_id}-title">{title}{svg[head_end:]}'
+def _error_bars(line: Line, xs: sa.Scale, ys: sa.Scale) -> str:
+    if line.lows is None or line.highs is None:
+        return ""
+    parts = []
+    for x, low, high in zip(line.xs, line.lows, line.highs):
+        if not xs.shows(x) or not (math.isfinite(low) and math.isfinite(high)):
+            continue
+        # Below zero on a log axis: the bar runs to the axis' foot.
+        a, b = ys.at(low if ys.shows(low) else ys.lo), ys.at(high if ys.shows(high) else ys.lo)
+        px, top, foot = sd.num(xs.at(x)), sd.num(min(a, b)), sd.num(max(a, b))
+        cap = sd.num(xs.at(x) - 3)
+        parts.append(f"M{px},{top}V{foot}M{cap},{top}h6M{cap},{foot}h6")
+    if not parts:
+        return ""
+    return f'<path d="{"".join(parts)}" fill="none" stroke="{sd.colour(line.style)}" stroke-width="0.8"/>'
 
+
+def _markers(chart_id: str, line: Line, points: list[tuple[float, float] | None]) -> str:
+    # A tip per point, or none at all: tips that do not match the points would name the wrong ones.
+    tips = line.tips if line.tips is not None and len(line.tips) == len(points) else None
+    out = []
+    for n, point in enumerate(points):
+        if point is None:
+            continue
+        drawn = sd.marker(chart_id, line.style, point[0], point[1])
+        out.append(f"<g><title>{sd.esc(tips[n])}</title>{drawn}</g>" if tips is not None else drawn)
+    return "".join(out)
+
+
+def _summary(panels: list[Panel]) -> str:
+    """The <desc>: what is drawn, in words (series and how many points each)."""
+    counts: dict[str, int] = {}
+    for panel in panels:
+        for line in panel.lines:
+            finite = sum(1 for x, y in zip(line.xs, line.ys) if math.isfinite(x) and math.isfinite(y))
+            counts[line.label] = counts.get(line.label, 0) + finite
+    shown = [f"{label} ({n} {'point' if n == 1 else 'points'})" for label, n in list(counts.items())[:24]]
+    more = f"; and {len(counts) - 24} more series" if len(counts) > 24 else ""
+    head = f"{len(panels)} panels. " if len(panels) > 1 else ""
+    return f"{head}Series: {'; '.join(shown)}{more}." if shown else f"{head}No data drawn."
