@@ -4,7 +4,7 @@ rankings are read from this table's data (toolbench.report.likewise)."""
 from __future__ import annotations
 
 from toolbench.record import stats
-from toolbench.report import disturbed, fmt, likewise
+from toolbench.report import anchors, disturbed, fmt, likewise
 from toolbench.report.context import Context
 from toolbench.report.perf import noise
 from toolbench.report.view import Column, Row, Section, Table, num, text
@@ -46,7 +46,7 @@ def _row(ctx: Context, comp: likewise.Comparison, cell: likewise.Cell, variants:
         num(noise(cell.rate), cell.rate.noise_pct), num(fmt.percent(errors), errors),
         num(fmt.number(cpu.value) if cpu else fmt.ABSENT, cpu.value if cpu else None),
         text(cell.limit.bound.value), text(cell.limit.why, "")]
-    return Row(tuple(values))
+    return Row(tuple(values), anchor=anchors.point(p.key.run, p.key.label, comp.where))
 
 
 def ranking_section(ctx: Context) -> Section:

@@ -6,7 +6,7 @@ from collections import defaultdict
 from toolbench.contract import ramp
 from toolbench.record import stats
 from toolbench.record.schema import Latency, RunResult, Status
-from toolbench.report import fmt, groups
+from toolbench.report import anchors, fmt, groups
 from toolbench.report.context import Context, RunView
 from toolbench.report.cost import cpu_us_per_request
 from toolbench.report.view import Column, Link, Row, Section, Table, Value, num, text
@@ -99,7 +99,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
     values.append(Value("" if links else fmt.ABSENT, links=links))
     return Row(tuple(values), bad=r.outcome.status not in NOT_BAD, error=r.outcome.error or "",
                note="; ".join(n for n in r.all_notes if n not in shared),
-               disturbed=r.outcome.status is Status.DISTURBED)
+               disturbed=r.outcome.status is Status.DISTURBED, anchor=anchors.cell(run.label, r.identity.cell_id))
 
 
 def _status(r: RunResult) -> Value:

@@ -38,6 +38,7 @@ class Row:
     note: str = ""  # a full-width line under the row
     error: str = ""  # a full-width line under the row, saying what went wrong
     disturbed: bool = False  # the row is a cell disturbed by other work on the machine (`error` says how)
+    anchor: str = ""  # the row's id, so a chart's point or a verdict's number can link to it (report.anchors)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class Figure:
     svg: str
     caption: str
     alt: str  # what the chart shows, in words, for readers who cannot see it
+    title: str = ""  # shown above the chart; the section's title when empty
 
 
 @dataclass(frozen=True)
