@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import yaml
 
@@ -24,8 +24,12 @@ from toolbench.export import junit
 from toolbench.record import store, yamltext
 from toolbench.record.manifest import RunStatus
 from toolbench.record.schema import RunResult, Status
-from toolbench.scenario import criteria
+from toolbench.scenario import claims, criteria
+from toolbench.scenario.claims import ClaimSet
 from toolbench.scenario.criteria import Evaluation, Verdict, evaluate, spec
+
+if TYPE_CHECKING:
+    from toolbench.scenario.read import Scenario
 
 EXIT_CRITERIA = 1
 EXIT_CELLS = 3
@@ -145,19 +149,23 @@ def _declared(text: str | None) -> dict[str, list[str]]:
             "targets": [str(t) for t in targets]}
 
 
-def finish_run(args: argparse.Namespace, scenario_criteria: tuple[spec.Criterion, ...], run_dir: Path,
-               planned: list[str], *, interrupted: bool = False) -> int:
-    """After `run`: criteria evaluated and stored in the run folder, the report rendered (with
-    them), the summary printed, ending on the report's path; the exit code returned."""
+def finish_run(args: argparse.Namespace, loaded: Scenario, run_dir: Path, planned: list[str], *,
+               interrupted: bool = False) -> int:
+    """After `run`: criteria evaluated and stored in the run folder with the scenario's claims, the
+    report rendered (with them), the summary printed, ending on the report's path; the exit code returned."""
     from toolbench.report import render
 
     run = store.RunDir.open(run_dir)
     results = run.results()
-    evaluations = evaluate.evaluate(scenario_criteria, results)
-    if scenario_criteria:
+    evaluations = evaluate.evaluate(loaded.criteria, results)
+    if loaded.criteria:
         criteria.save(run.path, evaluations)
     else:
         criteria.forget(run.path)
+    if loaded.claims:
+        claims.save(run.path, ClaimSet(loaded.claims, loaded.source))
+    else:
+        claims.forget(run.path)
     report, data = render.render_with_data([run.path])
     cells = tally(results, planned, RunStatus.INTERRUPTED if interrupted else None)
     code = exit_code(cells, evaluations, args.fail_on)

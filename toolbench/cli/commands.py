@@ -51,19 +51,19 @@ def run(args: argparse.Namespace) -> int:
                                      allow_commands=args.allow_commands)
         except runner.StoppedEarly as exc:
             print(safe(f"toolbench: {exc}"), file=sys.stderr)
-            return finish_run(args, loaded.criteria, exc.run_dir, planned)
+            return finish_run(args, loaded, exc.run_dir, planned)
         except Interrupted as exc:
             # What was measured before the stop is on disk: render it, then say how the run ended.
             by = stop.received.name if stop.received else None
             try:
                 with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-                    finish_run(args, loaded.criteria, Path(str(exc.run_dir)), planned, interrupted=True)
+                    finish_run(args, loaded, Path(str(exc.run_dir)), planned, interrupted=True)
             except ToolbenchError as problem:
                 warnings.warn(Notice(f"the report was not rendered: {problem}"), stacklevel=1)
             raise Interrupted(exc.run_dir, by) from None
         if not (args.quiet or args.json):
             _print_results_table(store.RunDir.open(summary.run_dir).results())
-        return finish_run(args, loaded.criteria, summary.run_dir, planned)
+        return finish_run(args, loaded, summary.run_dir, planned)
 
 
 def cell_summary(r: RunResult) -> dict[str, object]:
@@ -223,11 +223,13 @@ def _install_command(name: str, install: Install) -> str:
 
 
 def report(args: argparse.Namespace) -> int:
+    from toolbench.cli.claims_cmd import given
     from toolbench.report import render
 
     if len(args.runs) > 1 and args.output is None:
         raise UsageError("several runs render into one file: give it with -o")
-    print(safe(render.render_runs(args.runs, output_file(args.output) if args.output else None)))
+    output = output_file(args.output) if args.output else None
+    print(safe(render.render_runs(args.runs, output, claims=given(args.claims_from))))
     return 0
 
 

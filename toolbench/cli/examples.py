@@ -31,7 +31,12 @@ EXAMPLES = {
   toolbench tools --quiet    # the names of the tools found, one a line""",
     "report": """examples:
   toolbench report reports/quickstart-20261130T011015Z     # writes RUN_DIR/report.html
-  toolbench report RUN_A RUN_B -o compare.html             # two runs side by side""",
+  toolbench report RUN_A RUN_B -o compare.html             # two runs side by side
+  toolbench report RUN_DIR --claims-from scenarios/studies/001-tool-comparison.yaml   # a study's claims first""",
+    "claims": """examples:
+  toolbench claims RUN_DIR                                 # the claims stored with the run, as Markdown
+  toolbench claims RUN_DIR --claims-from scenarios/studies/001-tool-comparison.yaml   # a run made before claims
+  toolbench claims RUN_DIR --claims-from studies/003-socket-servers   # a bundled scenario, by name""",
     "check": """examples:
   toolbench check reports/quickstart-20261130T011015Z     # the scenario's own criteria, again
   toolbench check RUN_DIR --criteria 'p99_ms < 50' --criteria 'error_rate < 1%' --junit criteria.xml

@@ -26,7 +26,7 @@ MAX_RETRIES = 10  # of a disturbed cell: more would hide a machine that is never
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from toolbench.cli import check_cmd, commands, examples
+    from toolbench.cli import check_cmd, claims_cmd, commands, examples
 
     parser = argparse.ArgumentParser(prog="toolbench", description="Load-tool meta-benchmark and result normalizer.",
                                      epilog=examples.TOP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("report", "render the report of stored runs")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="the HTML file (default: RUN_DIR/report.html)")
+    claims_cmd.add_claims_from(p)
     p.set_defaults(func=commands.report)
 
     p = command("publish", "render every run in a folder, plus an index page, as a static site")
@@ -121,13 +122,13 @@ def _version() -> str:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live with their subsystem (the engine owns its flags)."""
-    from toolbench.cli import (check_cmd, completion, export_cmd, install_cmd, prereq_cmd, scenarios_cmd, setup_cmd,
-                               system_cmd)
+    from toolbench.cli import (check_cmd, claims_cmd, completion, export_cmd, install_cmd, prereq_cmd, scenarios_cmd,
+                               setup_cmd, system_cmd)
     from toolbench.engine import command as engine_cmd
 
-    return [prereq_cmd.add_parser, setup_cmd.add_parser, check_cmd.add_parser, export_cmd.add_parser,
-            install_cmd.add_parser, scenarios_cmd.add_parser, completion.add_parser, engine_cmd.add_parser,
-            system_cmd.add_parser]
+    return [prereq_cmd.add_parser, setup_cmd.add_parser, check_cmd.add_parser, claims_cmd.add_parser,
+            export_cmd.add_parser, install_cmd.add_parser, scenarios_cmd.add_parser, completion.add_parser,
+            engine_cmd.add_parser, system_cmd.add_parser]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from toolbench.record import outfile, runfiles, store
 from toolbench.report import compare, model
 from toolbench.report.context import RunView
 from toolbench.report.fmt import DISTURBED, DISTURBED_LEFT_OUT, SHORT_OF_RAMP
+from toolbench.scenario.claims import ClaimSet
 
 # Marks shown beside a flagged value, so that no flag is told by colour alone.
 FLAG_MARKS = {"differs": "≠", "disagrees": "✗", "not met": "✗", "large change": "!", "outlier": "!", "unknown": "?",
@@ -30,12 +31,14 @@ def environment() -> jinja2.Environment:
 
 
 _LOCAL_HREF = re.compile(r"[A-Za-z0-9_.~%/-]+")
+_FRAGMENT = re.compile(r"#[A-Za-z0-9_-]+")  # an element of the page itself (toolbench.report.anchors)
 
 
 def local_href(href: str) -> str:
     """Every link of a page goes through this: a path relative to the page, quoted (no scheme,
-    no host, no leading slash, nothing a browser strips or reads as one), or "#" (nowhere)."""
-    ok = _LOCAL_HREF.fullmatch(href) is not None and not href.startswith("/")
+    no host, no leading slash, nothing a browser strips or reads as one), an id on the page, or
+    "#" (nowhere)."""
+    ok = (_LOCAL_HREF.fullmatch(href) is not None and not href.startswith("/")) or _FRAGMENT.fullmatch(href)
     return href if ok else "#"
 
 
@@ -43,18 +46,20 @@ def render_run(run_dir: Path, output: Path | None = None) -> Path:
     return render_runs([run_dir], output)
 
 
-def render_runs(run_dirs: list[Path], output: Path | None = None) -> Path:
-    output, _ = render_with_data(run_dirs, output)
+def render_runs(run_dirs: list[Path], output: Path | None = None, claims: ClaimSet | None = None) -> Path:
+    output, _ = render_with_data(run_dirs, output, claims)
     return output
 
 
-def render_with_data(run_dirs: list[Path], output: Path | None = None) -> tuple[Path, model.ReportData]:
+def render_with_data(run_dirs: list[Path], output: Path | None = None,
+                     claims: ClaimSet | None = None) -> tuple[Path, model.ReportData]:
+    """`claims`: a scenario's, shown instead of those stored with the runs (`report --claims-from`)."""
     if not run_dirs:
         raise ToolbenchError("no run to render")
     runs = [store.RunDir.open(Path(p)) for p in run_dirs]
     in_run = not output
     output = Path(output) if output else runs[0].path / "report.html"
-    data = model.build(load_views(runs, output.parent))
+    data = model.build(load_views(runs, output.parent), claims)
     write(output, page("report.html.j2", report=data), in_run=in_run)
     return output.resolve(), data
 

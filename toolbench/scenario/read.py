@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolbench.errors import ScenarioError, ScenarioErrors
+from toolbench.scenario import claims as scenario_claims
 from toolbench.scenario import hosts as scenario_hosts
 from toolbench.scenario import httpvalues, names, profiles, sysctls, yamlread
+from toolbench.scenario.claims import Claim
 from toolbench.scenario.criteria.spec import Criterion
 from toolbench.scenario.criteria.spec import from_node as criteria_from_node
 from toolbench.scenario.hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, HostSpec
@@ -21,9 +23,10 @@ __all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
-            "criteria", "missing_tools", "placement", *METHOD_KEYS)
+            "criteria", "claims", "missing_tools", "placement", *METHOD_KEYS)
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-COMPARES = ("tools", "targets")  # the question a scenario asks: which tool, or which target
+# The question a scenario asks: which tool, which target, or which tool for which purpose.
+COMPARES = ("tools", "targets", "purposes")
 # A tool not installed: its cells fail the run (`fail`), or are skipped with the reason (`skip`,
 # for a scenario that runs whichever of many tools a machine has).
 MISSING_TOOLS = ("fail", "skip")
@@ -108,6 +111,7 @@ class Scenario:
     profile: str | None = None  # the profile applied, if any
     profiles: tuple[str, ...] = ()  # every profile the file declares
     criteria: tuple[Criterion, ...] = ()  # pass/fail criteria (toolbench.scenario.criteria)
+    claims: tuple[Claim, ...] = ()  # a study's claims, checked in the report (toolbench.scenario.claims)
     missing_tools: str = "fail"  # one of MISSING_TOOLS
     placement: PlacementSpec = field(default_factory=PlacementSpec)
     method: MethodSpec = field(default_factory=MethodSpec)
@@ -193,6 +197,9 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         profile=profile,
         profiles=declared,
         criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())
+        if matrix is not None else (),
+        claims=key("claims", lambda node: scenario_claims.from_node(
+            node, matrix.tool, {name: spec.display for name, spec in (targets or {}).items()}), ())
         if matrix is not None else (),
     )
 

@@ -92,7 +92,7 @@ def from_node(node: Node, tools: Collection[str], targets: Collection[str]) -> t
         expect = keys["expect"]
         text = expect.string()
         comparison = parse_expression(text, f"{expect.file}:{expect.line}: {expect.path}", tools)
-        selector = _selector(keys, tools, targets)
+        selector = selector_of(keys, tools, targets)
         criterion = Criterion(text, where, comparison, selector)
         if criterion.tool_vs_tool and selector.tool:
             raise keys["tool"].error("every figure of this criterion names its tool: a `tool:` selector "
@@ -101,7 +101,8 @@ def from_node(node: Node, tools: Collection[str], targets: Collection[str]) -> t
     return tuple(found)
 
 
-def _selector(keys: dict[str, Node], tools: Collection[str], targets: Collection[str]) -> Selector:
+def selector_of(keys: dict[str, Node], tools: Collection[str], targets: Collection[str]) -> Selector:
+    """The selector keys of a mapping (SELECTORS), each value checked: a tool or target the scenario has."""
     def listed(name: str, read: Any) -> tuple[Any, ...]:
         if name not in keys:
             return ()
