@@ -162,12 +162,15 @@ class Browser:
             raise CdpError(f"{expression}: {result['exceptionDetails']}")
         return result.get("result", {}).get("value")
 
-    def screenshot(self, page: Page, path: Path) -> Path:
-        """The whole page, not only the window."""
-        size = self.call("Page.getLayoutMetrics", session=page.session)["cssContentSize"]
-        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
-        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
-                         page.session)["data"]
+    def screenshot(self, page: Page, path: Path, whole: bool = True) -> Path:
+        """The whole page, or (`whole=False`) only what the window shows before any scrolling."""
+        if whole:
+            size = self.call("Page.getLayoutMetrics", session=page.session)["cssContentSize"]
+            clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+            params = {"format": "png", "captureBeyondViewport": True, "clip": clip}
+        else:
+            params = {"format": "png"}
+        data = self.call("Page.captureScreenshot", params, page.session)["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

@@ -40,9 +40,11 @@ def test_report_renders_with_no_failed_load_no_console_error_and_a_real_screensh
     assert_clean(page)
     assert browser.evaluate(page, "document.querySelectorAll('main section').length") == 14  # choice: which tool for which purpose
     # No time series: the recorded ab runs last under a second, so none has a whole second.
-    assert browser.evaluate(page, "document.querySelectorAll('figure svg').length") == 7
+    assert browser.evaluate(page, "document.querySelectorAll('main figure svg').length") == 7
+    # The answer at the top: one small chart per like-for-like comparison (two here).
+    assert browser.evaluate(page, "document.querySelectorAll('#answer figure svg').length") == 2
     # Every chart drew with a size: inline SVG scaled by the stylesheet.
-    sizes = browser.evaluate(page, "[...document.querySelectorAll('figure svg')].map(s => "
+    sizes = browser.evaluate(page, "[...document.querySelectorAll('main figure svg')].map(s => "
                                    "[s.getBoundingClientRect().width, s.getBoundingClientRect().height])")
     assert all(w > 400 and h > 150 for w, h in sizes), sizes
     shot = browser.screenshot(page, tmp_path / "report.png")

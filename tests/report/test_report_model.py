@@ -129,7 +129,7 @@ def test_verdict_names_the_leader_its_cost_and_who_measured_truthfully(runs: dic
     assert verdict.headline == ("ab generated the most successful requests/s in both like-for-like comparisons, "
                                 "beyond the noise (at concurrency 10, keep-alive on: 63,386/s ±7.7 %, 7.7× siege's "
                                 "8,191/s ±24 %).")
-    topics = {t.name: " ".join(t.sentences) for t in verdict.topics}
+    topics = {t.name: t.text for t in verdict.topics}
     assert "ab spent 82.50 µs ±82 % of CPU per request" in topics["Cost"]
     assert "Reported lower latency than the probe saw, so under-reports: siege." in topics["Truthfulness"]
     assert "shown as <N rather than 0: ab (<1 ms, 2 of 4 cells), siege (<10 ms, 2 of 2 cells)." \
@@ -140,7 +140,7 @@ def test_verdict_names_the_leader_its_cost_and_who_measured_truthfully(runs: dic
 
 def test_verdict_is_honest_when_the_data_cannot_answer(runs: dict[str, Path]) -> None:
     (absent,) = build(runs["absent"]).verdicts
-    topics = {t.name: " ".join(t.sentences) for t in absent.topics}
+    topics = {t.name: t.text for t in absent.topics}
     assert "was not measured" in topics["Cost"]
     assert "No probe ran" in topics["Truthfulness"]
     (failed,) = build(runs["failed"]).verdicts

@@ -76,7 +76,7 @@ def test_one_self_contained_file_with_relative_links_to_raw_artifacts(root: Path
     # throughput, percentiles, HDR percentiles, latency histogram, tool vs probe, cost, latency over
     # time (ab -g); no time series: the recorded ab runs last under a second, so none has a whole
     # second of per-second data.
-    assert html.count("<svg") == 7
+    assert html.count("<svg") == 7 + 2  # the sections' charts, and the answer's two comparisons
     assert "@media print" in html
     # Every link is relative and lands on a file of the run folder.
     links = [h for h in page.hrefs if not h.startswith("#")]
@@ -89,7 +89,7 @@ def test_one_self_contained_file_with_relative_links_to_raw_artifacts(root: Path
 def test_sections_in_order_and_absent_never_zero(root: Path) -> None:
     html = render.render_run(run_named(root, "study-")).read_text()
     ids = re.findall(r'<section id="([a-z]+)"', html)
-    assert ids == ["verdict", "environment", "choice", "ranking", "peaks", "throughput", "latency", "truth", "cost", "errors", "series",
+    assert ids == ["answer", "verdict", "environment", "choice", "ranking", "peaks", "throughput", "latency", "truth", "cost", "errors", "series",
                    "results"]
     absent = render.render_run(run_named(root, "siege-only-")).read_text()
     assert "Generator cost was not measured" in absent

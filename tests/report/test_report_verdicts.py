@@ -38,7 +38,7 @@ def verdict(name: str):
 
 
 def topics(name: str) -> dict[str, str]:
-    return {t.name: " ".join(t.sentences) for t in verdict(name).topics}
+    return {t.name: t.text for t in verdict(name).topics}
 
 
 def section(data: model.ReportData, section_id: str):
@@ -105,8 +105,8 @@ def test_keep_alive_on_is_never_ranked_against_keep_alive_off() -> None:
         "tied within the noise (at concurrency 10, keep-alive off: siege 3,535/s (noise not measured) and ab 3,092/s "
         "(noise not measured)).")
     sentences = next(t for t in found.topics if t.name == "Like for like").sentences
-    assert sentences[0].startswith("Concurrency 10, keep-alive on: ab 15,622/s")
-    assert sentences[1].startswith("Concurrency 10, keep-alive off: siege 3,535/s (noise not measured) and ab 3,092/s")
+    assert sentences[0].text.startswith("Concurrency 10, keep-alive on: ab 15,622/s")
+    assert sentences[1].text.startswith("Concurrency 10, keep-alive off: siege 3,535/s (noise not measured) and ab 3,092/s")
 
 
 def test_tools_that_share_no_like_for_like_cell_are_not_ranked() -> None:
@@ -257,7 +257,7 @@ def test_whole_seconds_drop_the_partial_first_and_last() -> None:
 def test_two_targets_are_compared_per_tool_with_the_servers_cost() -> None:
     data = build("two-targets")
     (found,) = data.verdicts
-    said = {t.name: t.sentences for t in found.topics}
+    said = {t.name: [s.text for s in t.sentences] for t in found.topics}
     # A real run: ab and siege against nginx (one worker) and tiny_server.py, each twice.
     assert found.headline.endswith("Across targets, for each tool: the targets tied within the noise in 2 of 2 "
                                    "comparisons of targets.")

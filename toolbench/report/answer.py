@@ -10,14 +10,19 @@ from toolbench.report.by_target import Entry, TargetComparison
 from toolbench.report.context import RunView
 from toolbench.report.verdict_text import estimate, every
 
-QUESTIONS = ("tools", "targets")
+QUESTIONS = ("tools", "targets", "purposes")
+# The bundled scenario that asks "which tool for which purpose"; its runs made before
+# `compare: purposes` existed say `tools`, and are read as the question they asked.
+CHOOSE_A_TOOL = "choose-a-tool"
 SAME = " (same tool, concurrency and keep-alive)"
 
 
 def question(run: RunView) -> str:
     """What the run's scenario compares, from its manifest; `tools` for runs made before
-    scenarios said so."""
+    scenarios said so (`purposes` for the bundled choose-a-tool's)."""
     asked = run.manifest.scenario.compare
+    if asked == "tools" and run.manifest.scenario.name == CHOOSE_A_TOOL:
+        return "purposes"
     return asked if asked in QUESTIONS else "tools"
 
 

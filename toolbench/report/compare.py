@@ -52,7 +52,7 @@ def _runs_table(ctx: Context) -> Table:
     return Table(cols, tuple(rows), caption="The runs")
 
 
-def _matched(ctx: Context, key: object) -> dict[object, dict[str, groups.Point]]:
+def matched(ctx: Context, key: object) -> dict[object, dict[str, groups.Point]]:
     out: dict[object, dict[str, groups.Point]] = {}
     for p in ctx.points:
         out.setdefault(key(p), {})[p.key.run] = p  # type: ignore[operator]
@@ -80,7 +80,7 @@ def _peaks_table(ctx: Context) -> Table:
                  caption="Peak successful throughput per tool and keep-alive setting")
 
 
-def _cell_key(p: groups.Point) -> tuple[str, str, bool | None, int | None]:
+def cell_key(p: groups.Point) -> tuple[str, str, bool | None, int | None]:
     return p.key.tool, p.key.variant, p.key.keepalive, p.concurrency
 
 
@@ -88,7 +88,7 @@ def _cells_table(ctx: Context) -> Table:
     """Cells present in at least two runs, matched by tool, variant, keep-alive and concurrency."""
     base = ctx.runs[0].label
     rows = []
-    for (tool, variant, keepalive, c), pts in _matched(ctx, _cell_key).items():  # type: ignore[misc]
+    for (tool, variant, keepalive, c), pts in matched(ctx, cell_key).items():  # type: ignore[misc]
         if len(pts) < 2:
             continue
         values = [text(f"{tool} {variant}".strip()), text(fmt.yes_no(keepalive)), num(fmt.number(c), c)]
@@ -134,17 +134,17 @@ def _delta(new: groups.Point | None, old: groups.Point | None, same_place: bool)
 
 def _changes(ctx: Context, base: RunView, run: RunView) -> tuple[list[str], int]:
     """The cells of both runs that changed beyond the noise of both, and how many were matched."""
-    beyond, matched = [], 0
-    for (tool, variant, keepalive, c), pts in _matched(ctx, _cell_key).items():  # type: ignore[misc]
+    beyond, shared = [], 0
+    for (tool, variant, keepalive, c), pts in matched(ctx, cell_key).items():  # type: ignore[misc]
         old, new = pts.get(base.label), pts.get(run.label)
         if not (old and new and old.rate and new.rate):
             continue
-        matched += 1
+        shared += 1
         if stats.differs(new.rate, old.rate):
             change = fmt.change(new.rate.value, old.rate.value)
             beyond.append(f"{f'{tool} {variant}'.strip()} at c {fmt.number(c)}, keep-alive {fmt.yes_no(keepalive)} "
                           f"{change} (noise {_noise(old.rate)} and {_noise(new.rate)})")
-    return beyond, matched
+    return beyond, shared
 
 
 def _noise(rate: stats.Estimate) -> str:

@@ -114,4 +114,4 @@ def _figures(ctx: Context, measured: list[groups.Point]) -> tuple[Figure, ...]:
                        log_y=charts.wants_log(ys), y_from_zero=True, x_exact=True)
     svg = charts.line_chart("cost", lines, axes, alt="CPU microseconds per request against concurrency, per tool.")
     caption = "CPU time the generator spent per request: lower is cheaper. Keep-alive on: solid; off: dashed."
-    return (Figure(svg, caption, "generator cost"),)
+    return (Figure(svg, caption, "generator cost", title="Generator CPU per request (µs) against concurrency"),)

@@ -136,4 +136,4 @@ def _figure(ctx: Context, shown: list[groups.Point]) -> Figure | None:
                + (f" ({len(panels)} of {len(by_c)} shown)" if len(panels) < len(by_c) else "")
                + ". The x axis spreads the tail: 90, 99 and 99.9 are evenly spaced. Keep-alive on: solid; "
                "off: dashed. Values below the tool's resolution are left out (the table shows them as <N).")
-    return Figure(svg, caption, "latency percentiles")
+    return Figure(svg, caption, "latency percentiles", title="Latency percentiles (ms), per concurrency")

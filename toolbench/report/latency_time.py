@@ -115,7 +115,7 @@ def over_time_section(ctx: Context) -> Section:
                "partial and hold fewer requests. The times are whole milliseconds: a point at 0 means under 1 ms. "
                "Hover over a point for its value"
                + (f"; {left_out} more cells are left out to stay readable." if left_out else "."))
-    return Section("latency-time", "Latency over time", figures=(Figure(svg, caption, "latency over time"),),
+    return Section("latency-time", "Latency over time", figures=(Figure(svg, caption, "latency over time", title="Latency (ms) in each second of the run"),),
                    points=tuple(points))
 
 

@@ -128,7 +128,7 @@ def _percentile_figure(ctx: Context, found: list[Merged]) -> Figure | None:
                "99.9 % … are evenly spaced and the tail gets the room; a line ends at its slowest request. "
                "Values below the tool's resolution are left out. Keep-alive on: solid; off: dashed"
                + (f"; {len(panels)} of {len(by_c)} concurrencies shown." if len(panels) < len(by_c) else "."))
-    return Figure(svg, caption, "HDR percentile distribution")
+    return Figure(svg, caption, "HDR percentile distribution", title="Latency (ms) at every percentile")
 
 
 def bucket_line(m: Merged, style: charts.Style) -> charts.Line:
@@ -161,4 +161,4 @@ def _bucket_figure(ctx: Context, found: list[Merged]) -> Figure | None:
                "round to 0, is drawn at 0.5 ms). A gap in a line is an empty bucket. Keep-alive on: solid; "
                "off: dashed" + (f"; {len(panels)} of {len(by_c)} concurrencies shown." if len(panels) < len(by_c)
                                 else "."))
-    return Figure(svg, caption, "latency histogram")
+    return Figure(svg, caption, "latency histogram", title="How many requests took how long (ms)")

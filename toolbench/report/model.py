@@ -14,8 +14,11 @@ from toolbench.report import by_target as targets
 from toolbench.report import (choice, compare, cost, disturbed, environment, failed_requests, generators, latency,
                               latency_time, latency_views, perf, ranking, results, truth, verdict)
 from toolbench.report.context import Context, RunView
+from toolbench.report.claims_section import claims_section
 from toolbench.report.criteria_section import criteria_section
+from toolbench.report.glance import AnswerFigure, Glance, glance
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
+from toolbench.scenario.claims import ClaimSet
 
 
 @dataclass(frozen=True)
@@ -37,12 +40,14 @@ class ReportData:
     subtitle: str
     runs: tuple[RunLink, ...]
     statuses: tuple[StatusCount, ...]  # most frequent first
+    glance: Glance  # the question, the headline and the answering figure: the top of the page
     verdicts: tuple[verdict.RunVerdict, ...]
     sections: tuple[Section, ...]
     links: tuple[Link, ...]  # the data behind the report: manifests and results, by relative path
 
 
-def build(runs: list[RunView]) -> ReportData:
+def build(runs: list[RunView], claims: ClaimSet | None = None) -> ReportData:
+    """`claims`: a scenario's, shown instead of those stored with the runs (`report --claims-from`)."""
     ctx = Context.of(runs)
     names = list(dict.fromkeys(run.scenario for run in runs))
     statuses = Counter(r.outcome.status.value.replace("_", " ") for _, r in ctx.results)
@@ -70,20 +75,24 @@ def build(runs: list[RunView]) -> ReportData:
     links = tuple(Link(f"{run.label + ': ' if run.label else ''}{name}", run.link(name))
                   for run in runs for name in ("manifest.json", "results.jsonl")
                   if name == "manifest.json" or run.results)  # a run with no result has no results file
+    top = glance(ctx, claims_section(ctx, claims))
     return ReportData(
         title=" vs ".join(names) if names else "toolbench report",
-        subtitle=_subtitle(runs),
+        subtitle=_subtitle(runs, top.question),
         runs=tuple(RunLink(run.label, run.name, run.link("")) for run in runs),
         statuses=tuple(StatusCount(status, n)
                        for status, n in sorted(statuses.items(), key=lambda kv: (-kv[1], kv[0]))),
+        glance=top,
         verdicts=tuple(verdict.verdicts(ctx)),
         sections=tuple(sections),
         links=links,
     )
 
 
-def _subtitle(runs: list[RunView]) -> str:
-    return "; ".join(d for d in dict.fromkeys(run.description for run in runs) if d)
+def _subtitle(runs: list[RunView], question: str) -> str:
+    """What the runs set up, under the question: the descriptions, less the question they open with."""
+    said = (d.removeprefix(question).strip() for d in dict.fromkeys(run.description for run in runs))
+    return "; ".join(d for d in said if d)
 
 
 def snapshot(data: ReportData) -> dict[str, Any]:
@@ -103,6 +112,9 @@ def _plain(value: Any) -> Any:
         return value.label + ("#" if value.numeric else "")
     if isinstance(value, Figure):
         return {"caption": value.caption, "alt": value.alt, "svg": value.svg.startswith("<svg")}
+    if isinstance(value, AnswerFigure):
+        return {"title": value.title, "caption": value.caption, "alt": value.alt,
+                "svgs": sum(svg.startswith("<svg") for svg in value.svgs)}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
                 if not _default_empty(value, f)}

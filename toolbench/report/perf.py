@@ -92,7 +92,7 @@ def throughput_section(ctx: Context) -> Section:
                "Keep-alive on: solid line; off: dashed. Each tool has its own marker."
                + (f" Crosses: the {len(marks[0].xs)} cells disturbed by other work on the machine, each its own "
                   "rate, left out of the lines and medians." if marks else ""))
-    return Section("throughput", "Throughput vs concurrency", figures=(Figure(svg, caption, "throughput"),))
+    return Section("throughput", "Throughput vs concurrency", figures=(Figure(svg, caption, "throughput", title="Successful requests/s against concurrency"),))
 
 
 MAX_SERIES_LINES = 4
@@ -139,4 +139,4 @@ def series_section(ctx: Context) -> Section:
                "(a tool's clock starts and stops mid-second) and are left out."
                + (f" To stay readable, each panel shows at most {MAX_SERIES_LINES} concurrencies (the lowest, the "
                   f"highest, the peak and one between); {left_out} more are in the results." if left_out else ""))
-    return Section("series", "Per-second time series", figures=(Figure(svg, caption, "time series"),), points=points)
+    return Section("series", "Per-second time series", figures=(Figure(svg, caption, "time series", title="Requests/s in each second of the run"),), points=points)

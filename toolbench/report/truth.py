@@ -233,4 +233,4 @@ def _figure(ctx: Context, cells: list[CellTruth]) -> Figure:
     caption = ("The tool's median latency (solid, filled markers) against the probe's median during the same load "
                "(dotted, hollow markers), one panel per keep-alive setting. A tool's value below its resolution "
                "is left out: it is not a measurement of zero.")
-    return Figure(svg, caption, "tool vs probe latency")
+    return Figure(svg, caption, "tool vs probe latency", title="The tool's latency (ms) against the probe's")

@@ -14,7 +14,8 @@ from toolbench.record.manifest import RunStatus
 from toolbench.record.schema import Status
 from toolbench.report import answer
 from toolbench.report import by_target as targets
-from toolbench.report import disturbed, fmt
+from toolbench.report import anchors, disturbed, fmt
+from toolbench.report import verdict_summary as summary
 from toolbench.report.bounds import Bound
 from toolbench.report.by_target import TargetComparison
 from toolbench.report.context import Context, RunView
@@ -27,9 +28,20 @@ MAX_LISTED = 6  # per-comparison sentences in the verdict; the like-for-like tab
 
 
 @dataclass(frozen=True)
+class Said:
+    text: str
+    href: str = ""  # the table rows the sentence's figures came from ("#id"); "" when none
+
+
+@dataclass(frozen=True)
 class Topic:
     name: str  # what the sentences answer: throughput, limits, cost, truthfulness, failures
-    sentences: tuple[str, ...]
+    sentences: tuple[Said, ...]
+    summary: str = ""  # the answer in a few words, shown while the topic is closed
+
+    @property
+    def text(self) -> str:
+        return " ".join(s.text for s in self.sentences)
 
 
 @dataclass(frozen=True)
@@ -56,10 +68,12 @@ def _run_verdict(run: RunView, comps: list[Comparison], series: list[Series],
     else:
         headline = " ".join(s for s in (_headline(run, comps), targets.headline(on_targets)) if s)
     headline = " ".join(s for s in (headline, disturbed.left_out(run.results)) if s)  # never silently left out
-    topics = (Topic("Targets", tuple(targets.sentences(on_targets, MAX_LISTED))),
-              Topic("Like for like", tuple(_ranking(comps))), Topic("Limits", tuple(_limits(cells))),
-              Topic("Cost", tuple(_cost(comps, cells))), Topic("Truthfulness", tuple(_truth([c.truth for c in cells]))),
-              Topic("Failures", tuple(_failures(run, cells, series))))
+    topics = (Topic("Targets", _said(targets.sentences(on_targets, MAX_LISTED)), summary.targets(on_targets)),
+              Topic("Like for like", tuple(_ranking(comps)), summary.like_for_like(comps)),
+              Topic("Limits", _said(_limits(cells)), summary.limits(cells)),
+              Topic("Cost", _said(_cost(comps, cells)), summary.cost(comps, cells)),
+              Topic("Truthfulness", _said(_truth([c.truth for c in cells])), summary.truth(cells)),
+              Topic("Failures", _said(_failures(run, cells, series)), summary.failures(run, cells)))
     return RunVerdict(run.label, headline, tuple(t for t in topics if t.sentences))
 
 
@@ -107,17 +121,28 @@ def _alone(comps: list[Comparison]) -> str:
             f"the highest was {best.tool}'s {rate} {where}{errors}.")
 
 
-def _ranking(comps: list[Comparison]) -> list[str]:
+def _said(sentences: list[str]) -> tuple[Said, ...]:
+    return tuple(Said(s) for s in sentences)
+
+
+def rows_of(comp: Comparison) -> str:
+    """The like-for-like table's first row of a comparison (toolbench.report.ranking lists its
+    cells together, in the order of the ranking used)."""
+    first = (comp.ranking if comp.by is not By.NOTHING else comp.by_rate)[0][0].point
+    return "#" + anchors.point(first.key.run, first.key.label, comp.where)
+
+
+def _ranking(comps: list[Comparison]) -> list[Said]:
     several = [c for c in comps if len(c.cells) > 1]
-    out = [ranking_sentence(c) for c in several[:MAX_LISTED]]
+    out = [Said(ranking_sentence(c), rows_of(c)) for c in several[:MAX_LISTED]]
     if len(several) > MAX_LISTED:
-        out.append(f"{len(several) - MAX_LISTED} more comparisons are in the like-for-like table.")
+        out.append(Said(f"{len(several) - MAX_LISTED} more comparisons are in the like-for-like table.", "#ranking"))
     if several:
-        out.append(f"A difference counts only beyond the noise of both cells (half the range of their repetitions, "
+        out.append(Said(f"A difference counts only beyond the noise of both cells (half the range of their repetitions, "
                    f"or of their whole seconds with one repetition; where neither was measured, beyond "
                    f"{stats.UNMEASURED_FLOOR_PCT:g} %) and beyond {stats.MIN_DIFFERENCE_PCT:g} %; anything closer "
-                   "is a tie.")
-        out += _unmeasured([cell for comp in several for cell in comp.cells])
+                   "is a tie."))
+        out += _said(_unmeasured([cell for comp in several for cell in comp.cells]))
     return out
 
 
