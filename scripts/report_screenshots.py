@@ -5,7 +5,8 @@ and at 390 px (a phone) wide, nothing scrolled. Each report is rendered from sto
 
 (@SCENARIO: the claims of that scenario, as `toolbench report --claims-from` shows them)
 prints, per screenshot, whether the question, the headline and the answering figure's first
-chart lie wholly inside the window."""
+chart (a study's claims: their first row) lie wholly inside the window, the report's size and
+how long the browser took to load it."""
 from __future__ import annotations
 
 import sys
@@ -17,7 +18,8 @@ WINDOWS = ((1400, 900), (390, 844))
 # Where the parts of the answer end, in CSS pixels from the top of the window.
 BOTTOMS = """JSON.stringify(Object.fromEntries([
   ["question", ".answer .question"], ["headline", ".answer .headline"],
-  ["figure", ".answer-figure .dots svg, .answer-figure table.scorecard"]].map(([k, sel]) => {
+  ["figure", ".answer-figure .dots svg, .answer-figure table.scorecard, .answer-figure.claims tbody tr"]
+  ].map(([k, sel]) => {
     const el = document.querySelector(sel); return [k, el ? el.getBoundingClientRect().bottom : null]; })))"""
 
 # From the start of the navigation to the end of the load event: parsed, styled, scripts run.
