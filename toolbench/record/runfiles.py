@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import secrets
 import stat
@@ -199,6 +200,22 @@ def replace(root: Path, relative: str | Path, data: bytes | Iterable[bytes], *, 
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=parent)
             raise
+
+
+def save_json(run_dir: Path, name: str, data: object) -> None:
+    """A record beside the results (criteria.json, claims.json), replaced whole or not at all."""
+    try:
+        replace(run_dir, name, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise StoreError(f"{run_dir / name}: cannot write: {exc.strerror}") from None
+
+
+def forget(run_dir: Path, name: str) -> None:
+    """Such a record no longer holds (a resumed run's scenario has none): it goes."""
+    try:
+        (run_dir / name).unlink(missing_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{run_dir / name}: cannot remove: {exc.strerror}") from None
 
 
 def _fresh(parent: int, name: str) -> tuple[str, int]:

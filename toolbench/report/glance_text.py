@@ -119,10 +119,14 @@ def tools(ranked: list[Comparison], run: RunView) -> str:
         first = f"Of {of_n}, {led} led beyond the noise{by}; {and_list(rest)}."
     else:
         first = f"No tool led beyond the noise in {'the' if n == 1 else 'any of the'} {of_n}: {and_list(rest)}."
-    best = max((cell for comp in ranked for cell in comp.cells), key=lambda c: c.rate.value)
-    where = next(comp for comp in ranked if best in comp.cells)
-    top = f"the highest rate was {best.point.key.name}'s {estimate(best.rate, '/s')} at {short_where(where)}"
-    return join(first, _second(top, run))
+    return join(first, _second(_highest(ranked), run))
+
+
+def _highest(comps: list[Comparison]) -> str:
+    """The one figure a reader would quote: the highest successful rate, with its noise and place."""
+    best = max((cell for comp in comps for cell in comp.cells), key=lambda c: c.rate.value)
+    where = next(comp for comp in comps if best in comp.cells)
+    return f"the highest rate was {best.point.key.name}'s {estimate(best.rate, '/s')} at {short_where(where)}"
 
 
 def alone(comps: list[Comparison], run: RunView) -> str:
@@ -133,10 +137,7 @@ def alone(comps: list[Comparison], run: RunView) -> str:
     tools = sorted({c.point.key.name for c in cells})
     first = (f"{tools[0]} is the only tool here, so nothing is ranked." if len(tools) == 1 else
              "No two tools finished a cell alike (same concurrency, keep-alive and variant), so none is ranked.")
-    best = max(cells, key=lambda c: c.rate.value)
-    where = next(comp for comp in comps if best in comp.cells)
-    top = f"the highest rate was {best.point.key.name}'s {estimate(best.rate, '/s')} at {short_where(where)}"
-    return join(first, _second(top, run))
+    return join(first, _second(_highest(comps), run))
 
 
 def targets(comps: list[TargetComparison], run: RunView) -> str:

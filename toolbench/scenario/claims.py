@@ -181,20 +181,13 @@ def _selector(node: Node, tools: Collection[str], targets: Mapping[str, str]) ->
 
 
 def save(run_dir: Path, claims: ClaimSet) -> None:
-    """Replaced whole or not at all, never through a link (toolbench.record.runfiles)."""
-    data = {"claims_version": VERSION, "source": claims.source, "claims": [c.to_dict() for c in claims.claims]}
-    try:
-        runfiles.replace(run_dir, FILE, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-    except OSError as exc:
-        raise StoreError(f"{run_dir / FILE}: cannot write: {exc.strerror}") from None
+    runfiles.save_json(run_dir, FILE, {"claims_version": VERSION, "source": claims.source,
+                                       "claims": [c.to_dict() for c in claims.claims]})
 
 
 def forget(run_dir: Path) -> None:
     """No claims now: an earlier part of a resumed run may have kept those of an older scenario."""
-    try:
-        (run_dir / FILE).unlink(missing_ok=True)
-    except OSError as exc:
-        raise StoreError(f"{run_dir / FILE}: cannot remove: {exc.strerror}") from None
+    runfiles.forget(run_dir, FILE)
 
 
 def load(run_dir: Path) -> ClaimSet | None:

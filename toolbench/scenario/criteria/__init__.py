@@ -14,20 +14,12 @@ VERSION = 1
 
 
 def save(run_dir: Path, evaluations: list[Evaluation]) -> None:
-    """Replaced whole or not at all, never through a link (toolbench.record.runfiles)."""
-    data = {"criteria_version": VERSION, "evaluations": [e.to_dict() for e in evaluations]}
-    try:
-        runfiles.replace(run_dir, FILE, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-    except OSError as exc:
-        raise StoreError(f"{run_dir / FILE}: cannot write: {exc.strerror}") from None
+    runfiles.save_json(run_dir, FILE, {"criteria_version": VERSION, "evaluations": [e.to_dict() for e in evaluations]})
 
 
 def forget(run_dir: Path) -> None:
     """No criteria now: an earlier part of a resumed run may have left verdicts that no longer hold."""
-    try:
-        (run_dir / FILE).unlink(missing_ok=True)
-    except OSError as exc:
-        raise StoreError(f"{run_dir / FILE}: cannot remove: {exc.strerror}") from None
+    runfiles.forget(run_dir, FILE)
 
 
 def load(run_dir: Path) -> list[Evaluation] | None:
