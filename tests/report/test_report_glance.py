@@ -156,5 +156,11 @@ def test_at_1400_px_the_question_headline_and_answering_figure_show_without_scro
         bottoms = browser.evaluate(page, BOTTOMS)
         narrow = browser.open(html.as_uri(), width=390, height=844)
         wide = browser.evaluate(narrow, "document.documentElement.scrollWidth")
+        # Printed, every topic of the verdict is open; afterwards they close again.
+        closed = "document.querySelectorAll('details:not([open])').length"
+        before = browser.evaluate(page, closed)
+        printing = browser.evaluate(page, f"window.dispatchEvent(new Event('beforeprint')), {closed}")
+        after = browser.evaluate(page, f"window.dispatchEvent(new Event('afterprint')), {closed}")
+    assert before > 0 and printing == 0 and after == before
     assert all(b is not None and 0 < b <= 900 for b in bottoms), bottoms
     assert wide <= 390  # on a phone the page itself never scrolls sideways; wide tables scroll inside

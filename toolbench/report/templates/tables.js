@@ -114,4 +114,11 @@
   });
   window.addEventListener("hashchange", reveal);
   if (location.hash.length > 1) { reveal(); }
+  // On paper nothing can be clicked open: print every closed part of the verdict, then close it again.
+  var opened = [];
+  window.addEventListener("beforeprint", function () {
+    opened = Array.prototype.filter.call(document.querySelectorAll("details:not([open])"), function (d) {
+      d.open = true; return true; });
+  });
+  window.addEventListener("afterprint", function () { opened.forEach(function (d) { d.open = false; }); });
 }());
