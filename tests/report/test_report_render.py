@@ -161,7 +161,7 @@ def test_publish_renders_every_run_and_an_index_a_static_host_serves_as_it_is(
     hrefs = [h for h in refs(index).hrefs]
     assert sorted(hrefs) == sorted(f"{name}/report.html" for name in runs)
     assert hrefs[0] == "empty-20260114T090000Z/report.html"  # newest first
-    assert "ab generated the most successful requests/s" in index and "2026-01-10 09:00 UTC" in index
+    assert "ab led in both like-for-like comparisons beyond the noise" in index and "2026-01-10 09:00 UTC" in index
     for name in runs:
         report = site_dir / name / "report.html"
         for href in (h for h in refs(report.read_text()).hrefs if not h.startswith("#")):

@@ -159,7 +159,7 @@ def _entry(run: Path, output: Path, site: Path, data: ReportData) -> IndexEntry:
     started = manifest.started_at or ""
     cells = sum(s.cells for s in data.statuses)
     ok = sum(s.cells for s in data.statuses if s.status == "ok")
-    headline = data.verdicts[0].headline if data.verdicts else ""
+    headline = data.glance.headline  # the report's own answer, at most two sentences
     bad = manifest.status in (RunStatus.FAILED, RunStatus.INTERRUPTED) or (cells > 0 and ok == 0)
     status = manifest.status.value + (" (no cell ok)" if cells and not ok else "")
     return IndexEntry(title=run.name, href=_href(output, site), date=fmt.when(started),
