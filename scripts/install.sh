@@ -54,9 +54,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # parser) must import, or the stamp would record a broken install as done.
     "$venv/bin/python" -c "import pyarrow, hdrh, httptools, uvloop" \
         || { say "the Python packages did not install whole; run this again"; exit 1; }
-    # Optional: without it the engine runs keep-alive off on its Python path, at more CPU per request.
+    # Optional: without it the engine runs its connections (keep-alive off and on) on its Python
+    # paths, at more CPU per request.
     "$venv/bin/python" -c "import toolbench.engine._churn" 2>/dev/null \
-        || say "the engine's C connection path did not build (gcc, python3-dev?): keep-alive off runs in Python"
+        || say "the engine's C connection path did not build (gcc, python3-dev?): its connections run in Python"
     echo "$want" > "$stamp"
 fi
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from engine_paths import PATHS, use_path
 from helpers.engine_servers import OK, delayed, responder, serve, stalling
 from toolbench.engine import coordinator
 from toolbench.engine.options import EngineOptions
@@ -14,7 +15,14 @@ from toolbench.record import histogram
 from toolbench.record.schema import LoadModel, RunResult, Status
 
 # Timing-sensitive: real delays and stalls measured on a shared machine, so not in the fast tier.
-pytestmark = pytest.mark.integration
+# Each runs on both connection paths (C and Python: engine_paths.py).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("engine_path")]
+
+
+@pytest.fixture(params=PATHS)
+def engine_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test runs on each connection path (engine_paths.py); the value says which."""
+    return use_path(str(request.param), monkeypatch)
 
 
 def run_engine(url: str, **kw: Any) -> RunResult:

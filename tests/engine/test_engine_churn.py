@@ -3,7 +3,6 @@ misbehave, and the engine's file-descriptor limit. Functional: nothing here is t
 from __future__ import annotations
 
 import json
-import os
 import resource
 import socket
 import subprocess
@@ -14,31 +13,23 @@ from typing import Any
 
 import pytest
 
+from engine_paths import PATHS, use_path
 from helpers.engine_servers import (ENGINE, OK, chunked, close_delimited, cut_short, dribble, echo_head, garbage,
                                     read_request, responder)
 from helpers.engine_servers import run_engine as errors_run_engine
 from helpers.engine_servers import serve, silent, statuses
-from toolbench.engine import churn_native
-from toolbench.engine.churn_native import PATH_ENV
 from toolbench.engine.result import PYTHON_PATH_NOTE, SILENT_NOTE
 from toolbench.record import histogram
 from toolbench.record.schema import RunResult, Status
 from toolbench.servers.process import RunningTarget
 
 
-@pytest.fixture(autouse=True, params=["C", "Python"])
+@pytest.fixture(autouse=True, params=PATHS)
 def churn_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test here runs on both keep-alive-off paths: the C one (_churn.c) and the
-    pure-Python one (churn.py) that runs where the extension was not built."""
-    if request.param == "Python":
-        monkeypatch.setenv(PATH_ENV, "python")
-    elif churn_native.churn_path() != "C":
-        # Optional (built by the install where gcc and the Python headers are); CI asks for it.
-        if os.environ.get("TOOLBENCH_REQUIRE_C_PATH"):
-            pytest.fail("the engine's C path (toolbench.engine._churn) is not built, and TOOLBENCH_REQUIRE_C_PATH is set")
-        pytest.skip("the engine's C path (toolbench.engine._churn) is not built here")
-    assert churn_native.churn_path() == request.param
-    return str(request.param)
+    pure-Python one (churn.py) that runs where the extension was not built (and so do the
+    keep-alive ones here: _churn_keepalive.c, client.py)."""
+    return use_path(str(request.param), monkeypatch)
 
 
 def run_engine(url: str, **kw: Any) -> RunResult:

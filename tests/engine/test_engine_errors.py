@@ -1,4 +1,5 @@
-"""Bad input ends in a clear error or a counted failure class: never a hang or a traceback."""
+"""Bad input ends in a clear error or a counted failure class: never a hang or a traceback. The
+tests that load a server run on both connection paths (`engine_path`: C and Python)."""
 from __future__ import annotations
 
 import json
@@ -13,10 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from engine_paths import PATHS, use_path
 from helpers.engine_servers import (ENGINE, OK, chunked, close_delimited, cut_short, delayed, echo_head, garbage, huge,
                                     read_request, responder, run_engine, serve, silent, statuses)
 from toolbench.contract.host import free_port
 from toolbench.record.schema import RunResult, Status
+
+BOTH_PATHS = pytest.mark.usefixtures("engine_path")
+
+
+@pytest.fixture(params=PATHS)
+def engine_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test runs on each connection path (engine_paths.py); the value says which."""
+    return use_path(str(request.param), monkeypatch)
 
 # Runs argv and prints its peak RSS in KiB. ru_maxrss keeps the peak of the image a process was
 # forked from, so the engine is started from this small Python rather than from pytest, whose
@@ -30,6 +40,7 @@ def run_cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[st
 
 
 @pytest.mark.integration  # asserts on elapsed time
+@BOTH_PATHS
 def test_unreachable_url_is_one_clear_line(tmp_path: Path) -> None:
     port = free_port()
     out = tmp_path / "r.json"
@@ -69,6 +80,7 @@ def test_bad_urls_exit_2_with_one_line(url: str, says: str) -> None:
     assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@BOTH_PATHS
 def test_a_server_that_is_not_http_counts_malformed_responses() -> None:
     with serve(garbage) as (url, _):
         result = run_engine(url, requests=20)
@@ -77,6 +89,7 @@ def test_a_server_that_is_not_http_counts_malformed_responses() -> None:
     assert "malformed=20" in " ".join(result.all_notes)
 
 
+@BOTH_PATHS
 def test_a_close_mid_response_counts_a_read_failure() -> None:
     with serve(cut_short) as (url, _):
         result = run_engine(url, requests=10)
@@ -85,6 +98,7 @@ def test_a_close_mid_response_counts_a_read_failure() -> None:
 
 
 @pytest.mark.integration  # asserts on elapsed time
+@BOTH_PATHS
 def test_timeouts_are_counted_and_the_run_ends() -> None:
     started = time.monotonic()
     with serve(silent) as (url, _):
@@ -133,6 +147,7 @@ def test_connect_refused_mid_run_is_counted() -> None:
     assert "connect_refused=" in " ".join(result.all_notes)
 
 
+@BOTH_PATHS
 def test_a_huge_response_is_discarded_as_it_arrives(tmp_path: Path) -> None:
     size = 64 << 20
     with serve(huge(size)) as (url, _):
@@ -147,6 +162,7 @@ def test_a_huge_response_is_discarded_as_it_arrives(tmp_path: Path) -> None:
     assert peak_kib < size // 1024, peak_kib  # the engine and its workers together hold less than one body
 
 
+@BOTH_PATHS
 def test_chunked_close_delimited_head_and_error_statuses() -> None:
     with serve(responder(chunked)) as (url, _):
         result = run_engine(url, requests=20)
@@ -164,6 +180,7 @@ def test_chunked_close_delimited_head_and_error_statuses() -> None:
     assert result.measurement.counts.requests_ok == 10 and result.measurement.counts.requests_failed == 20
 
 
+@BOTH_PATHS
 def test_method_headers_and_body_are_sent(tmp_path: Path) -> None:
     body = tmp_path / "body.json"
     body.write_bytes(b'{"hello": "world"}')
@@ -179,6 +196,7 @@ def test_method_headers_and_body_are_sent(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration  # asserts on elapsed time
+@BOTH_PATHS
 def test_ctrl_c_stops_cleanly_with_the_figures_so_far() -> None:
     with serve(delayed(0.005)) as (url, stats):
         proc = subprocess.Popen(ENGINE + [url + "/", "-c", "2", "-w", "2", "-d", "60s"],

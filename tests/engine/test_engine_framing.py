@@ -1,7 +1,8 @@
 """The C path's framing (_churn_framing.c) against llhttp, the Python path's parser: for
 responses built from the parts a server sends, well-formed and not, split at any bytes,
 both say the same thing (complete with this status, more to come, or malformed), so the two
-keep-alive-off paths count every response alike."""
+paths count every response alike; and with keep-alive, whether the connection carries the
+next request."""
 from __future__ import annotations
 
 from typing import Any
@@ -104,7 +105,7 @@ def split(draw: Any, raw: bytes) -> list[bytes]:
 def test_c_framing_says_what_llhttp_says(data: Any, head: bool) -> None:
     raw, cut_in_head = data.draw(responses())
     chunks = data.draw(split(raw))
-    state, code, c_ends_at_close = churn.frame(chunks, head)
+    state, code, c_ends_at_close, _, _ = churn.frame(chunks, head)
     said = llhttp(chunks, head)
     if cut_in_head and (state, said[0]) == (0, -1):
         # The one leeway: llhttp judges a length or a duplicate as its bytes arrive, the C path
@@ -127,7 +128,7 @@ def test_c_framing_says_what_llhttp_says(data: Any, head: bool) -> None:
 def test_a_head_split_at_every_byte() -> None:
     raw = (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
            b"3;ext=1\r\nabc\r\n0\r\nX-T: t\r\n\r\n")
-    assert churn.frame([raw[k:k + 1] for k in range(len(raw))], False) == (1, 201, False)
+    assert churn.frame([raw[k:k + 1] for k in range(len(raw))], False)[:3] == (1, 201, False)
     assert churn.frame([raw[:-1]], False)[0] == 0  # the last CRLF of the trailers is still to come
 
 
@@ -136,3 +137,67 @@ def test_a_head_longer_than_its_limit_is_malformed() -> None:
     sending an endless head cannot grow the worker's memory without bound."""
     raw = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"x" * (300 * 1024)
     assert churn.frame([raw[k:k + 4096] for k in range(0, len(raw), 4096)], False)[0] == -1
+
+
+def llhttp_keeps(raw: bytes, head: bool) -> bool | None:
+    """What the keep-alive Python path (client.Conn, HeadConn) decides once the response is
+    complete: llhttp's should_keep_alive, asked at the end of the final response (at its head,
+    for HEAD). None: llhttp refused it before that."""
+    seen: list[bool] = []
+
+    class Probe:
+        def on_headers_complete(self) -> None:
+            if head and parser.get_status_code() >= 200 and not seen:
+                seen.append(parser.should_keep_alive())
+
+        def on_message_complete(self) -> None:
+            if not head and parser.get_status_code() >= 200 and not seen:
+                seen.append(parser.should_keep_alive())
+
+    parser = HttpResponseParser(Probe())
+    try:
+        parser.feed_data(raw)
+    except HttpParserError:
+        pass
+    return seen[0] if seen else None
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), head=st.booleans())
+def test_c_keeps_a_connection_when_llhttp_does(data: Any, head: bool) -> None:
+    raw, _ = data.draw(responses())
+    chunks = data.draw(split(raw))
+    state, code, _, keep_alive, unread = churn.frame(chunks, head)
+    if state != 1:
+        assert not keep_alive
+        return
+    said = llhttp_keeps(raw, head)
+    if said is not None:  # (llhttp may refuse a head the C path has finished with: test_c_framing_says...)
+        assert keep_alive == said, raw
+    if not head and code not in (204, 304):  # one response, nothing after it (those three have no body)
+        assert unread == 0, raw
+
+
+@pytest.mark.parametrize("response, keeps", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", True),
+    (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", False),
+    (b"HTTP/1.1 200 OK\r\nconnection: Keep-Alive, CLOSE\r\nContent-Length: 2\r\n\r\nok", False),
+    (b"HTTP/1.1 200 OK\r\nConnection: closed\r\nContent-Length: 2\r\n\r\nok", True),
+    (b"HTTP/1.1 200 OK\r\nProxy-Connection: close\r\nContent-Length: 2\r\n\r\nok", False),
+    (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", False),
+    (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", True),
+    (b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nok", False),  # llhttp reads it as 1.0
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", True),
+    (b"HTTP/1.1 204 No Content\r\n\r\n", True),
+], ids=["length", "close", "token-list", "not-a-token", "proxy", "http10", "http10-keep", "http20", "chunked", "204"])
+def test_keep_alive_verdicts(response: bytes, keeps: bool) -> None:
+    assert llhttp_keeps(response, False) is keeps  # the reference itself
+    assert churn.frame([response], False)[3] is keeps
+
+
+def test_bytes_after_the_response_are_counted_unread() -> None:
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    assert churn.frame([ok + b"HTTP/1.1"], False)[::4] == (1, 8)
+    assert churn.frame([ok[:10], ok[10:] + b"xyz"], False)[::4] == (1, 3)
+    head_only = b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n"
+    assert churn.frame([head_only + b"body"], True)[::4] == (1, 4)  # HEAD: no body follows a head

@@ -12,6 +12,7 @@ so the recorder is the same for both paths), and every connect into its connect
 figures. Here: the Python type and the module; the connections are in _churn_conn.c,
 and where a response ends (held to llhttp's verdicts) in _churn_framing.c. */
 #include "_churn.h"
+#include "_churn_keepalive.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -72,6 +73,25 @@ static PyObject *Core_stop(Core *c, PyObject *unused) {
 
 static PyObject *Core_fileno(Core *c, PyObject *unused) { return PyLong_FromLong(c->epfd); }
 
+int churn_address(const char *address, int port, struct sockaddr_storage *addr, socklen_t *addrlen, int *family) {
+    memset(addr, 0, sizeof(*addr));
+    struct sockaddr_in *v4 = (struct sockaddr_in *)addr;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)addr;
+    if (inet_pton(AF_INET, address, &v4->sin_addr) == 1) {
+        v4->sin_family = *family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *addrlen = sizeof(*v4);
+    } else if (inet_pton(AF_INET6, address, &v6->sin6_addr) == 1) {
+        v6->sin6_family = *family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *addrlen = sizeof(*v6);
+    } else {
+        PyErr_Format(PyExc_ValueError, "not an IP address: %s", address);
+        return -1;
+    }
+    return 0;
+}
+
 static int Core_init(Core *c, PyObject *args, PyObject *kw) {
     static char *names[] = {"address", "port", "request", "slots", "head", "closed", "load", "rec",
                             "done", "failed", "failed_soon", NULL};
@@ -86,21 +106,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_ValueError, "slots or port out of range");
         return -1;
     }
-    memset(&c->addr, 0, sizeof(c->addr));
-    struct sockaddr_in *v4 = (struct sockaddr_in *)&c->addr;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&c->addr;
-    if (inet_pton(AF_INET, address, &v4->sin_addr) == 1) {
-        v4->sin_family = c->family = AF_INET;
-        v4->sin_port = htons((uint16_t)port);
-        c->addrlen = sizeof(*v4);
-    } else if (inet_pton(AF_INET6, address, &v6->sin6_addr) == 1) {
-        v6->sin6_family = c->family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)port);
-        c->addrlen = sizeof(*v6);
-    } else {
-        PyErr_Format(PyExc_ValueError, "not an IP address: %s", address);
-        return -1;
-    }
+    if (churn_address(address, port, &c->addr, &c->addrlen, &c->family) < 0) return -1;
     PyObject *lat = PyObject_GetAttrString(rec, "lat"), *ulat = PyObject_GetAttrString(rec, "ulat");
     PyObject *codes = PyObject_GetAttrString(rec, "codes");
     int ok = lat && ulat && codes && PyList_Check(codes) && PyList_GET_SIZE(codes) == 1000;
@@ -232,25 +238,28 @@ static PyObject *frame(PyObject *module, PyObject *args) {
         state = framing_feed(&f, head, PyBytes_AS_STRING(chunk), (size_t)PyBytes_GET_SIZE(chunk));
     }
     Py_DECREF(seq);
-    PyObject *result = Py_BuildValue("iiO", state, f.final_code, framing_ends_at_close(&f) ? Py_True : Py_False);
+    PyObject *result = Py_BuildValue("iiOOn", state, f.final_code, framing_ends_at_close(&f) ? Py_True : Py_False,
+                                     state == 1 && f.keep_alive ? Py_True : Py_False, (Py_ssize_t)f.unread);
     framing_free(&f);
     return result;
 }
 
 static PyMethodDef module_functions[] = {
     {"frame", frame, METH_VARARGS,
-     "frame(chunks, head) -> (state, status, ends_at_close): state 1 complete, 0 more to come, -1 malformed"},
+     "frame(chunks, head) -> (state, status, ends_at_close, keep_alive, unread): state 1 complete, 0 more to "
+     "come, -1 malformed; keep_alive: the connection can carry the next request; unread: bytes after the response"},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_churn", "Keep-alive off, in C (see churn_native.py).",
-                                    -1, module_functions};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_churn",
+                                    "The engine's connections in C (see churn_native.py).", -1, module_functions};
 
 PyMODINIT_FUNC PyInit__churn(void) {
-    if (PyType_Ready(&CoreType) < 0) return NULL;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&KeepAliveType) < 0) return NULL;
     if (churn_intern() < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0) {
+    if (m != NULL && (PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0 ||
+                      PyModule_AddObjectRef(m, "KeepAlive", (PyObject *)&KeepAliveType) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

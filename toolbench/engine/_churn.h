@@ -6,6 +6,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "_churn_framing.h"
 
@@ -36,8 +37,29 @@ typedef struct {
     PyObject *load, *rec, *lat, *ulat, *codes, *done, *failed, *failed_soon;
 } Core;
 
+/* An IPv4 or IPv6 address and port as a socket address: 0, or -1 with an exception set. */
+int churn_address(const char *address, int port, struct sockaddr_storage *addr, socklen_t *addrlen, int *family);
 /* Interns the names the core uses; 0, or -1 with an exception set. */
 int churn_intern(void);
+
+/* Shared with the keep-alive core (_churn_keepalive*.c). */
+extern PyObject *churn_kinds[K_COUNT]; /* the failure kinds' names, interned */
+static inline int64_t churn_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* = time.perf_counter_ns(), the engine's clock */
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+/* The failure kind of a connect that failed with `err`. */
+int churn_connect_kind(int err);
+/* attr += value (or = max(attr, value) when `keep_max`), on a Python object. */
+int churn_add_attr(PyObject *obj, PyObject *name, int64_t value, int keep_max);
+/* fn(i, arg), its result dropped. */
+int churn_call_back(PyObject *fn, Py_ssize_t i, PyObject *arg);
+/* Counts a connect that took `elapsed` ns into the recorder (Recorder.connected). */
+int churn_connected(PyObject *rec, int64_t elapsed);
+/* May a closed-model slot go on by itself (not stopped, budget left)? Takes one request of
+   the budget: 1, 0, or -1 with an exception set. */
+int churn_take_budget(PyObject *load);
 /* Opens a connection for slot i and sends the request; `scheduled`: when it was meant to start. */
 int churn_send(Core *c, Py_ssize_t i, int64_t scheduled);
 /* Handles one batch of ready sockets. */

@@ -6,18 +6,17 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char *KIND_NAMES[K_COUNT] = {"connect_refused", "connect_timeout", "connect_other", "timeout",
                                           "reset", "closed", "malformed"};
-static PyObject *kinds[K_COUNT];
+PyObject *churn_kinds[K_COUNT];
 static PyObject *s_budget, *s_stopped, *s_last_done_ns, *s_connects, *s_connect_sum_ns, *s_connect_max_ns,
     *s_gap_ns, *s_received_bytes;
 
 int churn_intern(void) {
     for (int k = 0; k < K_COUNT; k++)
-        if ((kinds[k] = PyUnicode_InternFromString(KIND_NAMES[k])) == NULL) return -1;
+        if ((churn_kinds[k] = PyUnicode_InternFromString(KIND_NAMES[k])) == NULL) return -1;
     if (!(s_budget = PyUnicode_InternFromString("budget")) || !(s_stopped = PyUnicode_InternFromString("stopped")) ||
         !(s_last_done_ns = PyUnicode_InternFromString("last_done_ns")) ||
         !(s_connects = PyUnicode_InternFromString("connects")) ||
@@ -29,18 +28,12 @@ int churn_intern(void) {
     return 0;
 }
 
-static inline int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* = time.perf_counter_ns(), the engine's clock */
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int connect_kind(int err) {
+int churn_connect_kind(int err) {
     return err == ECONNREFUSED ? K_REFUSED : err == ETIMEDOUT ? K_CONNECT_TIMEOUT : K_CONNECT_OTHER;
 }
 
 /* attr += delta (or = max(attr, value) when `keep_max`), on a Python object. */
-static int add_attr(PyObject *obj, PyObject *name, int64_t value, int keep_max) {
+int churn_add_attr(PyObject *obj, PyObject *name, int64_t value, int keep_max) {
     PyObject *old = PyObject_GetAttr(obj, name);
     if (old == NULL) return -1;
     long long cur = PyLong_AsLongLong(old);
@@ -79,20 +72,20 @@ static int epoll_set(Core *c, int op, int fd, uint32_t i, uint32_t events) {
     return -1;
 }
 
-static int connected(Core *c, int64_t elapsed) {
-    if (add_attr(c->rec, s_connects, 1, 0) < 0 || add_attr(c->rec, s_connect_sum_ns, elapsed, 0) < 0)
+int churn_connected(PyObject *rec, int64_t elapsed) {
+    if (churn_add_attr(rec, s_connects, 1, 0) < 0 || churn_add_attr(rec, s_connect_sum_ns, elapsed, 0) < 0)
         return -1;
-    return add_attr(c->rec, s_connect_max_ns, elapsed, 1);
+    return churn_add_attr(rec, s_connect_max_ns, elapsed, 1);
 }
 
 int churn_drop(Core *c, Slot *s) {
     int64_t rx = s->rx;
     if (s->fd >= 0) close(s->fd); /* and out of the epoll set with it */
     churn_reset_slot(s);
-    return add_attr(c->rec, s_received_bytes, rx, 0);
+    return churn_add_attr(c->rec, s_received_bytes, rx, 0);
 }
 
-static int call_back(PyObject *fn, Py_ssize_t i, PyObject *arg) {
+int churn_call_back(PyObject *fn, Py_ssize_t i, PyObject *arg) {
     PyObject *r = PyObject_CallFunction(fn, "nO", i, arg);
     if (r == NULL) return -1;
     Py_DECREF(r);
@@ -101,23 +94,23 @@ static int call_back(PyObject *fn, Py_ssize_t i, PyObject *arg) {
 
 static int fail(Core *c, Py_ssize_t i, int kind) {
     if (churn_drop(c, &c->slots[i]) < 0) return -1;
-    return call_back(c->failed, i, kinds[kind]); /* counts it and ends the request, in Python */
+    return churn_call_back(c->failed, i, churn_kinds[kind]); /* counts it and ends the request, in Python */
 }
 
 /* May the slot go on by itself (the closed model, budget left)? Takes one request of the budget. */
-static int take_budget(Core *c) {
-    PyObject *stopped = PyObject_GetAttr(c->load, s_stopped);
+int churn_take_budget(PyObject *load) {
+    PyObject *stopped = PyObject_GetAttr(load, s_stopped);
     if (stopped == NULL) return -1;
     int is_stopped = PyObject_IsTrue(stopped);
     Py_DECREF(stopped);
     if (is_stopped) return is_stopped < 0 ? -1 : 0;
-    PyObject *budget = PyObject_GetAttr(c->load, s_budget);
+    PyObject *budget = PyObject_GetAttr(load, s_budget);
     if (budget == NULL) return -1;
     long long left = PyLong_AsLongLong(budget);
     Py_DECREF(budget);
     if (left == -1 && PyErr_Occurred()) return -1;
     if (left <= 0) return 0;
-    return add_attr(c->load, s_budget, -1, 0) < 0 ? -1 : 1;
+    return churn_add_attr(load, s_budget, -1, 0) < 0 ? -1 : 1;
 }
 
 static int complete(Core *c, Py_ssize_t i, int64_t now) {
@@ -131,14 +124,14 @@ static int complete(Core *c, Py_ssize_t i, int64_t now) {
     }
     if (call_append(c->lat, now - s->t_sched) < 0) return -1;
     if (c->ulat != Py_None && call_append(c->ulat, now - s->t_start) < 0) return -1;
-    if (add_attr(c->rec, s_gap_ns, (s->t_sent - s->t_sched) + (now - s->t_first), 0) < 0) return -1;
+    if (churn_add_attr(c->rec, s_gap_ns, (s->t_sent - s->t_sched) + (now - s->t_first), 0) < 0) return -1;
     if (churn_drop(c, s) < 0) return -1;
     PyObject *t = PyLong_FromLongLong(now);
     if (t == NULL) return -1;
     int rc = PyObject_SetAttr(c->load, s_last_done_ns, t);
     if (rc == 0) {
-        int go_on = c->closed ? take_budget(c) : 0;
-        rc = go_on < 0 ? -1 : go_on ? churn_send(c, i, now) : call_back(c->done, i, t);
+        int go_on = c->closed ? churn_take_budget(c->load) : 0;
+        rc = go_on < 0 ? -1 : go_on ? churn_send(c, i, now) : churn_call_back(c->done, i, t);
     }
     Py_DECREF(t);
     return rc;
@@ -157,7 +150,7 @@ static int readable(Core *c, Py_ssize_t i) {
         if (errno == EAGAIN || errno == EINTR) return 0;
         return fail(c, i, errno == ECONNRESET ? K_RESET : K_CLOSED);
     }
-    int64_t now = now_ns();
+    int64_t now = churn_now_ns();
     if (r == 0) return eof(c, i, now);
     if (!s->t_first) s->t_first = now;
     s->rx += r;
@@ -168,9 +161,9 @@ static int readable(Core *c, Py_ssize_t i) {
 
 static int after_send(Core *c, Py_ssize_t i, Py_ssize_t sent, int op) {
     Slot *s = &c->slots[i];
-    s->t_sent = now_ns();
+    s->t_sent = churn_now_ns();
     s->sent = sent;
-    if (connected(c, s->t_sent - s->t_start) < 0) return -1;
+    if (churn_connected(c->rec, s->t_sent - s->t_start) < 0) return -1;
     return epoll_set(c, op, s->fd, (uint32_t)i, sent == PyBytes_GET_SIZE(c->request) ? EPOLLIN : EPOLLOUT);
 }
 
@@ -182,10 +175,10 @@ static int writable(Core *c, Py_ssize_t i) {
         int err = 0;
         socklen_t elen = sizeof(err);
         if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0) err = errno;
-        if (err) return fail(c, i, connect_kind(err));
+        if (err) return fail(c, i, churn_connect_kind(err));
         s->connecting = 0;
         ssize_t n = send(s->fd, req, (size_t)len, MSG_NOSIGNAL);
-        if (n < 0 && errno != EAGAIN) return fail(c, i, connect_kind(errno));
+        if (n < 0 && errno != EAGAIN) return fail(c, i, churn_connect_kind(errno));
         return after_send(c, i, n < 0 ? 0 : n, EPOLL_CTL_MOD);
     }
     ssize_t n = send(s->fd, req + s->sent, (size_t)(len - s->sent), MSG_NOSIGNAL);
@@ -199,7 +192,7 @@ static int writable(Core *c, Py_ssize_t i) {
 
 int churn_send(Core *c, Py_ssize_t i, int64_t scheduled) {
     Slot *s = &c->slots[i];
-    int64_t started = now_ns();
+    int64_t started = churn_now_ns();
     int fd = socket(c->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         PyErr_SetFromErrno(PyExc_OSError); /* out of descriptors: the run crashes, saying so */
@@ -224,7 +217,7 @@ int churn_send(Core *c, Py_ssize_t i, int64_t scheduled) {
     close(fd);
     s->fd = -1;
     /* Counted from the loop (call_soon), so a slot refused again and again never recurses. */
-    return call_back(c->failed_soon, i, kinds[connect_kind(err)]);
+    return churn_call_back(c->failed_soon, i, churn_kinds[churn_connect_kind(err)]);
 }
 
 int churn_ready(Core *c) {

@@ -1,9 +1,9 @@
 /* Where an HTTP/1.x response ends (RFC 9112 section 6.3), held to what llhttp accepts so that
-   both keep-alive-off paths count the same: HEAD, 1xx, 204 and 304 have no body; chunked;
+   the C and Python paths count the same: HEAD, 1xx, 204 and 304 have no body; chunked;
    Content-Length; otherwise (or another coding last) the close ends the body. Not HTTP/x.y, a
    bare LF, a header name that is not a token, a duplicate Content-Length, a length together with
-   a Transfer-Encoding, or a bad chunk line is malformed. */
-#define _GNU_SOURCE /* memmem */
+   a Transfer-Encoding, or a bad chunk line is malformed. With keep-alive, whether the connection
+   can carry the next request is llhttp's should_keep_alive (Connection tokens, the version). */
 #include "_churn_framing.h"
 
 #include <stdlib.h>
@@ -16,6 +16,8 @@ void framing_reset(Framing *f) {
     f->checked = f->line_start = f->line_no = f->colon = 0;
     f->remaining = 0;
     f->has_length = f->chunked = f->until_close = 0;
+    f->v11 = f->conn_close = f->conn_keep = f->keep_alive = 0;
+    f->unread = 0;
     f->len = 0;
 }
 
@@ -43,20 +45,31 @@ static int keep(Framing *f, const char *p, size_t n) {
     return 0;
 }
 
-static int header_is(const char *line, size_t n, const char *name, const char **value, size_t *vlen) {
-    size_t k = strlen(name);
-    if (n <= k || line[k] != ':' || strncasecmp(line, name, k) != 0) return 0;
-    const char *v = line + k + 1, *end = line + n;
-    while (v < end && (*v == ' ' || *v == '\t')) v++;
-    while (end > v && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) end--;
-    *value = v;
-    *vlen = (size_t)(end - v);
-    return 1;
+/* A Connection (or Proxy-Connection, as llhttp reads it) value's tokens: close and keep-alive. */
+static void connection_tokens(Framing *f, const char *v, size_t n) {
+    const char *end = v + n;
+    while (v < end) {
+        const char *comma = memchr(v, ',', (size_t)(end - v)), *stop = comma ? comma : end;
+        const char *a = v, *b = stop;
+        while (a < b && (*a == ' ' || *a == '\t')) a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t')) b--;
+        if (b - a == 5 && strncasecmp(a, "close", 5) == 0) f->conn_close = 1;
+        if (b - a == 10 && strncasecmp(a, "keep-alive", 10) == 0) f->conn_keep = 1;
+        v = comma ? comma + 1 : end;
+    }
 }
 
-static int token_char(char ch) {
-    return ch > ' ' && ch < 127 && strchr("\"(),/;<=>?@[\\]{}", ch) == NULL;
-}
+/* RFC 9110's tchar: a visible character but "(),/:;<=>?@[\]{}. */
+static const unsigned char TCHAR[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
 
 /* The status line's first 13 bytes: "HTTP/d.d ddd" and a space or the CR. */
 static int status_char_ok(size_t col, char ch) {
@@ -67,66 +80,91 @@ static int status_char_ok(size_t col, char ch) {
     return ch == ' ' || ch == '\r';
 }
 
-/* Checks the head's bytes [f->checked, n) as they arrive, as llhttp does byte by byte: the
-   status line's form, a token before each header's colon, CRLF line ends. -1 if malformed.
-   Resumes where it stopped, so a head that arrives a byte at a time is read once. */
-static int check_head(Framing *f, const char *h, size_t n) {
-    for (size_t k = f->checked; k < n; k++) {
-        char ch = h[k];
-        size_t col = k - f->line_start;
-        if (ch == '\n') {
-            if (k == 0 || h[k - 1] != '\r' || (f->line_no == 0 && col < 13)) return -1;
-            if (f->line_no > 0 && !f->colon && col != 1) return -1; /* a header line without a colon */
-            f->line_start = k + 1;
-            f->line_no++;
-            f->colon = 0;
-        } else if (f->line_no == 0) {
-            if (col < 13 && !status_char_ok(col, ch)) return -1;
-        } else if (!f->colon) {
-            if (ch == ':') {
-                if (col == 0) return -1;
-                f->colon = 1;
-            } else if (ch == '\r' ? col != 0 : !token_char(ch)) {
-                return -1;
-            }
-        }
+static int is_name(const char *line, size_t n, const char *name, size_t k) {
+    return n == k && strncasecmp(line, name, k) == 0;
+}
+
+/* One whole line of the head, without its CRLF: the status line's version and status, or a
+   header that frames the response. 0, or -1 if malformed, as llhttp would say. */
+static int head_line(Framing *f, const char *line, size_t n) {
+    if (f->line_no == 0) {
+        f->code = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+        f->has_length = f->chunked = f->until_close = f->conn_close = f->conn_keep = 0;
+        f->v11 = line[5] > '0' && line[7] > '0'; /* llhttp: major > 0 and minor > 0 (HTTP/2.0 reads as 1.0) */
+        return f->code < 100 ? -1 : 0;
     }
-    f->checked = n;
+    size_t k = f->colon_at;
+    const char *v = line + k + 1, *end = line + n;
+    while (v < end && (*v == ' ' || *v == '\t')) v++;
+    while (end > v && (end[-1] == ' ' || end[-1] == '\t')) end--;
+    size_t vlen = (size_t)(end - v);
+    if (is_name(line, k, "content-length", 14)) {
+        if (vlen == 0 || vlen > 18 || f->has_length) return -1; /* a duplicate, even an equal one */
+        int64_t length = 0;
+        for (size_t d = 0; d < vlen; d++) {
+            if (v[d] < '0' || v[d] > '9') return -1;
+            length = length * 10 + (v[d] - '0');
+        }
+        f->has_length = 1;
+        f->remaining = length;
+    } else if (is_name(line, k, "transfer-encoding", 17)) {
+        f->chunked = vlen >= 7 && strncasecmp(v + vlen - 7, "chunked", 7) == 0;
+        f->until_close = !f->chunked; /* another coding last: the close ends the body */
+    } else if (is_name(line, k, "connection", 10) || is_name(line, k, "proxy-connection", 16)) {
+        connection_tokens(f, v, vlen);
+    }
     return 0;
 }
 
-/* Reads a complete head that check_head() passed (status line and headers, up to its empty
-   line): its status and framing headers. 0, or -1 if malformed, as llhttp would say. */
-static int parse_head(Framing *f, const char *p, size_t n) {
-    int code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-    if (code < 100) return -1;
-    f->code = code;
-    f->has_length = f->chunked = f->until_close = 0;
-    const char *line = memchr(p, '\n', n);
-    const char *end = p + n;
-    while (line != NULL && ++line < end) {
-        const char *eol = memchr(line, '\n', (size_t)(end - line));
-        size_t len = eol ? (size_t)(eol - line) : (size_t)(end - line);
-        const char *v;
-        size_t vlen;
-        if (len <= 1) break; /* the empty line */
-        if (header_is(line, len, "content-length", &v, &vlen)) {
-            if (vlen == 0 || vlen > 18) return -1;
-            int64_t length = 0;
-            for (size_t k = 0; k < vlen; k++) {
-                if (v[k] < '0' || v[k] > '9') return -1;
-                length = length * 10 + (v[k] - '0');
-            }
-            if (f->has_length) return -1; /* a duplicate, even an equal one */
-            f->has_length = 1;
-            f->remaining = length;
-        } else if (header_is(line, len, "transfer-encoding", &v, &vlen)) {
-            f->chunked = vlen >= 7 && strncasecmp(v + vlen - 7, "chunked", 7) == 0;
-            f->until_close = !f->chunked; /* another coding last: the close ends the body */
+/* Reads the head's bytes [f->checked, n) as they arrive, as llhttp does byte by byte (the
+   status line's form, a token before each header's colon, CRLF line ends), and each line once
+   whole (head_line). Returns the head's length once its empty line is read, 0 while it is not
+   whole, -1 if malformed. Resumes where it stopped, so a head that arrives a byte at a time is
+   read once. */
+static long scan_head(Framing *f, const char *h, size_t n) {
+    size_t k = f->checked;
+    while (k < n) {
+        size_t col = k - f->line_start;
+        if (f->line_no == 0 && col < 13) {
+            if (!status_char_ok(col, h[k])) return -1;
+            k++;
+            continue;
         }
-        line = eol;
+        if (f->line_no > 0 && !f->colon) { /* a header's name */
+            while (k < n && TCHAR[(unsigned char)h[k]]) k++;
+            if (k == n) break;
+            col = k - f->line_start;
+            if (h[k] == ':') {
+                if (col == 0) return -1;
+                f->colon = 1;
+                f->colon_at = col;
+                k++;
+                continue;
+            }
+            if (h[k] == '\r' && col == 0) { /* the empty line's, or so llhttp lets it be */
+                k++;
+                continue;
+            }
+            if (h[k] != '\n') return -1;
+        } else { /* a header's value, or the status line's reason: nothing to check up to its LF */
+            const char *lf = memchr(h + k, '\n', n - k);
+            if (lf == NULL) break;
+            k = (size_t)(lf - h);
+            col = k - f->line_start;
+        }
+        if (k == 0 || h[k - 1] != '\r') return -1; /* a bare LF */
+        if (f->line_no > 0 && !f->colon) {
+            if (col != 1) return -1; /* a header line without a colon */
+            f->checked = k + 1;
+            return (long)(k + 1);
+        }
+        if (head_line(f, h + f->line_start, col - 1) < 0) return -1;
+        f->line_start = ++k;
+        f->line_no++;
+        f->colon = 0;
     }
-    return f->has_length && (f->chunked || f->until_close) ? -1 : 0; /* both: a smuggler's answer */
+    f->checked = n;
+    return 0;
 }
 
 /* The state after a head: 1 if the response is complete, 0 if a body follows. */
@@ -137,6 +175,10 @@ static int after_head(Framing *f, int head_request) {
         return 0;
     }
     f->final_code = f->code;
+    /* llhttp_should_keep_alive, asked at the end of the response (for HEAD: at its head, before
+       llhttp knows to skip a body, so a head with neither length nor chunked closes there too). */
+    int needs_eof = f->code != 204 && f->code != 304 && (f->until_close || !(f->has_length || f->chunked));
+    f->keep_alive = (f->v11 ? !f->conn_close : f->conn_keep) && !needs_eof;
     if (head_request || f->code == 204 || f->code == 304) return 1;
     if (f->chunked) f->pstate = P_CHUNK_SIZE;
     else if (f->has_length && !f->until_close) f->pstate = P_BODY_LEN;
@@ -184,37 +226,35 @@ static int partial_line_ok(const Framing *f) {
     return line[k] == ';' || (line[k] == '\r' && k + 1 == n);
 }
 
+/* The response is complete, with `n` bytes of the read after it. */
+static int complete(Framing *f, size_t n) {
+    f->unread = n;
+    return 1;
+}
+
 int framing_feed(Framing *f, int head_request, const char *p, size_t n) {
+    f->unread = 0;
     while (n) {
         switch (f->pstate) {
         case P_HEAD: {
-            size_t had = f->len;
-            const char *end;
-            if (had == 0) { /* the usual case: the whole head in this read, parsed where it lies */
-                end = memmem(p, n, "\r\n\r\n", 4);
-                size_t upto = end != NULL ? (size_t)(end - p) + 4 : n;
-                if (check_head(f, p, upto) < 0) return -1;
-                if (end != NULL) {
-                    if (parse_head(f, p, upto - 2) < 0) return -1;
-                    p += upto;
-                    n -= upto;
-                    if (after_head(f, head_request)) return 1;
-                    continue;
-                }
+            size_t had = f->len, used;
+            long end;
+            if (had == 0 && (end = scan_head(f, p, n)) != 0) { /* the usual case: the whole head in this read */
+                if (end < 0) return -1;
+                used = (size_t)end;
+            } else { /* a head that spans reads: kept until its end arrives */
+                size_t take = n < HEAD_MAX - had ? n : HEAD_MAX - had;
+                if (keep(f, p, take) < 0) return -1;
+                end = scan_head(f, f->buf, f->len);
+                if (end < 0) return -1;
+                if (end == 0) return take < n ? -1 : 0; /* a head longer than HEAD_MAX */
+                used = (size_t)end - had;
+                f->len = 0;
             }
-            /* A head that spans reads: kept until its end arrives. */
-            size_t from = had > 3 ? had - 3 : 0, take = n < HEAD_MAX - had ? n : HEAD_MAX - had;
-            if (keep(f, p, take) < 0) return -1;
-            end = memmem(f->buf + from, f->len - from, "\r\n\r\n", 4);
-            size_t head_len = end != NULL ? (size_t)(end - f->buf) + 4 : f->len;
-            if (f->checked < head_len && check_head(f, f->buf, head_len) < 0) return -1;
-            if (end == NULL) return take < n ? -1 : 0; /* a head longer than HEAD_MAX */
-            size_t used = head_len - had;
-            f->len = 0;
-            if (parse_head(f, f->buf, head_len - 2) < 0) return -1;
+            if (f->has_length && (f->chunked || f->until_close)) return -1; /* both: a smuggler's answer */
             p += used;
             n -= used;
-            if (after_head(f, head_request)) return 1;
+            if (after_head(f, head_request)) return complete(f, n);
             continue;
         }
         case P_BODY_LEN:
@@ -224,7 +264,7 @@ int framing_feed(Framing *f, int head_request, const char *p, size_t n) {
             p += take;
             n -= take;
             if (f->remaining == 0) {
-                if (f->pstate == P_BODY_LEN) return 1;
+                if (f->pstate == P_BODY_LEN) return complete(f, n);
                 f->pstate = P_CHUNK_END;
             }
             continue;
@@ -240,7 +280,7 @@ int framing_feed(Framing *f, int head_request, const char *p, size_t n) {
             if (eol == NULL) return partial_line_ok(f) ? 0 : -1;
             int rc = chunk_line(f, f->buf, f->len - 1);
             f->len = 0;
-            if (rc) return rc;
+            if (rc) return rc < 0 ? rc : complete(f, n);
         }
         }
     }

@@ -14,11 +14,15 @@ typedef struct {
     int pstate;           /* P_*: what the next bytes are */
     int code;             /* the status of the head read last (an interim 1xx too) */
     int final_code;       /* the final status, once its head is read */
-    size_t checked;       /* bytes of the head in flight checked so far (check_head) */
+    size_t checked;       /* bytes of the head in flight read so far (scan_head) */
     size_t line_start;    /* where its current line starts */
     int line_no, colon;   /* that line's number (0: the status line), and whether its colon came */
+    size_t colon_at;      /* where that colon is in the line */
     int64_t remaining;    /* body or chunk bytes still to come */
     int has_length, chunked, until_close;
+    int v11, conn_close, conn_keep; /* HTTP/1.1 or later, and the Connection tokens, as llhttp reads them */
+    int keep_alive;       /* the final response leaves the connection open (llhttp_should_keep_alive) */
+    size_t unread;        /* bytes of the last read after the end of the response */
     char *buf;            /* a head or chunk line that spans reads */
     size_t len, cap;
 } Framing;
@@ -29,7 +33,7 @@ void framing_reset(Framing *f);
 void framing_free(Framing *f);
 /* Feeds received bytes: 1 when the response is complete, 0 for more, -1 if malformed (or out of
    memory). `head_request`: the request was HEAD, so no body follows any head. Bytes after the
-   end of the response are not read. */
+   end of the response are not read: `unread` says how many there were. */
 int framing_feed(Framing *f, int head_request, const char *p, size_t n);
 /* At the close: whether it ends the response (a body that only the close delimits). */
 int framing_ends_at_close(const Framing *f);

@@ -1,4 +1,6 @@
-"""HTTP/1.1 over a raw asyncio protocol: the per-request hot path of one worker.
+"""HTTP/1.1 over a raw asyncio protocol: the per-request hot path of one worker with
+keep-alive where the C path (_churn_keepalive.c, churn_native.NativeKeepAlive) is not
+built or TOOLBENCH_ENGINE_CHURN=python asks for this one; both run the same tests.
 
 A `Conn` is one TCP connection of a slot (load.py). In the closed model with
 keep-alive, the next request is written straight from the parser's
@@ -99,6 +101,7 @@ class Conn(asyncio.Protocol):
         self.t_first = 0
         if self.fast and self.parser.should_keep_alive():
             self.t_sched = self.t_sent = now
+            self.load.budget -= 1  # unlimited here, but Load.issued() (the bytes sent) counts it
             self.transport.write(self.request)  # type: ignore[union-attr]
             return
         self.busy = False
