@@ -10,7 +10,7 @@ from toolbench.engine.churn import Fresh
 from toolbench.engine.churn_native import make_churn
 from toolbench.engine.client import UNLIMITED, Conn, HeadConn, clock
 from toolbench.engine.options import EngineOptions, Target
-from toolbench.engine.recorder import Recorder
+from toolbench.engine.recorder import DRAIN_AT, LATE_NS, Recorder
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -43,8 +43,9 @@ class Load:
         self.stopped_at = 0
         self.window_budget = self.final_budget = UNLIMITED  # for the count of requests sent
         self.window_ns = UNLIMITED  # when the measured window began
-        # Keep-alive off: a connection per request, on the C path (churn_native.py) or churn.py's.
-        self.churn = make_churn(self, slots) if not opts.keepalive else None
+        # Keep-alive off: a connection per request, on the C path (churn_native.py) or churn.py's;
+        # on: the C path's persistent connections, or None where client.py's Conn carries them.
+        self.churn = make_churn(self, slots)
         interval = int(total_slots / opts.rate_rps * 1e9) if opts.rate_rps else 0
         spacing = int(1e9 / opts.rate_rps) if opts.rate_rps else 0
         self.slots = [Slot(self, interval, (first_slot + i) * spacing) for i in range(slots)]
@@ -52,6 +53,8 @@ class Load:
     async def prepare(self) -> tuple[int, str | None]:
         """Opens the keep-alive connections before the clock starts (as wrk does), or one
         probe connection without keep-alive. Returns how many opened and the first error."""
+        if self.keepalive and self.churn is not None:  # the C path opens its own (NativeKeepAlive)
+            return await self.churn.prepare()  # type: ignore[union-attr]
         slots = self.slots if self.keepalive else self.slots[:1]
         outcomes = await asyncio.gather(*(slot.open_idle() for slot in slots))
         errors = [e for e in outcomes if e is not None]
@@ -146,7 +149,7 @@ class Load:
 
 class Slot:
     __slots__ = ("load", "conn", "fresh", "interval", "phase", "intended", "timer", "task", "connecting",
-                 "expired", "finished")
+                 "expired", "finished", "origin", "sent")
 
     def __init__(self, load: Load, interval: int, phase: int) -> None:
         self.load = load
@@ -160,6 +163,9 @@ class Slot:
         self.connecting = 0  # when the connect in progress began
         self.expired = False  # the sweep cancelled that connect: it timed out
         self.finished = False  # no budget left for this slot
+        # Open model: the k-th send is due at origin + k × interval, in order; `sent` of them went out.
+        self.origin = 0
+        self.sent = 0
 
     async def open_idle(self) -> str | None:
         load = self.load
@@ -182,7 +188,7 @@ class Slot:
 
     def begin(self, t0_ns: int) -> None:
         if self.load.open:
-            self.intended = t0_ns + self.phase
+            self.intended = self.origin = t0_ns + self.phase
             self._at(self.intended, clock())
         else:
             self.issue(t0_ns)
@@ -204,6 +210,11 @@ class Slot:
             return
         load.budget -= 1
         self.intended = scheduled
+        if load.open:
+            self.sent += 1
+            lag = clock() - scheduled
+            if lag > LATE_NS:
+                load.rec.lagged(lag)
         fresh = self.fresh
         if fresh is not None:  # keep-alive off
             load.churn.send(fresh, scheduled)  # type: ignore[union-attr,arg-type]
@@ -275,10 +286,21 @@ class Slot:
                 conn.transport.close()
             self.conn = None
         if load.open:
+            if len(load.rec.lat) >= DRAIN_AT:
+                load.rec.drain()  # a little at a time, not a second's worth at the tick
             self.intended += self.interval
             self._at(self.intended, now)
         else:
             self.issue(now)
+
+    def due(self, start: int, end: int) -> tuple[int, int]:
+        """Open model: how many of this slot's sends were due in [start, end), and how many
+        of those went out (its sends go out in the order they are due)."""
+        if not self.interval or not self.origin or end <= start:
+            return 0, 0
+        first = max(0, -(-(start - self.origin) // self.interval))  # the first due at or after start
+        past = max(0, -(-(end - self.origin) // self.interval))  # the first due at or after end
+        return past - first, max(0, min(past, self.sent) - first)
 
     def failed(self, kind: str) -> None:
         """The request failed on a keep-alive-off connection: count it, and go on from now."""

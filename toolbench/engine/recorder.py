@@ -14,16 +14,31 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from hdrh.histogram import HdrHistogram
 
 from toolbench.record import histogram
 
+if TYPE_CHECKING:
+    from toolbench.engine.load import Slot
+
 PENDING_MAX = 1 << 16  # distinct µs values tallied before they go into the HDR histogram
+# Open model: responses recorded before Slot.done drains them. Counting a second's worth at
+# once holds the loop for ~5 ms at 10,000/s (a tick every second), sending ~50 requests late.
+DRAIN_AT = 1024
 
 # Failure classes as the engine sees them; result.py maps them onto the schema's classes.
 FAILURE_KINDS = ("connect_refused", "connect_timeout", "connect_other",
                  "timeout", "reset", "closed", "malformed")
+
+# Open model: a send that goes out more than this after its intended time is late. The event
+# loop's timers are whole milliseconds and a loaded machine delays a process by a few more, so
+# below this a send is on time within the engine's ordinary jitter (which the corrected
+# latency includes); above it the engine could not keep up.
+LATE_NS = 10_000_000
+UNTIL_ANY = 1 << 62  # an end past every send
 
 
 @dataclass
@@ -59,6 +74,22 @@ class Second:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """Open model: one worker's intended sends in its accounting window (by intended time),
+    how many went out before the stop, and how many of its sends went out late."""
+
+    intended: int  # sends due in the window: its share of the rate × the window
+    sent: int  # of those, sent before the stop
+    late: int  # sends that went out more than LATE_NS after their intended time
+    worst_late_ns: int  # the latest of them
+    window_ns: int  # the window's length; 0: a run stopped by a request count has none
+
+    @property
+    def never_sent(self) -> int:
+        return self.intended - self.sent
+
+
+@dataclass(frozen=True)
 class WorkerResult:
     """What a worker process sends back to the parent (pickled)."""
 
@@ -81,6 +112,7 @@ class WorkerResult:
     series: list[Second] = field(default_factory=list)
     note: str | None = None
     silent_conns: int = 0  # connections open since the window began that received nothing in it
+    schedule: Schedule | None = None  # open model only
 
 
 class Recorder:
@@ -119,6 +151,32 @@ class Recorder:
         self.silent_conns = 0  # closed connections, open since the window began, that received nothing in it
         self._errors_seen = 0
         self._failed_seen = 0
+        # Drained since the last flush: the responses, their µs sum and max.
+        self._count = self._sum_us = 0
+        self._max_us: int | None = None
+        self.late = 0  # open model: sends since the window began that went out late (LATE_NS)
+        self.worst_late_ns = 0
+
+    def lagged(self, lag_ns: int) -> None:
+        """An open-model send went out `lag_ns` after its intended time, more than LATE_NS."""
+        self.late += 1
+        if lag_ns > self.worst_late_ns:
+            self.worst_late_ns = lag_ns
+
+    def schedule(self, slots: Iterable[Slot], window_ns: int, end_ns: int, duration_s: float | None) -> Schedule:
+        """The open model's account of the window: the sends due from its start until the nominal
+        end, or LATE_NS before the stop if that came sooner (a send due just before the stop may
+        still be waiting on its timer, on time: it is not owed), and those of them that went out.
+        A run stopped by a request count owes nothing past its count: its due are its sent."""
+        counted = duration_s is None
+        end = UNTIL_ANY if counted else min(end_ns - LATE_NS, window_ns + int(duration_s * 1e9))
+        intended = sent = 0
+        for slot in slots:
+            due, out = slot.due(window_ns, end)
+            intended += due
+            sent += out
+        window = 0 if counted else max(0, end - window_ns)
+        return Schedule(sent if counted else intended, sent, self.late, self.worst_late_ns, window)
 
     def fail(self, kind: str) -> None:
         self.failures[kind] += 1
@@ -140,13 +198,24 @@ class Recorder:
     def errors_total(self) -> int:
         return sum(self.failures.values()) + sum(self.codes[400:])
 
-    def flush(self, second: int) -> Second:
-        """Counts the values recorded since the last flush into the run's tally and into
-        one sample of the series."""
+    def drain(self) -> None:
+        """Counts the values recorded so far into the run's tally and the second's sums."""
         count, sum_us, max_us = _drain(self.lat, self.pending, self.moments)
+        if count:
+            self._count += count
+            self._sum_us += sum_us
+            self._max_us = max_us if self._max_us is None or max_us is None else max(self._max_us, max_us)
         if self.ulat is not None:
             assert self.umoments is not None
             _drain(self.ulat, self.upending, self.umoments)
+
+    def flush(self, second: int) -> Second:
+        """Counts the values recorded since the last flush into the run's tally and into
+        one sample of the series."""
+        self.drain()
+        count, sum_us, max_us = self._count, self._sum_us, self._max_us
+        self._count = self._sum_us = 0
+        self._max_us = None
         if len(self.pending) + len(self.upending) > PENDING_MAX:
             self.histograms()
         errors_now = self.errors_total()

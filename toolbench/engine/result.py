@@ -11,7 +11,8 @@ from hdrh.histogram import HdrHistogram
 
 from toolbench.engine.churn_native import churn_path
 from toolbench.engine.coordinator import Collected
-from toolbench.engine.recorder import Moments, WorkerResult
+from toolbench.engine.recorder import LATE_NS, Moments, Schedule, WorkerResult
+from toolbench.engine.summary import BACKLOG_NOTE
 from toolbench.record import failures, histogram
 from toolbench.record.schema import (Counts, Failures, Fidelity, GeneratorCost, Identity, Latency, LoadModel,
                                      Measurement, Omission, Outcome, Rates, RunResult, SecondSample, Status, Timing,
@@ -61,9 +62,9 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     has_uncorrected = uhist is not None and umoments.count > 0
     detail = _failure_note(results)
     notes = [detail] if detail else []
+    sent_rps = _sent_rps(results)
     if opts.open_model:
-        notes.append("open model: sends are timed by the event loop's 1 ms timers, so the latency "
-                     "from the intended send time includes up to about 1 ms of the engine's own lag")
+        notes += _open_notes(results, opts.rate_rps, opts.connections, sent_rps, umoments)
     silent = sum(r.silent_conns for r in results)
     if silent and opts.duration_s is not None and opts.keepalive:
         notes.append(f"{SILENT_NOTE}: {silent} of the connections open when the measured window began "
@@ -78,7 +79,9 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
         timing=Timing(started_at=_iso(started), ended_at=_iso(started + duration_s) if started else None,
                       duration_s=duration_s, wall_s=out.wall_s),
         counts=dataclasses.replace(counts, connections_opened=connects),
-        rates=Rates(rps=total / duration_s, rps_derived=total / duration_s),
+        # The open model's own rate is the rate it sent, as vegeta's is: its sends due in the window
+        # that went out, whatever became of them (a request in flight at the stop is not counted).
+        rates=Rates(rps=sent_rps if sent_rps is not None else total / duration_s, rps_derived=total / duration_s),
         transfer=Transfer(received_bytes=received, sent_bytes=sum(r.sent_bytes for r in results),
                           received_bytes_per_s=received / duration_s),
         latency=latency,
@@ -165,6 +168,68 @@ def _latency(hist: HdrHistogram, moments: Moments) -> Latency:
         min_ms=_ms(moments.min_us), mean_ms=_ms(moments.sum_us / moments.count) if moments.count else None,
         max_ms=_ms(moments.max_us), stdev_ms=_stdev_ms(moments),
         percentiles=histogram.percentiles_ms(hist, _ms(moments.min_us), _ms(moments.max_us)), resolution_ms=0.001)
+
+
+def _open_notes(results: list[WorkerResult], asked: float | None, connections: int, sent_rps: float | None,
+                uncorrected: Moments) -> list[str]:
+    notes = ["open model: sends are timed by the event loop's 1 ms timers, so the latency "
+             "from the intended send time includes up to about 1 ms of the engine's own lag"]
+    backlog = _backlog(_schedule(results), sent_rps, asked, connections, uncorrected)
+    return notes + [f"{BACKLOG_NOTE}: {backlog}"] if backlog else notes
+
+
+def _schedule(results: list[WorkerResult]) -> Schedule | None:
+    """The workers' open-model schedules, summed (their windows are each one's own)."""
+    parts = [r.schedule for r in results if r.schedule is not None]
+    if not parts:
+        return None
+    return Schedule(intended=sum(p.intended for p in parts), sent=sum(p.sent for p in parts),
+                    late=sum(p.late for p in parts), worst_late_ns=max(p.worst_late_ns for p in parts),
+                    window_ns=min(p.window_ns for p in parts))
+
+
+def _sent_rps(results: list[WorkerResult]) -> float | None:
+    """Requests/s sent by a timed open-model run: each worker's sent over its window, summed
+    (each carries its share of the rate); None for any other run."""
+    parts = [r.schedule for r in results]
+    if not parts or any(p is None or not p.window_ns for p in parts):
+        return None
+    return sum(p.sent / (p.window_ns / 1e9) for p in parts if p is not None)
+
+
+HELD_PCT = 0.5  # a rate sent within this share of the rate asked is held
+
+
+def _backlog(schedule: Schedule | None, sent_rps: float | None, asked: float | None, connections: int,
+             uncorrected: Moments) -> str | None:
+    """What the open model owed and did not send on time, in words; None when it kept up."""
+    if schedule is None or asked is None or not (schedule.late or schedule.never_sent):
+        return None
+    short = sent_rps is not None and (1 - sent_rps / asked) * 100 > HELD_PCT
+    # A few late sends while the rate held is the machine's jitter, not a backlog: said as such.
+    head = "could not keep up" if schedule.never_sent or short else "kept the rate, but some sends went out late"
+    said = (f"{head}: {schedule.late:,} sends late, worst {schedule.worst_late_ns / 1e6:,.1f} ms, "
+            f"{schedule.never_sent:,} never sent")
+    said += f", of {schedule.intended:,} due" if schedule.window_ns else ""
+    said += f" (late: more than {LATE_NS / 1e6:g} ms after its intended time)"
+    if sent_rps is not None:
+        said += f"; sent {sent_rps:,.0f}/s of the {asked:,.0f}/s asked ({(sent_rps / asked - 1) * 100:+.2f} %)"
+    if uncorrected.count and (schedule.never_sent or short):
+        said += "; " + _limit(asked, connections, uncorrected)
+    return said
+
+
+def _limit(asked: float, connections: int, uncorrected: Moments) -> str:
+    """Whether the connections were too few for the rate, by Little's law: a connection carries
+    one request at a time, so N of them at a mean latency L (from the actual send) carry N / L."""
+    carry = connections / (max(1.0, uncorrected.sum_us / uncorrected.count) / 1e6)  # µs: never 0
+    they = f"{connections:,} connection" + ("s" if connections != 1 else "")
+    verb = "carry" if connections != 1 else "carries"
+    if carry < asked * 1.1:
+        return (f"{they}, at the mean latency from the actual send, {verb} about {carry:,.0f}/s: the "
+                "connections were the limit (more, -c, would send more, if the server can answer more)")
+    return (f"the connections were not the limit ({they} at the mean latency {verb} about {carry:,.0f}/s): "
+            "the engine fell behind, its CPU or the machine's load is the limit")
 
 
 def _failure_note(results: list[WorkerResult]) -> str | None:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from toolbench.record.schema import LoadModel, RunResult, Status
 
+# The note of an open-model run that could not keep up (result.py writes it, render() shows it):
+# its sends late, and those due but never sent. Here, so that rendering needs no result.py.
+BACKLOG_NOTE = "engine_backlog"
 _SHOWN = (("50%", "p50_ms"), ("75%", "p75_ms"), ("90%", "p90_ms"), ("99%", "p99_ms"),
           ("99.9%", "p999_ms"))
 
@@ -41,7 +44,11 @@ def render(result: RunResult, workers: int | None = None) -> str:
     received = result.measurement.transfer.received_bytes or 0
     lines.append(f"  {counts.requests_total} requests in {_secs(duration)}, {_bytes(received)} read")
     lines += _failures(result)
-    rps = result.measurement.rates.rps or 0.0
+    lines += _backlog(result)
+    # Requests that ended (answered or failed) per second, as wrk counts them; in the open model
+    # `rps` is the rate sent, which the backlog line gives when it fell short.
+    rates = result.measurement.rates
+    rps = (rates.rps_derived if rates.rps_derived is not None else rates.rps) or 0.0
     lines.append(f"Requests/sec: {rps:>12.2f}")
     lines.append(f"Transfer/sec: {_bytes(result.measurement.transfer.received_bytes_per_s or 0):>12}")
     if result.outcome.status is not Status.OK and result.outcome.error:
@@ -65,6 +72,16 @@ def _failures(result: RunResult) -> list[str]:
         lines.append(f"  Non-2xx or 3xx responses: {sum(bad.values())} ("
                      + ", ".join(f"{code}: {n}" for code, n in bad.items()) + ")")
     return lines
+
+
+def _backlog(result: RunResult) -> list[str]:
+    """The open model's backlog, its first clause on a line and each further one indented below."""
+    prefix = f"{BACKLOG_NOTE}: "
+    said = next((n[len(prefix):] for n in result.measurement.notes if n.startswith(prefix)), None)
+    if said is None:
+        return []
+    first, *rest = said.split("; ")
+    return [f"  {first}"] + [f"    {clause}" for clause in rest]
 
 
 def _ms(value: float | None) -> str:
