@@ -18,6 +18,7 @@ from toolbench.contract.adapter import Adapter, Found, RawOutput
 from toolbench.contract.cell import Cell
 from toolbench.errors import ToolbenchError
 from toolbench.hosts.local import LocalHost
+from toolbench.record.schema import Measurement
 from toolbench.run import tool_steps as steps
 from toolbench.scenario.read import RequestSpec, StopSpec
 
@@ -63,20 +64,28 @@ def run(tool: Generic, url: str, conns: int, duration: float | None, work: Path,
     """Requests the tool counted, over the duration it measured, and the CPU of its process tree."""
     folder = work / f"{tool.tool}-{os.getpid()}-{len(list(work.iterdir()))}"
     folder.mkdir()
-    invocation = tool.adapter.build(_cell(url, conns, duration, requests), folder, tool.found)
+    measured, err, cpu = measure(tool, _cell(url, conns, duration, requests), folder, pinned,
+                                 (duration or 10) * 4 + 60)
+    total, seconds = measured.counts.requests_total, measured.timing.duration_s
+    if not total or not seconds:
+        raise RuntimeError(f"{tool.tool}: no request count or duration in its output ({err[-300:]!r})")
+    return total, seconds, cpu
+
+
+def measure(tool: Generic, cell: Cell, folder: Path, pinned: Pinned, timeout_s: float) -> tuple[Measurement, str, float]:
+    """One cell as `toolbench run` runs it: the adapter's command pinned to CPU 1 in `folder`, its
+    follow-up steps after it (outside the CPU measured), then the adapter's parse. Returns what was
+    measured, the tool's stderr and the CPU of its process tree."""
+    invocation = tool.adapter.build(cell, folder, tool.found)
     for name, contents in invocation.files.items():
         (folder / name).write_text(contents)
-    out, err, cpu = pinned(invocation.argv, 1, folder, (duration or 10) * 4 + 60, {**os.environ, **invocation.env})
+    out, err, cpu = pinned(invocation.argv, 1, folder, timeout_s, {**os.environ, **invocation.env})
     files = {role: folder / name for role, name in invocation.outputs.items() if (folder / name).exists()}
     converted, failed = steps.run(invocation.steps, LocalHost(), folder, folder)
     if failed:
         raise RuntimeError(f"{tool.tool}: " + "; ".join(failed.values()))
     files.update(converted)
-    measured = tool.adapter.parse(RawOutput(stdout=out, stderr=err, exit_code=0, files=files, source=tool.tool))
-    total, seconds = measured.counts.requests_total, measured.timing.duration_s
-    if not total or not seconds:
-        raise RuntimeError(f"{tool.tool}: no request count or duration in its output ({err[-300:]!r})")
-    return total, seconds, cpu
+    return tool.adapter.parse(RawOutput(stdout=out, stderr=err, exit_code=0, files=files, source=tool.tool)), err, cpu
 
 
 def startup(tool: Generic, url: str, work: Path, pinned: Pinned) -> float | None:

@@ -36,14 +36,11 @@ import bench_adapters
 from bench_engine import pin_tree, pinned, startup_cpu
 
 import toolbench
-from toolbench.contract.adapter import RawOutput
 from toolbench.contract.cell import Cell
 from toolbench.engine.summary import BACKLOG_NOTE
 from toolbench.errors import ToolbenchError
-from toolbench.hosts.local import LocalHost
 from toolbench.record import derive
 from toolbench.record.schema import Latency, Measurement, Omission, RunResult
-from toolbench.run import tool_steps
 from toolbench.scenario.read import RequestSpec, StopSpec
 from toolbench.servers.nginx import nginx_static
 
@@ -105,16 +102,7 @@ def run_adapter(tool: bench_adapters.Generic, url: str, conns: int, rate: float,
     support = tool.adapter.supports(cell)
     if not support.ok:
         raise RuntimeError(f"{tool.tool}: {support.reason}")
-    invocation = tool.adapter.build(cell, folder, tool.found)
-    for name, contents in invocation.files.items():
-        (folder / name).write_text(contents)
-    out, err, cpu = pinned(invocation.argv, 1, folder, duration * 4 + 60, {**os.environ, **invocation.env})
-    files = {role: folder / name for role, name in invocation.outputs.items() if (folder / name).exists()}
-    converted, failed = tool_steps.run(invocation.steps, LocalHost(), folder, folder)
-    if failed:
-        raise RuntimeError(f"{tool.tool}: " + "; ".join(failed.values()))
-    files.update(converted)
-    measured = tool.adapter.parse(RawOutput(stdout=out, stderr=err, exit_code=0, files=files, source=tool.tool))
+    measured, _, cpu = bench_adapters.measure(tool, cell, folder, pinned, duration * 4 + 60)
     # As the runner completes it: vegeta's percentiles come from its rows' histogram.
     return _step(tool.tool, rate, derive.complete(measured), cpu, None, None)
 
