@@ -100,6 +100,10 @@ class Support:
 
 SUPPORTED = Support(True)
 
+# How a reason names each protocol (toolbench.scenario.read.PROTOCOLS).
+PROTOCOL_NAMES = {"http1": "HTTP/1.1 in clear", "https": "HTTP/1.1 over TLS", "h2": "HTTP/2 over TLS",
+                  "h2c": "HTTP/2 in clear (prior knowledge)"}
+
 
 @dataclass(frozen=True)
 class Found:
@@ -155,6 +159,18 @@ class Adapter(abc.ABC):
     # remote host (toolbench.contract.recipe); a tool toolbench does not install says why.
     install: ClassVar[Install] = Install(impossible="toolbench has no install recipe for it: "
                                                     "install it yourself and put it on the PATH")
+
+    # What the tool speaks to a target (toolbench.scenario.read.PROTOCOLS); a cell in any
+    # other is planned unsupported, with `protocol_refusals[protocol]` as its reason when given.
+    protocols: ClassVar[frozenset[str]] = frozenset({"http1"})
+    protocol_refusals: ClassVar[Mapping[str, str]] = {}
+
+    def protocol_support(self, protocol: str) -> Support:
+        """Whether the tool speaks `protocol`, and if not, why: the plan asks this before supports()."""
+        if protocol in self.protocols:
+            return SUPPORTED
+        why = self.protocol_refusals.get(protocol) or f"{self.name} does not speak {PROTOCOL_NAMES[protocol]}"
+        return Support(False, why)
 
     def distributed(self) -> "DistributedTool | None":
         """A tool with a distributed mode of its own (a master and workers) returns how it

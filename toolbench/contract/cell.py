@@ -1,4 +1,4 @@
-"""A cell: one tool at one concurrency, keep-alive choice, rate and repetition against one
+"""A cell: one tool at one concurrency, keep-alive choice, protocol, rate and repetition against one
 target, with everything its adapter needs to build the tool's command (the request, the stop
 condition, the tool's options). What the plan (toolbench.run.plan) hands each adapter."""
 from __future__ import annotations
@@ -30,6 +30,16 @@ class Cell:
     # The CPUs the generator's side was given (the placement), for the tools that size their
     # threads or processes by the cores they have; None: not placed, every CPU of its host.
     cpus: int | None = None
+    # What the cell speaks to the target (toolbench.scenario.read.PROTOCOLS): http1, https (HTTP/1.1
+    # over TLS), h2 (over TLS, by ALPN) or h2c (in clear, prior knowledge).
+    protocol: str = "http1"
+    # The target's certificate (PEM) for the tools that can be told to trust it; None: a plain
+    # target, or one whose certificate toolbench did not make (the tools' own trust applies).
+    ca_file: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("https", "h2")
 
     @property
     def label(self) -> str:
@@ -41,7 +51,9 @@ class Cell:
         conn = "ka" if self.keepalive else "close"
         # A single target leaves the id as it always was, so that older runs still resume.
         prefix = f"{self.target}-" if self.target_in_id else ""
-        return f"{prefix}{self.label}-c{self.concurrency}-{conn}{rate}-rep{self.repetition}"
+        # Plain HTTP/1.1 leaves the id as it always was, for the same reason.
+        protocol = f"-{self.protocol}" if self.protocol != "http1" else ""
+        return f"{prefix}{self.label}-c{self.concurrency}-{conn}{protocol}{rate}-rep{self.repetition}"
 
-    def at(self, base_url: str) -> "Cell":
-        return dataclasses.replace(self, url=base_url.rstrip("/") + self.request.path)
+    def at(self, base_url: str, ca_file: str | None = None) -> "Cell":
+        return dataclasses.replace(self, url=base_url.rstrip("/") + self.request.path, ca_file=ca_file)

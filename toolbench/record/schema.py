@@ -69,6 +69,9 @@ class Identity:
     rate_rps: float | None = None
     params: dict[str, str] = field(default_factory=dict)
     variant: str | None = None  # a named tool configuration, e.g. `locust-2p` for Locust on 2 processes
+    # http1, https, h2 or h2c (toolbench.scenario.read.PROTOCOLS); a record made before the
+    # protocol was a dimension was plain HTTP/1.1, as toolbench then only spoke.
+    protocol: str = "http1"
 
     @property
     def label(self) -> str:

@@ -21,6 +21,7 @@ from toolbench.run import calibrate, warmup
 from toolbench.run.plan import PlannedCell
 from toolbench.scenario.method import MAX_SEED, MethodSpec
 from toolbench.scenario.read import Scenario
+from toolbench.servers.process import RunningTarget
 
 
 def seed_of(scenario: Scenario, resume: Path | None) -> int | None:
@@ -58,7 +59,7 @@ def record(scenario: Scenario, seed: int | None) -> MachineRecord:
     return MachineRecord(method=method(scenario, seed))
 
 
-def warm_target(scenario: Scenario, cells: list[PlannedCell], base_url: str, found: dict[str, Detection],
+def warm_target(scenario: Scenario, cells: list[PlannedCell], running: RunningTarget, found: dict[str, Detection],
                 host: Host, folder: Path) -> None:
     """The target's warm-up, with the first of its cells that runs; a warm-up that fails is
     said, and the cells run all the same (each has its own warm-up when the scenario asks). Its
@@ -68,7 +69,7 @@ def warm_target(scenario: Scenario, cells: list[PlannedCell], base_url: str, fou
     for planned in cells:
         tool_found = found.get(planned.cell.tool)
         if planned.support.ok and isinstance(tool_found, Found):
-            cell = planned.cell.at(base_url)
+            cell = planned.cell.at(running.url_for(planned.cell.protocol), running.ca_file)
             why = warmup.warm_target(registry.get(cell.tool), tool_found, cell, folder, host,
                                      scenario.method.target_warmup_s)
             if why is not None:

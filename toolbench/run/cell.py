@@ -31,7 +31,7 @@ def identity_of(scenario: Scenario, cell: Cell, version: str | None, target: str
         scenario=scenario.name, cell_id=cell.id, tool=cell.tool, tool_version=version,
         target_label=target, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
         repetition=cell.repetition, model=LoadModel.OPEN if cell.rate_rps else LoadModel.CLOSED,
-        rate_rps=cell.rate_rps, variant=cell.variant)
+        rate_rps=cell.rate_rps, variant=cell.variant, protocol=cell.protocol)
 
 
 def version_of(found: Detection) -> str | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbench.contract import ramp, registry
-from toolbench.contract.adapter import Adapter, Support
+from toolbench.contract.adapter import PROTOCOL_NAMES, Adapter, Support
 from toolbench.contract.cell import Cell
 from toolbench.errors import ScenarioError
 from toolbench.scenario.read import Scenario
@@ -39,19 +39,28 @@ def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
     planned = []
     several = len(scenario.targets) > 1
     for target, rep in itertools.product(m.target or tuple(scenario.targets), range(1, scenario.repeat + 1)):
-        combos = list(itertools.product(m.concurrency, m.keepalive, m.rate, m.tool))
+        combos = list(itertools.product(m.concurrency, m.keepalive, m.rate, m.tool, m.protocol))
         if seed is not None:
             # A string seed is hashed the same way on every Python: the order is reproducible from the manifest.
             random.Random(f"{seed}:{target}:{rep}").shuffle(combos)
-        for concurrency, keepalive, rate, name in combos:
+        for concurrency, keepalive, rate, name, protocol in combos:
             adapter, options = resolved[name]
             cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,
                         repetition=rep, request=scenario.request, stop=scenario.stop,
                         timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options,
                         variant=name if name != adapter.name else None, target=target, target_in_id=several,
-                        warmup_s=warmups[name])
-            planned.append(PlannedCell(cell, adapter.supports(cell)))
+                        warmup_s=warmups[name], protocol=protocol)
+            planned.append(PlannedCell(cell, _support(adapter, cell, scenario)))
     return planned
+
+
+def _support(adapter: Adapter, cell: Cell, scenario: Scenario) -> Support:
+    """The protocol first (the target's, then the tool's), then what the tool itself says."""
+    if cell.protocol not in scenario.targets[cell.target].protocols:
+        return Support(False, f"the target {scenario.targets[cell.target].display} does not serve "
+                              f"{PROTOCOL_NAMES[cell.protocol]}")
+    speaks = adapter.protocol_support(cell.protocol)
+    return adapter.supports(cell) if speaks.ok else speaks
 
 
 def _resolve(scenario: Scenario, index: int, name: str, known: dict[str, Adapter]) -> tuple[Adapter, dict[str, Any]]:

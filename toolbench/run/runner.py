@@ -250,7 +250,7 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
         # Made (or, resumed, checked) here: the server writes into it through any link it finds.
         run_dir.work_folder(*batch.workdir.relative_to(run_dir.path).parts)
         try:
-            with starter(batch.spec, batch.workdir, batch.max_concurrency) as running:
+            with starter(batch.served, batch.workdir, batch.max_concurrency) as running:
                 up = True
                 recorded[batch.name] = serving.manifest_entry(batch.name, batch.spec, running)
                 run_dir.update_manifest(targets=list(recorded.values()))
@@ -258,7 +258,7 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
                     progress.placement.saw_target(batch.name, running.pids)
                     _record_placement(run_dir, progress.placement)
                 if progress.fleet is None:
-                    bracket.warm_target(scenario, batch.cells, running.base_url, found, host, batch.workdir)
+                    bracket.warm_target(scenario, batch.cells, running, found, host, batch.workdir)
                 if _run_cells(scenario, batch.cells, run_dir, host, found, Serving(batch.name, batch.spec, running),
                               observer, progress):
                     return True
@@ -286,7 +286,7 @@ def _fail_cells(scenario: Scenario, cells: list[PlannedCell], target: str, why: 
 def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDir, host: Host,
                found: dict[str, Detection], target: Serving, observer: Observer, progress: _Progress) -> bool:
     for planned in todo:
-        cell = planned.cell.at(target.running.base_url)
+        cell = planned.cell.at(target.running.url_for(planned.cell.protocol), target.running.ca_file)
         if progress.placement is not None:  # the tools that size themselves by their cores count these
             cell = dataclasses.replace(cell, cpus=progress.placement.generator_cpu_count)
         observer.cell_started(progress.index, cell)

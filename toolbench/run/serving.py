@@ -98,6 +98,11 @@ class Batch:
     def max_concurrency(self) -> int:
         return max(p.cell.concurrency for p in self.cells)
 
+    @property
+    def served(self) -> TargetSpec:
+        """The spec, asked to serve the protocols of these cells."""
+        return dataclasses.replace(self.spec, serve=frozenset(p.cell.protocol for p in self.cells))
+
 
 def batches(scenario: Scenario, todo: list[PlannedCell], targets_dir: Path) -> list[Batch]:
     """The plan orders cells target-outermost: consecutive cells of one target share a start,

@@ -68,6 +68,10 @@ class StopSpec:
         return self.requests
 
 
+# HTTP/1.1 in clear, HTTP/1.1 over TLS, HTTP/2 over TLS (ALPN), HTTP/2 in clear with prior knowledge.
+PROTOCOLS = ("http1", "https", "h2", "h2c")
+
+
 @dataclass(frozen=True)
 class Matrix:
     tool: tuple[str, ...]
@@ -75,6 +79,7 @@ class Matrix:
     concurrency: tuple[int, ...] = (10,)
     keepalive: tuple[bool, ...] = (True,)
     rate: tuple[float | None, ...] = (None,)  # requests/s for an open model; None: closed
+    protocol: tuple[str, ...] = ("http1",)  # toolbench.contract.cell.PROTOCOLS
 
 
 @dataclass(frozen=True)
@@ -312,7 +317,7 @@ def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:
 
 def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec] | None) -> Matrix:
     """`targets` is None when they did not read: target names are then not checked against them."""
-    keys = node.items(("tool", "target", "concurrency", "keepalive", "rate"))
+    keys = node.items(("tool", "target", "concurrency", "keepalive", "rate", "protocol"))
     if "tool" not in keys:
         raise node.error("missing required key 'tool'")
 
@@ -329,6 +334,8 @@ def _matrix(node: Node, locations: dict[str, str], targets: dict[str, TargetSpec
         if "concurrency" in keys else (10,),
         keepalive=_axis(keys["keepalive"], Node.boolean, locations) if "keepalive" in keys else (True,),
         rate=_axis(keys["rate"], _rate, locations) if "rate" in keys else (None,),
+        protocol=_axis(keys["protocol"], lambda child: child.choice(PROTOCOLS), locations)
+        if "protocol" in keys else ("http1",),
     )
 
 

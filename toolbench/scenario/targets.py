@@ -105,6 +105,8 @@ class TargetSpec:
     restart: str = "once"  # "once": started once for all its cells; "per-cell": before each cell
     where: str = ""  # file:line of the entry, for errors found when it starts
     command_at: str = ""  # `file:line: key` of `command`: a program the scenario starts (run --allow-commands)
+    # What one start of it must serve: the protocols of the cells it serves (the runner sets it).
+    serve: frozenset[str] = frozenset({"http1"})
 
     @property
     def display(self) -> str:
@@ -113,6 +115,17 @@ class TargetSpec:
     @property
     def bundled(self) -> bool:
         return self.kind in BUNDLED
+
+    @property
+    def protocols(self) -> frozenset[str]:
+        """What the target serves (toolbench.scenario.read.PROTOCOLS): toolbench's nginx all four
+        (its own certificate for TLS); a URL what its scheme says, h2c too in clear, since only a
+        try tells; the Python stacks and a command HTTP/1.1 in clear."""
+        if self.kind in ("nginx-static", "nginx-uwsgi"):
+            return frozenset({"http1", "https", "h2", "h2c"})
+        if self.kind == "url" and self.url is not None:
+            return frozenset({"https", "h2"} if self.url.startswith("https://") else {"http1", "h2c"})
+        return frozenset({"http1"})
 
     def workers(self, cores: int) -> int | None:
         """How many cores the server can keep busy at once: its worker processes (Python's

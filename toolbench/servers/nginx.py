@@ -12,12 +12,14 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Callable, Iterator
 
 from toolbench.contract.host import free_port
 from toolbench.errors import TargetError
 from toolbench.scenario.targets import LimitReq, NginxOptions, ReadySpec
+from toolbench.servers import tls as certificate
 from toolbench.servers.process import Recipe, RunningTarget, launched_recipe
 from toolbench.servers.ready import wait_until_ready
 
@@ -41,8 +43,43 @@ http {{
 {temp_paths}{http_extra}    server {{
         listen {host}:{port} backlog=4096;
 {server}    }}
-}}
+{more_servers}}}
 """
+
+# The same site over TLS (HTTP/2 or HTTP/1.1, as ALPN settles) and in clear over HTTP/2 with
+# prior knowledge. Sessions resume by cache and by ticket, as a production nginx would; the
+# first request of each TLS connection is logged (`$connection_requests` 1), with whether its
+# handshake resumed a session: the cell's handshakes, full and resumed (toolbench.servers.tls_log).
+TLS_SERVERS = """    map $connection_requests $toolbench_first {{ 1 1; default 0; }}
+    log_format toolbench_tls '$connection $ssl_session_reused $ssl_protocol $ssl_cipher $server_protocol';
+    server {{
+        listen {host}:{tls_port} ssl http2 backlog=4096;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_cache shared:toolbench:10m;
+        ssl_session_tickets on;
+        access_log {log} toolbench_tls if=$toolbench_first;
+{server}    }}
+    server {{
+        listen {host}:{h2c_port} http2 backlog=4096;
+{server}    }}
+"""
+
+
+@dataclass(frozen=True)
+class TlsListen:
+    """Where nginx serves TLS (and h2 by ALPN) and h2c, and with what certificate."""
+
+    tls_port: int
+    h2c_port: int
+    cert: PurePath
+    key: PurePath
+    log: PurePath  # one line per TLS connection: the handshakes
+
+    def urls(self, host: str) -> dict[str, str]:
+        return {"https": f"https://{host}:{self.tls_port}", "h2": f"https://{host}:{self.tls_port}",
+                "h2c": f"http://{host}:{self.h2c_port}"}
 
 STATIC_SERVER = """\
         root {www};
@@ -93,7 +130,8 @@ def cores() -> int:
 
 
 def render(port: int, *, workdir: PurePath, host: str, options: NginxOptions, max_concurrency: int, server: str,
-           http_extra: str = "", per_client: int = 1, cores_there: int | None = None) -> str:
+           http_extra: str = "", per_client: int = 1, cores_there: int | None = None,
+           tls: TlsListen | None = None) -> str:
     """The whole config. `per_client` is how many connections a worker holds per client:
     two in front of uWSGI (the client's and the one to uWSGI). `workdir` and `cores_there`
     are those of the machine nginx runs on (this one's by default)."""
@@ -109,7 +147,15 @@ def render(port: int, *, workdir: PurePath, host: str, options: NginxOptions, ma
                        error_log=quote(str(workdir / "error.log")),
                        nofile=max(MIN_NOFILE, 2 * worker_connections + 64), worker_connections=worker_connections,
                        keepalive_requests=options.keepalive_requests, temp_paths=temp_paths,
-                       host=host, port=port, http_extra=http_extra, server=server)
+                       host=host, port=port, http_extra=http_extra, server=server,
+                       more_servers=_tls_servers(tls, host, server))
+
+
+def _tls_servers(tls: TlsListen | None, host: str, server: str) -> str:
+    if tls is None:
+        return ""
+    return TLS_SERVERS.format(host=host, tls_port=tls.tls_port, h2c_port=tls.h2c_port, cert=quote(str(tls.cert)),
+                              key=quote(str(tls.key)), log=quote(str(tls.log)), server=server)
 
 
 def static_server(www: PurePath) -> str:
@@ -138,16 +184,25 @@ def recipe(nginx: str, folder: PurePath, conf: str) -> Recipe:
 
 
 @contextlib.contextmanager
-def run(workdir: Path, label: str, ready: ReadySpec, conf_for_port: Callable[[int], str],
-        host: str = "127.0.0.1") -> Iterator[tuple[RunningTarget, subprocess.Popen[bytes]]]:
-    """Writes the config for a free port, starts nginx and waits until it is ready."""
+def run(workdir: Path, label: str, ready: ReadySpec, conf_for_port: Callable[..., str],
+        host: str = "127.0.0.1", serve: frozenset[str] = frozenset({"http1"})
+        ) -> Iterator[tuple[RunningTarget, subprocess.Popen[bytes]]]:
+    """Writes the config for a free port, starts nginx and waits until it is ready. With
+    `serve` naming a protocol beyond plain HTTP/1.1, also on TLS (a certificate made now, in
+    `workdir`/tls) and h2c ports, called with `tls=`; a plain target's config is as it was."""
     workdir = workdir.resolve()
     nginx = binary()
     port = free_port(host)
-    with launched_recipe(recipe(nginx, workdir, conf_for_port(port)), workdir) as proc:
+    tls = None
+    if serve - {"http1"}:
+        made = certificate.make(workdir, host)
+        tls = TlsListen(free_port(host), free_port(host), made.cert, made.key, workdir / "tls" / "handshakes.log")
+    conf = conf_for_port(port, tls=tls) if tls is not None else conf_for_port(port)
+    with launched_recipe(recipe(nginx, workdir, conf), workdir) as proc:
         url = f"http://{host}:{port}"
         wait_until_ready(ready, url, label, [(proc, workdir / "error.log")])
-        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version(nginx), pids=(proc.pid,)), proc
+        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version(nginx), pids=(proc.pid,),
+                            urls=tls.urls(host) if tls else {}, ca_file=str(tls.cert) if tls else None), proc
 
 
 # The files nginx-static serves.
@@ -174,14 +229,14 @@ def static_files() -> Iterator[Path]:
 @contextlib.contextmanager
 def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1", *, options: NginxOptions | None = None,
                  max_concurrency: int = 0, label: str = "nginx-static", ready: ReadySpec = ReadySpec(),
-                 cores: int | None = None) -> Iterator[RunningTarget]:
+                 cores: int | None = None, serve: frozenset[str] = frozenset({"http1"})) -> Iterator[RunningTarget]:
     """A real nginx with its own config on a free loopback port: / is "Hello, World!",
-    /1k.bin, /100k.bin, and /nope answers 404. `cores`: the CPUs it was given (one worker each
+    /1k.bin, /100k.bin, and /nope answers 404; also over TLS and h2c when `serve` asks. `cores`: the CPUs it was given (one worker each
     on `auto`); None: this process's."""
     # Without options, what nginx_static has always run: `workers` and room for 16384 connections.
     options = options or NginxOptions(workers=workers, worker_connections=LEGACY_WORKER_CONNECTIONS)
     with static_files() as www:
         conf = functools.partial(render, workdir=workdir.resolve(), host=host, options=options,
                                  max_concurrency=max_concurrency, server=static_server(www), cores_there=cores)
-        with run(workdir, label, ready, conf, host) as (target, _):
+        with run(workdir, label, ready, conf, host, serve) as (target, _):
             yield target

@@ -12,7 +12,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol
 
 from toolbench.errors import TargetError
 from toolbench.hosts import lifeline
@@ -39,6 +39,20 @@ class RunningTarget:
     # ServerMonitor over `pids`.
     sampler: Callable[[float, Path], "Sampler"] | None = None
     cores: int | None = None  # here too when it was placed: how many CPUs it was given
+    # Its base URL for each protocol it serves besides plain HTTP/1.1 at `base_url`
+    # (toolbench.scenario.read.PROTOCOLS), and the certificate it serves over TLS (PEM, in the
+    # run folder) when toolbench made it.
+    urls: Mapping[str, str] = field(default_factory=dict)
+    ca_file: str | None = None
+
+    def url_for(self, protocol: str) -> str:
+        """Where a cell in `protocol` sends; a target with one URL (a command, a URL) serves on it
+        what its scheme says."""
+        if protocol in self.urls:
+            return self.urls[protocol]
+        if self.base_url.startswith("https://") == (protocol in ("https", "h2")):
+            return self.base_url
+        raise TargetError(f"{self.label}: does not serve {protocol}")
 
     @property
     def port(self) -> int | None:

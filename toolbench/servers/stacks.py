@@ -37,7 +37,7 @@ def _start(spec: TargetSpec, workdir: Path, max_concurrency: int, cores: int | N
     kind = spec.kind
     if kind == "nginx-static":
         stack = nginx.nginx_static(workdir, options=spec.nginx or NginxOptions(), max_concurrency=max_concurrency,
-                                   label=label, ready=spec.ready, cores=cores)
+                                   label=label, ready=spec.ready, cores=cores, serve=spec.serve)
     elif kind == "nginx-uwsgi":
         stack = _nginx_uwsgi(spec, workdir, max_concurrency, cores)
     elif kind == "flask-dev":
@@ -71,7 +71,8 @@ def _nginx_uwsgi(spec: TargetSpec, workdir: Path, max_concurrency: int, cores: i
             conf = functools.partial(nginx.render, workdir=workdir / "nginx", host=python_stacks.HOST,
                                      options=spec.nginx or NginxOptions(), max_concurrency=max_concurrency,
                                      server=server, http_extra=http_extra, per_client=2, cores_there=cores)
-            with nginx.run(workdir / "nginx", spec.display, spec.ready, conf, python_stacks.HOST) as (front, _):
+            with nginx.run(workdir / "nginx", spec.display, spec.ready, conf, python_stacks.HOST,
+                           spec.serve) as (front, _):
                 if back.poll() is not None:  # nginx alone answers too (502): the pair is not ready
                     raise TargetError(f"{spec.display}: uwsgi exited with code {back.returncode} before it was "
                                       "ready" + log_tail(workdir / "uwsgi" / "uwsgi.stderr.txt"))
