@@ -56,9 +56,12 @@ def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
 
 def _support(adapter: Adapter, cell: Cell, scenario: Scenario) -> Support:
     """The protocol first (the target's, then the tool's), then what the tool itself says."""
-    if cell.protocol not in scenario.targets[cell.target].protocols:
-        return Support(False, f"the target {scenario.targets[cell.target].display} does not serve "
-                              f"{PROTOCOL_NAMES[cell.protocol]}")
+    spec = scenario.targets[cell.target]
+    if cell.protocol not in spec.protocols:
+        return Support(False, f"the target {spec.display} does not serve {PROTOCOL_NAMES[cell.protocol]}")
+    if cell.protocol != "http1" and spec.bundled and not scenario.target_host.is_local:
+        return Support(False, f"{PROTOCOL_NAMES[cell.protocol]}: toolbench serves it from a bundled target on "
+                              "this machine only, not yet on hosts.target")
     speaks = adapter.protocol_support(cell.protocol)
     return adapter.supports(cell) if speaks.ok else speaks
 
