@@ -1,4 +1,10 @@
-"""ApacheBench (ab): builds its command, reads its stdout, -e CSV and -g TSV."""
+"""ApacheBench (ab): builds its command, reads its stdout, -e CSV and -g TSV.
+
+Protocols: ab sends HTTP/1.0 requests (with `Connection: Keep-Alive` under -k), in clear or over
+TLS for an https:// URL (an `https` cell: HTTP/1.x over TLS); it offers no ALPN, so never HTTP/2.
+Over TLS it prints `SSL/TLS Protocol: TLSv1.3,<cipher>,<bits>,<bits>` and `Server Temp Key:`,
+read into a note. It never checks the server's certificate and has no option to trust a CA
+file (`-E` is a client certificate): `AbAdapter.TLS_TRUST`."""
 from __future__ import annotations
 
 import re
@@ -32,6 +38,8 @@ _PCT_ROW = re.compile(r"^\s*(\d+)%\s+(\d+)")
 _FAILED_BREAKDOWN = re.compile(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)")
 _BREAKDOWN_NAMES = ("Connect", "Receive", "Length", "Exceptions")
 _VERSION = re.compile(r"This is ApacheBench, Version (\S+)")
+# "SSL/TLS Protocol:       TLSv1.3,TLS_AES_256_GCM_SHA384,256,256": the version, cipher and its bits.
+_TLS = re.compile(r"^SSL/TLS Protocol:[^\S\n]+([^\s,]{1,40}),([^\s,]{1,80})(?:,(\d{1,5}))?", re.MULTILINE)
 _RESET = re.compile(r"Connection reset by peer", re.IGNORECASE)
 # ab prints whole percents only: every schema percentile but p99.9.
 _PCT_NAMES = {int(pct): name for name, pct in PERCENTILES if pct.is_integer()}
@@ -43,6 +51,12 @@ class AbAdapter(Adapter):
     install = Install((Apt(("apache2-utils",), program="ab"),), BOTH)
     threads = Threads.ONE  # one select/poll loop
     option_types = {"gnuplot": bool, "timeout_s": int, "continue_on_error": bool}
+    protocols = frozenset({"http1", "https"})
+    protocol_refusals = {protocol: "ab speaks HTTP/1.0 (over TLS too, without ALPN): no HTTP/2"
+                         for protocol in ("h2", "h2c")}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = ("ab never checks the server's certificate: it has no option to trust a CA file, "
+                 "so the target's certificate is not verified")
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_by_version(host, path or "ab", ["-V"], _VERSION)
@@ -124,6 +138,9 @@ def parse(raw: RawOutput) -> Measurement:
     if version is None and not raw.files:
         raise ParseError("ab", "no ApacheBench banner in the output", raw.source)
     notes: list[str] = []
+    tls = _TLS.search(raw.stdout)
+    if tls is not None:
+        notes.append(_tls_note(tls, fields.get("Server Temp Key")))
     fidelity: dict[str, Fidelity] = {}
     received = _lead(fields, "Total transferred", num.integer)
     counts = _counts(fields, received, num, notes, fidelity)
@@ -168,7 +185,7 @@ def parse(raw: RawOutput) -> Measurement:
         series=series,
         fidelity=fidelity,
         notes=notes,
-        url=_url(fields),
+        url=_url(fields, tls is not None),
         concurrency=_lead(fields, "Concurrency Level", num.integer),
         tool_version=version.group(1) if version else None,
     )
@@ -341,11 +358,19 @@ def _error_line(stderr: str) -> str | None:
     return None
 
 
-def _url(fields: dict[str, str]) -> str | None:
+def _url(fields: dict[str, str], tls: bool) -> str | None:
     host, port, path = fields.get("Server Hostname"), fields.get("Server Port"), fields.get("Document Path")
     if host is None or path is None:
         return None
-    return f"http://{host}:{port or 80}{path}"
+    return f"https://{host}:{port or 443}{path}" if tls else f"http://{host}:{port or 80}{path}"
+
+
+def _tls_note(tls: re.Match[str], temp_key: str | None) -> str:
+    """What ab said of its TLS sessions: it prints the version and cipher of its first handshake."""
+    bits = f", {tls.group(3)}-bit" if tls.group(3) else ""
+    key = f"; server temp key {temp_key[:60]}" if temp_key else ""
+    return (f"ab spoke HTTP/1.0 over {tls.group(1)} ({tls.group(2)}{bits}{key}); it does not check the "
+            "server's certificate")
 
 
 def _lead(fields: dict[str, str], name: str, read: Callable[[str, str], T]) -> T | None:

@@ -3,8 +3,15 @@
 What h2load is, and what follows for its results:
 - `-c` clients, each sending its next request when the last one ends (a closed model),
   for `-n` requests in all or `-D` seconds; its `-r` paces new clients, not requests, so a
-  rate cell is unsupported. HTTP/1.1 with `--h1` (toolbench's default), HTTP/2 over
-  cleartext with `tools.h2load.h2: true`;
+  rate cell is unsupported;
+- every protocol: HTTP/1.1 with `--h1` in clear (http1) or over TLS (https), HTTP/2 over TLS by
+  ALPN with h2 alone offered (`--npn-list h2`: a server without it fails the cell, never a quiet
+  fall back to HTTP/1.1), HTTP/2 in clear with prior knowledge (h2c, an http:// URL without
+  `--h1`; `tools.h2load.h2: true` asks the same of an http1 cell, as scenarios did before the
+  protocol axis). Over HTTP/2 a client sends all its requests on its one connection: a cell
+  without keep-alive is not run. Over TLS it prints the TLS version, cipher, server temp key and
+  application protocol of its first connection, read into a note. It never checks the server's
+  certificate and has no option to trust a CA (`H2loadAdapter.TLS_TRUST`);
 - it prints the min, max, mean and sd of the requests' times (whole µs below 1 ms, two
   decimals of ms or s above), no percentile; times run from the actual send (coordinated
   omission not corrected);
@@ -47,7 +54,15 @@ _TRAFFIC = re.compile(r"^traffic: \S+ \((\d+)\) total,", re.MULTILINE)
 _TIMES = re.compile(r"^time for (request|connect):[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S\n]+(\S+)[^\S\n]+(\S+)"
                     r"[^\S\n]+\S+%[^\S\n]*$", re.MULTILINE)
 _CLIENTS = re.compile(r"^spawning thread #\d+: (\d+) total client\(s\)", re.MULTILINE)
-_PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
+_PROTOCOL = re.compile(r"^Application protocol: (\S{1,40})", re.MULTILINE)
+# What h2load prints of its first TLS connection (Client::report_tls_info), each once.
+_TLS_LINES = {name: re.compile(rf"^{name}: ([^\n]{{1,80}}?)[^\S\n]*$", re.MULTILINE)
+              for name in ("TLS Protocol", "Cipher", "Server Temp Key")}
+# What it prints when ALPN settled nothing (Client::connection_made): the protocols it offered follow
+# "Supported protocols were:", one a line.
+_NO_ALPN = re.compile(r"^No protocol negotiated\. Fallback behaviour may be activated[^\S\n]*$", re.MULTILINE)
+_NONE_SUPPORTED = re.compile(r"^No supported protocol was negotiated\. Supported protocols were:[^\S\n]*\n"
+                             r"((?:[^\S\n]*[\w./-]{1,40}[^\S\n]*\n){0,10})", re.MULTILINE)
 _WARM_UP = re.compile(r"^spawning thread #0: .*Timing-based test with (\S+) of warm-up time", re.MULTILINE)
 _START = re.compile(r"^starting benchmark\.\.\.[^\S\n]*$", re.MULTILINE)
 # h2load's own counters to failure classes (toolbench.record.failures): it names no cause beyond these.
@@ -59,6 +74,9 @@ class H2loadAdapter(Adapter):
     install = Install((Apt(("nghttp2-client",), program="h2load"),), TESTS)
     # h2: HTTP/2 (cleartext, prior knowledge) instead of --h1; threads: -t; timeout_s: -N, idle time per connection.
     option_types = {"h2": bool, "threads": int, "timeout_s": int}
+    protocols = frozenset({"http1", "https", "h2", "h2c"})
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = "h2load never checks the server's certificate: it has no option to trust a CA file"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_by_version(host, path or "h2load", ["--version"], _VERSION)
@@ -69,7 +87,10 @@ class H2loadAdapter(Adapter):
         req = cell.request
         if req.method not in ("GET", "POST") or (req.method == "POST") != (req.body is not None):
             return Support(False, "h2load sends a GET, or a POST with a body (-d); not this request")
-        if not cell.keepalive and option(cell, "h2", False):
+        if cell.protocol == "https" and option(cell, "h2", False):
+            return Support(False, "tools.h2load.h2 asks for HTTP/2 in clear, and this cell is HTTP/1.1 over TLS: "
+                                  "the protocol axis says which (h2 or h2c)")
+        if not cell.keepalive and _speaks_h2(cell):
             return Support(False, "HTTP/2 has no keep-alive off: every request shares the client's connection")
         if not cell.keepalive and cell.stop.duration_s is not None:
             # Seen here with 1.52.0 (-D 1 -H 'Connection: close'): "Stopped all clients", then it never exits.
@@ -83,8 +104,10 @@ class H2loadAdapter(Adapter):
         threads = max(1, min(cell.concurrency, option(cell, "threads", cell.cpus or 1)))
         argv = [found.path, "-c", str(cell.concurrency), "-t", str(threads),
                 "-N", str(option(cell, "timeout_s", 30))]
-        if not option(cell, "h2", False):
-            argv.append("--h1")
+        if cell.protocol == "h2":
+            argv += ["--npn-list", "h2"]  # h2 alone: without it, a server that lacks h2 gets HTTP/1.1
+        elif not _speaks_h2(cell):
+            argv.append("--h1")  # HTTP/1.1, in clear or over TLS; else an http:// URL is h2c
         total = cell.stop.total_requests(cell.concurrency)
         if total is not None:
             argv += ["-n", str(max(total, cell.concurrency))]
@@ -130,6 +153,10 @@ class H2loadAdapter(Adapter):
         return h2load_log.tally(rows)
 
 
+def _speaks_h2(cell: "Cell") -> bool:
+    return cell.protocol in ("h2", "h2c") or (cell.protocol == "http1" and bool(option(cell, "h2", False)))
+
+
 def parse(raw: RawOutput) -> Measurement:
     num = Numbers("h2load", raw.source)
     runs = appended.spans(raw.stdout, _START)
@@ -172,9 +199,7 @@ def _summary(text: str, stderr: str, num: Numbers) -> tuple[Measurement, int]:
     by_class = failures.tally({"timeout": c["timeout"], "errored": c["errored"] - c["timeout"]}, FAILURE_TABLE)
     times = {m.group(1): m.groups()[1:] for m in _TIMES.finditer(text)}
     traffic = _TRAFFIC.search(text)
-    protocol = _PROTOCOL.search(text)
-    if protocol:
-        notes.append(f"application protocol: {protocol.group(1)}")
+    notes += _protocol_notes(text)
     measurement = Measurement(
         tool="h2load",
         timing=Timing(duration_s=_duration_s(text, finished.group(1), num, fidelity, notes)),
@@ -190,6 +215,31 @@ def _summary(text: str, stderr: str, num: Numbers) -> tuple[Measurement, int]:
         concurrency=sum(num.integer(n, "clients") for n in _CLIENTS.findall(text)) or None,
     )
     return measurement, c["done"]
+
+
+def _protocol_notes(text: str) -> list[str]:
+    """What h2load said it spoke: "h2load negotiated h2 over TLSv1.3 (TLS_AES_128_GCM_SHA256, server
+    temp key X25519 253 bits)", or h2c in clear; or that ALPN settled nothing."""
+    tls = {name: m.group(1) for name, pattern in _TLS_LINES.items() if (m := pattern.search(text))}
+    protocol = _PROTOCOL.search(text)
+    refused = _NONE_SUPPORTED.search(text)
+    if protocol is None and refused is None and not tls:
+        return []
+    where = "in clear"
+    if "TLS Protocol" in tls:
+        details = [tls["Cipher"]] if "Cipher" in tls else []
+        details += [f"server temp key {tls['Server Temp Key']}"] if "Server Temp Key" in tls else []
+        where = f"over {tls['TLS Protocol']}" + (f" ({', '.join(details)})" if details else "")
+    trust = "; it does not check the server's certificate" if "TLS Protocol" in tls else ""
+    if refused is not None:
+        offered = ", ".join(refused.group(1).split()) or "none"
+        return [f"h2load agreed on none of the protocols it offered ({offered}) with the server, {where}: it sent "
+                f"no request{trust}"]
+    if protocol is None:
+        said = "; it said: no protocol negotiated by ALPN" if _NO_ALPN.search(text) else ""
+        return [f"h2load named no application protocol {where}{said}{trust}"]
+    verb = "negotiated" if "TLS Protocol" in tls else "spoke"
+    return [f"h2load {verb} {protocol.group(1)} {where}{trust}"]
 
 
 def _duration_s(text: str, finished: str, num: Numbers, fidelity: dict[str, Fidelity], notes: list[str]) -> float:

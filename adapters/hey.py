@@ -9,7 +9,14 @@ What hey is, and what follows for its results:
 - the text summary counts responses by status and failed requests by error message;
   `-o csv` prints one row per response instead of the summary, and a request that got no
   response has no row: from the rows alone, how many failed is unknown. toolbench runs the
-  summary unless `tools.hey.per_request` asks for the rows."""
+  summary unless `tools.hey.per_request` asks for the rows;
+- HTTP/1.1 in clear or over TLS (hey turns Go's HTTP/2 off unless `-h2`), and HTTP/2 over TLS
+  with `-h2`, by ALPN: an h2 cell. Its `-h2` has no prior knowledge (over http:// Go speaks
+  HTTP/1.1), so no h2c. Over HTTP/2 Go's transport puts every worker's requests on one connection
+  (seen: one TLS handshake for -c 4), and `-disable-keepalive` does not make it one connection
+  per request (seen: 23 for 200): an h2 cell without keep-alive is not run. Nothing in hey's
+  output says what was spoken. It never checks the server's certificate (its transport sets
+  InsecureSkipVerify) and has no option to trust a CA (`HeyAdapter.TLS_TRUST`)."""
 from __future__ import annotations
 
 import csv
@@ -66,6 +73,12 @@ class HeyAdapter(Adapter):
     install = Install((Apt(("hey",), program="hey"),), TESTS)
     # per_request: `-o csv` rows (histogram, per-second series) instead of the summary's counts.
     option_types = {"per_request": bool, "timeout_s": int}
+    protocols = frozenset({"http1", "https", "h2"})
+    protocol_refusals = {"h2c": "hey's -h2 negotiates HTTP/2 over TLS only (ALPN): it has no HTTP/2 in clear "
+                                "(prior knowledge), and over http:// speaks HTTP/1.1"}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = ("hey never checks the server's certificate (its transport sets InsecureSkipVerify) and has no "
+                 "option to trust a CA file")
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         """hey has no version flag; run bare, it prints its usage and exits 1. Debian's package
@@ -87,6 +100,9 @@ class HeyAdapter(Adapter):
         req = cell.request
         if req.method not in METHODS:
             return Support(False, f"hey sends only {', '.join(METHODS)}, not {req.method}")
+        if cell.protocol == "h2" and not cell.keepalive:
+            return Support(False, "hey -h2 -disable-keepalive still sends several requests on each HTTP/2 connection "
+                                  "(Go's transport): HTTP/2 has no connection per request")
         if cell.stop.duration_s is None and (cell.stop.total_requests(cell.concurrency) or 0) < cell.concurrency:
             return Support(False, "hey sends at least one request per worker: the count is below the concurrency")
         return SUPPORTED
@@ -104,6 +120,8 @@ class HeyAdapter(Adapter):
             argv += ["-q", f"{cell.rate_rps / cell.concurrency:g}"]  # hey's -q is per worker
         if not cell.keepalive:
             argv.append("-disable-keepalive")
+        if cell.protocol == "h2":
+            argv.append("-h2")  # without it hey turns HTTP/2 off, and speaks HTTP/1.1 over TLS
         if option(cell, "per_request", False):
             argv += ["-o", "csv"]
         req = cell.request

@@ -10,7 +10,12 @@ What http_load is, and what follows for its results:
 - it prints numbers with %g (six significant digits: `2.55908e+09` bytes), drops
   the fetches/sec line when the run took 10 ms or less, has no -version flag,
   and exits 0 even when every connection was refused;
-- a "fetch" is any connection it closed, failed ones included."""
+- a "fetch" is any connection it closed, failed ones included;
+- https:// URLs only when it was built with SSL (USE_SSL in its Makefile); one built without it
+  stops at once with `unknown protocol - https://...` on stderr (read_url_file). Its TLS
+  handshake blocks its one loop (handle_connect clears O_NDELAY around SSL_connect), it offers
+  no ALPN (no HTTP/2), and it never checks the server's certificate: its SSL_CTX is made
+  without verification and it has no option to trust a CA (`HttpLoadAdapter.TLS_TRUST`)."""
 from __future__ import annotations
 
 import re
@@ -57,6 +62,11 @@ class HttpLoadAdapter(Adapter):
     install = Install(impossible="in no package registry toolbench reaches: put http_load on the PATH yourself")
     threads = Threads.ONE  # one select loop
     option_types = {"timeout_s": int}
+    protocols = frozenset({"http1", "https"})
+    protocol_refusals = {protocol: "http_load speaks HTTP/1.x, one GET per connection (over TLS when built with "
+                                   "SSL): no HTTP/2" for protocol in ("h2", "h2c")}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = "http_load never checks the server's certificate: it has no option to trust a CA file"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         """http_load has no -version flag; run bare, it prints its usage and exits 1.

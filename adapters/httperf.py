@@ -11,7 +11,9 @@ What httperf is, and what follows for its results:
 - it prints times in ms with one decimal: per connection min, mean, max, median and stddev
   (connect, request and reply: with one call each, the whole request), the mean time to
   the reply's first byte and the mean connect time; no other percentile;
-- its errors are counted by cause; a reply is counted by status class only.
+- its errors are counted by cause; a reply is counted by status class only;
+- HTTP/1.1, in clear or over TLS with `--ssl` (an https:// URL; its summary is the same); no
+  HTTP/2. It never checks the server's certificate and has no option to (`HttperfAdapter.TLS_TRUST`).
 Its output from runs of its own, with several calls per connection or sessions, is read too
 (toolbench.adapters.httperf_summary: its requests are the counts, not its connections), and
 output appended to by run after run gives one result per run."""
@@ -42,6 +44,11 @@ class HttperfAdapter(Adapter):
     name = "httperf"
     install = Install((Apt(("httperf",), program="httperf"),), TESTS)
     option_types = {"timeout_s": int}
+    protocols = frozenset({"http1", "https"})
+    protocol_refusals = {protocol: "httperf speaks HTTP/1.1 (over TLS with --ssl): no HTTP/2"
+                         for protocol in ("h2", "h2c")}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = "httperf never checks the server's certificate: it has no option to trust a CA file"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         # -V prints the version and goes on to run a test; the bad count after it ends it first.

@@ -1,5 +1,10 @@
 """siege: builds its command and its own siegerc, reads its text summary, its
-JSON summary (-j) and its log line (--log)."""
+JSON summary (-j) and its log line (--log).
+
+Protocols: HTTP/1.1 (the siegerc's `protocol`), in clear or over TLS for an https:// URL; no
+HTTP/2. Its summary says nothing of TLS. It never checks the server's certificate: its siegerc
+has a client certificate, key, ciphers and a timeout for TLS, no CA to trust
+(`SiegeAdapter.TLS_TRUST`)."""
 from __future__ import annotations
 
 import math
@@ -93,6 +98,11 @@ class SiegeAdapter(Adapter):
     install = Install((Apt(("siege",), program="siege"),), BOTH)
     threads = Threads.ALL  # a pthread per simulated user
     option_types = {"timeout_s": int, "failures": int}
+    protocols = frozenset({"http1", "https"})
+    protocol_refusals = {protocol: "siege speaks HTTP/1.1 (over TLS too): no HTTP/2" for protocol in ("h2", "h2c")}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = ("siege never checks the server's certificate: its siegerc can name a client certificate, "
+                 "not a CA to trust")
     # siege 4.0.7 sometimes never exits after a timed run (a thread cancelled while it
     # holds a glibc lock; upstream issues #4 and #66): such a run is killed at the hard
     # limit, kept, noted, and run again, at most this many more times.

@@ -8,6 +8,8 @@ What wrk is, and what follows for its results:
   from the scenario, and toolbench's script is fixed: those cells are unsupported too;
 - it times each request from its send on its connection, so a stalled connection's wait
   is not counted (coordinated omission not corrected); times are whole microseconds;
+- HTTP/1.1, in clear or over TLS for an https:// URL (its output is the same); no HTTP/2. It
+  never checks the server's certificate and has no option to (`WrkAdapter.TLS_TRUST`);
 - its summary counts complete responses; connect, read and write errors and timeouts are
   counted apart, as socket errors, and "Non-2xx or 3xx responses" are those of status 400
   and above (a 3xx is a success to wrk, as here).
@@ -64,6 +66,10 @@ class WrkAdapter(Adapter):
     install = Install((Apt(("wrk",), program="wrk"),), TESTS)
     # threads: wrk's -t (at most the connections); timeout_s: its --timeout, whole seconds.
     option_types = {"threads": int, "timeout_s": int}
+    protocols = frozenset({"http1", "https"})
+    protocol_refusals = {protocol: "wrk speaks HTTP/1.1 (over TLS too): no HTTP/2" for protocol in ("h2", "h2c")}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = "wrk never checks the server's certificate: it has no option to trust a CA file"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_by_version(host, path or "wrk", ["-v"], _VERSION)
