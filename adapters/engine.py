@@ -1,5 +1,7 @@
 """The bundled engine (toolbench.engine): runs it as a subprocess like any other tool,
-and reads the RunResult it writes natively (--json-out)."""
+and reads the RunResult it writes natively (--json-out). It speaks HTTP/1.1, in clear and over
+TLS (https: the cell's CA file trusted, sessions resumed unless `tls_resume: false`; TLS runs on
+the engine's Python path, its C path being plain HTTP only)."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,8 +27,15 @@ class EngineAdapter(Adapter):
     name = "engine"
     install = Install((Venv("toolbench.engine"),), BOTH)
     threads = Threads.PER_PROCESS  # one asyncio worker process per core
-    # workers: processes (default one per CPU); timeout_s: per request; warmup_s: excluded start.
-    option_types = {"workers": int, "timeout_s": int, "warmup_s": int}
+    # workers: processes (default one per CPU); timeout_s: per request; warmup_s: excluded start;
+    # tls_resume: https, a new connection resumes its slot's last TLS session (default true).
+    option_types = {"workers": int, "timeout_s": int, "warmup_s": int, "tls_resume": bool}
+    protocols = frozenset({"http1", "https"})
+    protocol_refusals = {
+        protocol: ("the engine speaks HTTP/1.1 only (in clear and over TLS): each connection slot has one "
+                   "request in flight, and its framing (in C, _churn_framing.c) is HTTP/1.1's; HTTP/2's "
+                   "streams multiplexed on one connection do not fit that design")
+        for protocol in ("h2", "h2c")}
     program = "python"  # run as `python -m toolbench.engine`: the path is the Python's
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
@@ -50,6 +59,11 @@ class EngineAdapter(Adapter):
             argv += ["--rate", f"{cell.rate_rps:g}"]
         if not cell.keepalive:
             argv.append("--no-keepalive")
+        if cell.tls:
+            if cell.ca_file is not None:
+                argv += ["--cacert", cell.ca_file]
+            if not option(cell, "tls_resume", True):
+                argv.append("--tls-no-resume")
         for key, flag in (("workers", "-w"), ("timeout_s", "--timeout"), ("warmup_s", "--warmup")):
             value = option(cell, key, None)
             if value is not None:

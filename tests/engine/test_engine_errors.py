@@ -72,7 +72,7 @@ def test_bad_flags_exit_2_with_one_line(args: list[str], says: str) -> None:
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("url, says", [("https://127.0.0.1:1/", "https is not supported"),
+@pytest.mark.parametrize("url, says", [("https://127.0.0.1:1/", "cannot connect"),
                                        ("ftp://x/", "expected a URL"),
                                        ("http://no-such-host.invalid/", "cannot resolve")])
 def test_bad_urls_exit_2_with_one_line(url: str, says: str) -> None:

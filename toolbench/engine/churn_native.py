@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from toolbench.engine.churn import Churn
+from toolbench.engine.tls import TlsChurn
 
 if TYPE_CHECKING:
     from toolbench.engine.load import Load, Slot
@@ -52,7 +53,10 @@ def keepalive_path() -> str:
 
 
 def make_churn(load: Load, slots: int) -> Churn | NativeChurn | None:
-    """The worker's connection path: keep-alive off, C or churn.py; on, C or None (client.py)."""
+    """The worker's connection path: keep-alive off, C or churn.py; on, C or None (client.py).
+    https runs in Python whatever is built (the C path is plain HTTP): tls.TlsChurn, or None."""
+    if load.tls is not None:
+        return None if load.keepalive else TlsChurn(load, load.tls, load.tls_resume)
     if load.keepalive:
         keepalive = native_keepalive()
         return NativeKeepAlive(load, slots, keepalive) if keepalive is not None else None

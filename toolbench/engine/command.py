@@ -23,7 +23,8 @@ DESCRIPTION = ("toolbench's own load generator: HTTP/1.1 on asyncio and uvloop, 
 EXAMPLES = """examples:
   toolbench engine http://127.0.0.1:8080/ -c 50 -d 10s
   toolbench engine http://127.0.0.1:8080/ -c 50 -d 10s --rate 2000
-  toolbench engine http://127.0.0.1:8080/ -c 10 -n 10000 --no-keepalive --json"""
+  toolbench engine http://127.0.0.1:8080/ -c 10 -n 10000 --no-keepalive --json
+  toolbench engine https://127.0.0.1:8443/ -c 10 -d 10s --no-keepalive --cacert cert.pem"""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -35,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("url", help="http://host:port/path")
+    parser.add_argument("url", help="http://host:port/path, or https://... for HTTP/1.1 over TLS")
     parser.add_argument("-c", "--connections", type=_positive_int,
                         help="concurrent connections (virtual users); required without --locust-master")
     stop = parser.add_mutually_exclusive_group()
@@ -57,6 +58,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="connect timeout (default: the request timeout)")
     parser.add_argument("--warmup", type=_duration, default=0.0, metavar="S",
                         help="load for this long first, excluded from the results")
+    tls = parser.add_argument_group("https")
+    tls.add_argument("--cacert", metavar="PEM", help="trust the CA certificate(s) in this file (default: the "
+                                                      "system's store); the server's certificate is always verified")
+    tls.add_argument("--tls-no-resume", dest="tls_resume", action="store_false",
+                     help="a full handshake on every new connection (default: each resumes its slot's last session)")
     parser.add_argument("--json", action="store_true",
                         help="print the result in toolbench's schema (a RunResult) instead of the summary")
     parser.add_argument("--json-out", type=Path, metavar="FILE", help="also write the RunResult to FILE")
@@ -84,7 +90,8 @@ def options_from_args(args: argparse.Namespace) -> EngineOptions:
         url=args.url, connections=args.connections, duration_s=args.duration, requests=args.requests,
         workers=args.workers, rate_rps=args.rate, keepalive=args.keepalive, method=args.method.upper(),
         headers=tuple(parse_header(h) for h in args.header), body=body, timeout_s=args.timeout,
-        connect_timeout_s=args.connect_timeout, warmup_s=args.warmup)
+        connect_timeout_s=args.connect_timeout, warmup_s=args.warmup, cacert=args.cacert,
+        tls_resume=args.tls_resume)
 
 
 def run_command(args: argparse.Namespace) -> int:

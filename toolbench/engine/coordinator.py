@@ -16,6 +16,7 @@ from toolbench.engine import worker
 from toolbench.engine.client import clock
 from toolbench.engine.options import EngineError, EngineOptions, Target, parse_url, request_bytes, split, validate
 from toolbench.engine.recorder import WorkerResult
+from toolbench.engine.tls import client_context
 
 STARTUP_TIMEOUT_S = 30.0  # imports and connection set-up in every worker
 START_DELAY_NS = 50_000_000  # between the start message and the common start time
@@ -49,6 +50,8 @@ def run(opts: EngineOptions, progress: Progress | None = None) -> Collected:
     a second Ctrl-C abandons the results."""
     validate(opts)
     target = parse_url(opts.url)
+    if target.tls:
+        client_context(opts)  # a CA file that cannot be read: one line here, not one per worker
     plans = _plans(opts, target)
     raise_fd_limit(max(plan.slots for plan in plans) + RESERVED_FDS, opts.connections)
     out = Collected(options=opts, target=target, workers=len(plans))

@@ -4,6 +4,7 @@ client.py; this is what happens between requests and around connections."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import TYPE_CHECKING
 
 from toolbench.engine.churn import Fresh
@@ -11,6 +12,7 @@ from toolbench.engine.churn_native import make_churn
 from toolbench.engine.client import UNLIMITED, Conn, HeadConn, clock
 from toolbench.engine.options import EngineOptions, Target
 from toolbench.engine.recorder import DRAIN_AT, LATE_NS, Recorder
+from toolbench.engine.tls import TLS_KIND, ClientContext, client_context, count_handshake, handshake_error, keep_session
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -43,6 +45,10 @@ class Load:
         self.stopped_at = 0
         self.window_budget = self.final_budget = UNLIMITED  # for the count of requests sent
         self.window_ns = UNLIMITED  # when the measured window began
+        # https: the worker's TLS context (tls.py), and what create_connection is given for it.
+        self.tls: ClientContext | None = client_context(opts) if target.tls else None
+        self.tls_resume = opts.tls_resume
+        self.tls_args = {"ssl": self.tls, "server_hostname": target.hostname} if self.tls is not None else {}
         # Keep-alive off: a connection per request, on the C path (churn_native.py) or churn.py's;
         # on: the C path's persistent connections, or None where client.py's Conn carries them.
         self.churn = make_churn(self, slots)
@@ -172,12 +178,15 @@ class Slot:
         started = clock()
         try:
             _, conn = await asyncio.wait_for(
-                load.loop.create_connection(self._new_conn, load.target.address, load.target.port),
+                load.loop.create_connection(self._new_conn, load.target.address, load.target.port,
+                                            **load.tls_args),
                 load.connect_timeout_s)
         except (OSError, asyncio.TimeoutError) as exc:
             return _connect_error(exc, load.target, load.connect_timeout_s)
         if load.keepalive:
             load.rec.connected(clock() - started)
+            if load.tls is not None:
+                count_handshake(load.rec, conn.transport)
             self.conn = conn
         elif conn.transport is not None:
             conn.transport.close()  # only a probe: keep-alive off opens one per request
@@ -238,7 +247,7 @@ class Slot:
         failure: str | None = None
         try:
             _, conn = await load.loop.create_connection(self._new_conn, load.target.address,
-                                                        load.target.port)
+                                                        load.target.port, **load.tls_args)
         except asyncio.CancelledError:
             failure = "connect_timeout" if self.expired else "stopped"
         except OSError as exc:
@@ -263,6 +272,8 @@ class Slot:
         load = self.load
         now = clock()
         load.rec.connected(now - started)
+        if load.tls is not None:
+            count_handshake(load.rec, conn.transport)
         if load.stopped:
             conn.transport.abort()  # type: ignore[union-attr]
             return
@@ -283,6 +294,8 @@ class Slot:
             return
         if conn is not None and not (reusable and load.keepalive):
             if conn.transport is not None:
+                if load.tls is not None and load.tls_resume:
+                    keep_session(load.tls, conn.transport)  # for the connection that replaces it
                 conn.transport.close()
             self.conn = None
         if load.open:
@@ -317,6 +330,8 @@ class Slot:
 
 
 def _connect_kind(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError):
+        return TLS_KIND
     if isinstance(exc, ConnectionRefusedError):
         return "connect_refused"
     if isinstance(exc, asyncio.TimeoutError):
@@ -326,6 +341,8 @@ def _connect_kind(exc: BaseException) -> str:
 
 def _connect_error(exc: BaseException, target: Target, timeout_s: float) -> str:
     where = f"{target.address}:{target.port}"
+    if isinstance(exc, ssl.SSLError):
+        return handshake_error(exc, where)
     if isinstance(exc, asyncio.TimeoutError):
         return f"connect timeout: {where} accepted no connection within {timeout_s:g}s"
     reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__

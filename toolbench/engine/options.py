@@ -23,6 +23,8 @@ class Target:
     address: str  # resolved once, so no connection pays for a DNS lookup
     port: int
     path: str  # path and query, as sent on the request line
+    tls: bool = False  # https: HTTP/1.1 over TLS
+    hostname: str = ""  # the host without its port: the name the server's certificate must carry
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class EngineOptions:
     connect_timeout_s: float | None = None  # None: the request timeout
     warmup_s: float = 0.0
     scenario: str = "engine"
+    cacert: str | None = None  # https: PEM file of the CA(s) to trust; None: the system's store
+    tls_resume: bool = True  # https: a new connection resumes its slot's (or worker's) last session
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -83,12 +87,11 @@ def validate(opts: EngineOptions) -> None:
 
 def parse_url(url: str) -> Target:
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme == "https":
-        raise EngineError(f"{url}: https is not supported by the engine (plain http only)")
-    if parts.scheme != "http" or not parts.hostname:
-        raise EngineError(f"{url}: expected a URL like http://host:port/path")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise EngineError(f"{url}: expected a URL like http://host:port/path or https://host:port/path")
+    tls = parts.scheme == "https"
     try:
-        port = parts.port or 80
+        port = parts.port or (443 if tls else 80)
     except ValueError:
         raise EngineError(f"{url}: bad port") from None
     try:
@@ -100,7 +103,7 @@ def parse_url(url: str) -> Target:
     if parts.query:
         path += "?" + parts.query
     host = parts.netloc.rsplit("@", 1)[-1]
-    return Target(host=host, address=address, port=port, path=path)
+    return Target(host=host, address=address, port=port, path=path, tls=tls, hostname=parts.hostname)
 
 
 def request_bytes(opts: EngineOptions, target: Target) -> bytes:

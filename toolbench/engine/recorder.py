@@ -30,7 +30,7 @@ PENDING_MAX = 1 << 16  # distinct µs values tallied before they go into the HDR
 DRAIN_AT = 1024
 
 # Failure classes as the engine sees them; result.py maps them onto the schema's classes.
-FAILURE_KINDS = ("connect_refused", "connect_timeout", "connect_other",
+FAILURE_KINDS = ("connect_refused", "connect_timeout", "connect_other", "tls",
                  "timeout", "reset", "closed", "malformed")
 
 # Open model: a send that goes out more than this after its intended time is late. The event
@@ -113,6 +113,8 @@ class WorkerResult:
     note: str | None = None
     silent_conns: int = 0  # connections open since the window began that received nothing in it
     schedule: Schedule | None = None  # open model only
+    tls_handshakes: int = 0  # https: handshakes completed, the warm-up's included
+    tls_resumed: int = 0  # of those, the ones that resumed a session
 
 
 class Recorder:
@@ -128,6 +130,7 @@ class Recorder:
         self.connects = 0
         self.connect_sum_ns = 0
         self.connect_max_ns = 0
+        self.tls_handshakes = self.tls_resumed = 0  # like connects: kept through the warm-up reset
         self.reset()
 
     def reset(self) -> None:
@@ -186,6 +189,10 @@ class Recorder:
         self.connect_sum_ns += elapsed_ns
         if elapsed_ns > self.connect_max_ns:
             self.connect_max_ns = elapsed_ns
+
+    def handshake(self, resumed: bool) -> None:
+        self.tls_handshakes += 1
+        self.tls_resumed += resumed
 
     def codes_by_status(self) -> dict[int, int]:
         """Responses by status code, once everything is flushed."""

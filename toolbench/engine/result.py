@@ -26,11 +26,12 @@ SILENT_NOTE = "engine_silent_connections"
 PYTHON_PATH_NOTE = ("engine_python_path: keep-alive off ran on the engine's pure-Python connection path (its C "
                     "extension is not built here, or TOOLBENCH_ENGINE_CHURN=python asked for it), which costs "
                     "more CPU per request than the C path (bench/README.md)")
+TLS_NOTE = "engine_tls"
 # Engine failure kinds (engine.recorder.FAILURE_KINDS) to the schema's classes (toolbench.record.failures):
 # connect_timeout is a timeout, so timeout comes first.
 FAILURE_TABLE: failures.Table = (
     ("timeout", ("timeout",)),
-    ("connect", ("connect_refused", "connect_other")),
+    ("connect", ("connect_refused", "connect_other", "tls")),
     ("reset", ("reset",)),
     ("read", ("closed",)),
     ("other", ("malformed",)),
@@ -69,7 +70,9 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     if silent and opts.duration_s is not None and opts.keepalive:
         notes.append(f"{SILENT_NOTE}: {silent} of the connections open when the measured window began "
                      "received no response in it")
-    if not opts.keepalive and churn_path() == "Python":
+    if out.target.tls:
+        notes.append(_tls_note(results, opts.tls_resume))
+    elif not opts.keepalive and churn_path() == "Python":
         notes.append(PYTHON_PATH_NOTE)
     if out.error:
         notes.append(out.error)
@@ -113,7 +116,7 @@ def run_result(out: Collected, version: str | None = None) -> RunResult:
     rate = f"-rate{opts.rate_rps:g}" if opts.rate_rps is not None else ""
     identity = Identity(scenario=opts.scenario, cell_id=f"engine-c{opts.connections}-{conn}{rate}-rep1",
                         tool=TOOL, tool_version=version, url=opts.url, concurrency=opts.connections,
-                        keepalive=opts.keepalive, model=model, rate_rps=opts.rate_rps,
+                        keepalive=opts.keepalive, protocol="https" if out.target.tls else "http1", model=model, rate_rps=opts.rate_rps,
                         params={"workers": str(out.workers), **opts.extra})
     total = m.counts.requests_total or 0
     cpu = out.cpu_user_s + out.cpu_system_s
@@ -230,6 +233,16 @@ def _limit(asked: float, connections: int, uncorrected: Moments) -> str:
                 "connections were the limit (more, -c, would send more, if the server can answer more)")
     return (f"the connections were not the limit ({they} at the mean latency {verb} about {carry:,.0f}/s): "
             "the engine fell behind, its CPU or the machine's load is the limit")
+
+
+def _tls_note(results: list[WorkerResult], resume: bool) -> str:
+    """What TLS did: the engine's handshakes, and how many resumed a session."""
+    shakes = sum(r.tls_handshakes for r in results)
+    resumed = sum(r.tls_resumed for r in results)
+    how = (f"{shakes:,} handshakes, {resumed:,} of them resumed a session" if resume
+           else f"{shakes:,} handshakes, session resumption off")
+    return (f"{TLS_NOTE}: HTTP/1.1 over TLS (ALPN http/1.1) on the engine's Python path (its C path is "
+            f"plain HTTP only); {how}")
 
 
 def _failure_note(results: list[WorkerResult]) -> str | None:

@@ -194,6 +194,8 @@ def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) 
         series=list(rec.series),
         note=f"worker {plan.index}: {load.crashed}" if load.crashed else None,
         silent_conns=rec.silent_conns + silent,
+        tls_handshakes=rec.tls_handshakes,
+        tls_resumed=rec.tls_resumed,
         schedule=rec.schedule(load.slots, window, end, plan.options.duration_s) if plan.options.open_model else None,
     )
 
