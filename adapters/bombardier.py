@@ -10,7 +10,13 @@ What bombardier is, and what follows for its results:
   microseconds, over every request: failed ones (refused, timed out) are timed too;
 - it counts responses by status class and failed requests apart ("others"), with their error
   texts. Built by `go install`, it says its version is "unspecified": `toolbench install`
-  puts it in .tools/go/bombardier-<version>/, and the folder's name says it.
+  puts it in .tools/go/bombardier-<version>/, and the folder's name says it;
+- HTTP/1.1 in clear or over TLS through fasthttp (its default client), HTTP/2 over TLS by ALPN
+  with `--http2`, which swaps fasthttp for Go's net/http (another client, with costs of its own;
+  without keep-alive it is `-a`, one connection per request, where fasthttp takes a
+  `Connection: close` header). No HTTP/2 in clear: net/http's HTTP/2 is by ALPN only. It cannot
+  be told to trust a CA file, only to skip the check (`--insecure`): toolbench's TLS cells give it
+  that, and the result says so. Its JSON names the client (`spec.client`), read into a note.
 
 What it prints, and what toolbench reads of it: the JSON result (`-o json`, what toolbench's own
 runs ask for) or the text one (its default; toolbench.adapters.bombardier_text), each with or
@@ -18,6 +24,7 @@ without its intro and progress bar before it (`-p r` prints the result alone). O
 to by run after run holds several results: each is one run (parts), never mixed with another."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -38,6 +45,11 @@ if TYPE_CHECKING:
     from toolbench.contract.host import Host
 
 BODY_FILE = "body"
+INSECURE = ("bombardier: certificate not verified (it has no option to trust a CA file; toolbench runs it "
+            "with --insecure over TLS)")
+# Its clients (spec.client of the JSON result), as a note says them.
+CLIENTS = {"fasthttp": "fasthttp (its default client)", "net/http.v1": "Go's net/http, HTTP/1.x (--http1)",
+           "net/http.v2": "Go's net/http with HTTP/2 (--http2)"}
 RESOLUTION_MS = 0.001
 _VERSION = re.compile(r"bombardier version (\S+)")
 _PCT_NAMES = {"50": "p50_ms", "75": "p75_ms", "90": "p90_ms", "95": "p95_ms", "99": "p99_ms"}
@@ -57,6 +69,11 @@ class BombardierAdapter(Adapter):
     name = "bombardier"
     install = Install((GoModule("github.com/codesenberg/bombardier", "1.2.6", "bombardier"),), TESTS)
     option_types = {"timeout_s": int}
+    protocols = frozenset({"http1", "https", "h2"})
+    protocol_refusals = {"h2c": "bombardier has no HTTP/2 in clear: its --http2 client (Go's net/http) negotiates "
+                                "HTTP/2 by ALPN over TLS only, and over http:// speaks HTTP/1.1"}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = INSECURE
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_go_tool(host, path, "bombardier", ["--version"], _VERSION)
@@ -78,9 +95,15 @@ class BombardierAdapter(Adapter):
             argv += ["-d", f"{max(1, math.ceil(cell.stop.duration_s))}s"]
         if cell.rate_rps is not None:
             argv += ["-r", str(int(cell.rate_rps))]
+        if cell.tls:
+            argv.append("--insecure")  # the only way it takes a certificate it cannot check (INSECURE)
+        if cell.protocol == "h2":
+            argv.append("--http2")  # Go's net/http instead of fasthttp: HTTP/2 when ALPN offers it
         req = cell.request
         headers = dict(req.headers)
-        if not cell.keepalive and "connection" not in {k.lower() for k in headers}:
+        if not cell.keepalive and cell.protocol == "h2":
+            argv.append("-a")  # net/http's own; HTTP/2 has no Connection header
+        elif not cell.keepalive and "connection" not in {k.lower() for k in headers}:
             headers["Connection"] = "close"  # its help: "-a ... For fasthttp use -H"
         if req.method != "GET":
             argv += ["-m", req.method]
@@ -125,7 +148,8 @@ def parse(raw: RawOutput) -> Measurement:
     if _RESULT.search(text) is None:
         raise bombardier_text.no_result(text, raw.stderr, raw.source)
     if '{"spec":' not in text:
-        return bombardier_text.parse_text(text, num, FAILURE_TABLE)
+        m = bombardier_text.parse_text(text, num, FAILURE_TABLE)
+        return dataclasses.replace(m, notes=[*m.notes, INSECURE]) if (m.url or "").startswith("https://") else m
     return _parse_json(text, raw.stderr, num)
 
 
@@ -147,7 +171,7 @@ def _parse_json(text: str, stderr: str, num: Numbers) -> Measurement:
     spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
     notes = ["figures from bombardier's JSON result; its latency times every request, failed ones too",
              "its rps figures (mean, stddev, max, percentiles) are over its rate samples of a few milliseconds, "
-             "not the run's rate: the rate is derived from its counts and time"]
+             "not the run's rate: the rate is derived from its counts and time", *_spec_notes(spec)]
     return Measurement(
         tool="bombardier",
         timing=Timing(duration_s=duration),
@@ -167,6 +191,14 @@ def _parse_json(text: str, stderr: str, num: Numbers) -> Measurement:
         concurrency=num.whole(spec["numberOfConnections"], "numberOfConnections")
         if "numberOfConnections" in spec else None,
     )
+
+
+def _spec_notes(spec: dict[str, Any]) -> list[str]:
+    """The client it ran (when not its default) and, over TLS, that the certificate was not checked."""
+    client, url = spec.get("client"), spec.get("url")
+    named = isinstance(client, str) and client in CLIENTS and client != "fasthttp"
+    notes = [f"client: {CLIENTS[client]}"] if named else []
+    return notes + ([INSECURE] if isinstance(url, str) and url.startswith("https://") else [])
 
 
 def _errors(value: Any, num: Numbers) -> dict[str, int]:

@@ -17,7 +17,13 @@ What oha is, and what follows for its results (read from oha 1.16.0's source):
 - at the end of a `-z` run it aborts the requests still waiting ("aborted due to deadline"):
   toolbench leaves them out of the counts, as the other tools do, and says how many;
 - it asks for compressed responses unless told not to: toolbench sends `--disable-compression`
-  so that its requests are those of the other tools."""
+  so that its requests are those of the other tools;
+- every protocol (hyper, rustls): HTTP/1.1 in clear or over TLS, HTTP/2 with `--http2`, over TLS
+  by ALPN (h2) or in clear with prior knowledge (h2c; `tools.oha.h2: true` asks the same of an
+  http1 cell, as scenarios did before the protocol axis). Its `--disable-keepalive` is for
+  HTTP/1 only: an HTTP/2 cell without keep-alive is not run. It checks the server's certificate,
+  trusting the target's own (`--cacert`) besides the system's. Its output says nothing of the
+  protocol spoken."""
 from __future__ import annotations
 
 import dataclasses
@@ -76,16 +82,22 @@ class OhaAdapter(Adapter):
     # adapters/install_oha.sh: `cargo install --locked` from crates.io.
     install = Install((Script("install_oha.sh", "cargo/oha-1.16.0", package="toolbench.adapters", needs="cargo"),),
                       TESTS)
-    # h2: HTTP/2 (cleartext, prior knowledge) with --http2; timeout_s: -t, per request;
+    # h2: an http1 cell in HTTP/2 (cleartext, prior knowledge), as protocol h2c; timeout_s: -t, per request;
     # latency_correction: time a rate cell's requests from when they were due (default true).
     option_types = {"h2": bool, "timeout_s": int, "latency_correction": bool}
+    protocols = frozenset({"http1", "https", "h2", "h2c"})
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = "oha checks the server's certificate, trusting the target's own (--cacert) and the system's"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         where = path or next(filter(None, map(host.which, candidates())), "oha")
         return found_by_version(host, where, ["--version"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
-        if not cell.keepalive and option(cell, "h2", False):
+        if cell.protocol == "https" and option(cell, "h2", False):
+            return Support(False, "tools.oha.h2 asks for HTTP/2 in clear, and this cell is HTTP/1.1 over TLS: "
+                                  "the protocol axis says which (h2 or h2c)")
+        if not cell.keepalive and _http2(cell):
             return Support(False, "HTTP/2 has no keep-alive off: oha's --disable-keepalive is for HTTP/1")
         return SUPPORTED
 
@@ -104,8 +116,10 @@ class OhaAdapter(Adapter):
             argv += ["-q", repr(float(cell.rate_rps))]
         if corrected:
             argv.append("--latency-correction")
-        if option(cell, "h2", False):
-            argv.append("--http2")
+        if _http2(cell):
+            argv.append("--http2")  # by ALPN over TLS, with prior knowledge in clear
+        if cell.tls and cell.ca_file:
+            argv += ["--cacert", cell.ca_file]
         if not cell.keepalive:
             argv.append("--disable-keepalive")
         req = cell.request
@@ -141,6 +155,10 @@ class OhaAdapter(Adapter):
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
+
+
+def _http2(cell: "Cell") -> bool:
+    return cell.protocol in ("h2", "h2c") or (cell.protocol == "http1" and bool(option(cell, "h2", False)))
 
 
 def parse(raw: RawOutput) -> Measurement:

@@ -19,7 +19,15 @@ What vegeta is, and what follows for its results:
   percentiles from the rows (exact times into the HDR histogram) and vegeta's own only when
   the rows are missing; min, mean and max, the counts by status, the bytes and the rate come
   from its report when there is one. Built by `go install`, its `-version` is empty:
-  `toolbench install` puts it in .tools/go/vegeta-<version>/, and the folder's name says it.
+  `toolbench install` puts it in .tools/go/vegeta-<version>/, and the folder's name says it;
+- every protocol, through Go's net/http: HTTP/1.1 over TLS with `-http2=false` (its `-http2` is on
+  by default and would take HTTP/2 whenever ALPN offers it), HTTP/2 over TLS by ALPN (`-http2`),
+  HTTP/2 in clear with prior knowledge (`-h2c`). Over HTTP/2 Go puts every worker's requests on one
+  connection (seen: one handshake for 4 workers); without keep-alive it opens one per request over
+  TLS, but `-h2c` keeps its one connection whatever `-keepalive` says (seen: one for a whole run),
+  so an h2c cell without keep-alive is not run. It checks the server's certificate, trusting the
+  target's own (`-root-certs`); it does not resume TLS sessions (no `-session-tickets`). Its output
+  says nothing of the protocol spoken.
 
 `toolbench parse` reads, besides those two, `vegeta encode`'s JSON lines (its default) as rows, and
 the text report (`vegeta report`, adapters/vegeta_text.py), several appended to one file as one
@@ -41,7 +49,7 @@ from toolbench.adapters.vegeta_results import Rows
 from toolbench.contract.adapter import (CLASSIFY_CHARS, SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput,
                                         Step, Support, found_go_tool, option)
 from toolbench.contract.recipe import TESTS, GoModule, Install
-from toolbench.errors import ParseError
+from toolbench.errors import AdapterError, ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
 from toolbench.record.schema import Fidelity, Measurement, Percentiles
@@ -66,6 +74,9 @@ class VegetaAdapter(Adapter):
     install = Install((GoModule("github.com/tsenart/vegeta/v12", "12.13.0", "vegeta"),), TESTS)
     # max_workers: a bound on the workers of a rate cell (default none); timeout_s: per request.
     option_types = {"timeout_s": int, "max_workers": int}
+    protocols = frozenset({"http1", "https", "h2", "h2c"})
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = "vegeta checks the server's certificate, trusting the target's own (-root-certs)"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_go_tool(host, path, "vegeta", ["-version"], _VERSION)
@@ -75,6 +86,9 @@ class VegetaAdapter(Adapter):
             return Support(False, "vegeta stops on a duration only (-duration): it has no request count")
         if option(cell, "max_workers", 1) < 1:
             return Support(False, "tools.vegeta.max_workers must be at least 1: without a worker vegeta sends nothing")
+        if cell.protocol == "h2c" and not cell.keepalive:
+            return Support(False, "vegeta's -h2c keeps one connection for the whole run whatever -keepalive says: "
+                                  "it has no HTTP/2 in clear without keep-alive")
         if cell.rate_rps is not None and _rate(cell.rate_rps) is None:
             return Support(False, f"vegeta's -rate is whole requests per whole time unit: {cell.rate_rps:g}/s is not")
         return SUPPORTED
@@ -95,6 +109,7 @@ class VegetaAdapter(Adapter):
                 argv += ["-max-workers", str(option(cell, "max_workers", None))]
         if not cell.keepalive:
             argv.append("-keepalive=false")
+        argv += _protocol_args(cell)
         wait_s = 60.0 + 2 * duration  # a results file of a long run takes a while to convert
         steps = (Step("csv", [found.path, "encode", "--to", "csv", RESULTS_FILE], CSV_FILE, wait_s),
                  Step("report", [found.path, "report", "-type=json", RESULTS_FILE], REPORT_FILE, wait_s))
@@ -136,6 +151,16 @@ class VegetaAdapter(Adapter):
         tally = SecondTally()
         tally.add((rows.start_ns - rows.start_ns.min()) // 1_000_000_000, rows.latency_ns // 1_000_000)
         return tally
+
+
+def _protocol_args(cell: "Cell") -> list[str]:
+    """What vegeta is told to speak: -http2 is on by default, so HTTP/1.1 over TLS turns it off."""
+    args = {"http1": [], "https": ["-http2=false"], "h2": ["-http2=true"], "h2c": ["-h2c"]}[cell.protocol]
+    if cell.tls and cell.ca_file:
+        if "," in cell.ca_file:
+            raise AdapterError(f"vegeta: -root-certs takes a comma-separated list: cannot name {cell.ca_file!r}")
+        args += ["-root-certs", cell.ca_file]
+    return args
 
 
 def _rate(rate_rps: float) -> str | None:

@@ -25,7 +25,11 @@ What Gatling is, and what follows for its results:
 - a response of 400 or more is a failure (the simulation's check), a redirect is not followed;
 - the JVM starts for every cell, with C1 alone as JMeter here (jmeter.JIT): 7 to 13 s from the
   launcher's start to the run's start, and about 1 s more to the first request, on 2 cores shared
-  with other work; that is outside the measured duration, not outside the cell's time limit."""
+  with other work; that is outside the measured duration, not outside the cell's time limit;
+- HTTP/1.1 in clear or over TLS, and HTTP/2 over TLS (`enableHttp2()`: by ALPN, through Netty and
+  the BoringSSL it ships); no HTTP/2 in clear. Its HTTPS trusts any certificate (a trust store is
+  a JKS or PKCS12 file, not the target's PEM): the simulation prints a line saying so, which the
+  parser turns into a note."""
 from __future__ import annotations
 
 import json
@@ -60,6 +64,9 @@ _HEAP = re.compile(r"^\d+[kmgKMG]$")
 # The first lines of Gatling's console output (2.0 to 3.13 alike), or its end-of-run summary.
 _CONSOLE = re.compile(r"^Simulation \S+ started\.\.\.$|^---- Global Information -{20,}$", re.MULTILINE)
 HEAP = "512m"  # the default of tools.gatling.heap
+TRUSTS_ALL = "Gatling: certificate not verified (its HTTPS trusts any certificate)"
+# What the simulation prints of a TLS cell (templates/ToolbenchSimulation.java), before Gatling's own output.
+_SAID_TLS = re.compile(r"^toolbench simulation: over TLS(, HTTP/2 enabled)?;", re.MULTILINE)
 JIT_RAMP_S = 2.0  # as JMeter (jmeter.JIT_RAMP_S): a JVM runs its code interpreted until C1 compiles it
 
 
@@ -82,6 +89,11 @@ class GatlingAdapter(Adapter):
                        Script("install.sh", "gatling-3.10.5", package="toolbench.adapters.gatling")), TESTS)
     # heap: the JVM heap (-Xms and -Xmx), e.g. "512m"; timeout_s: each request's timeout.
     option_types = {"heap": str, "timeout_s": int}
+    protocols = frozenset({"http1", "https", "h2"})
+    protocol_refusals = {"h2c": "Gatling 3.10 speaks HTTP/2 only over TLS, by ALPN (enableHttp2): it has no HTTP/2 "
+                                "in clear (prior knowledge)"}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = TRUSTS_ALL
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         where = host.which(path) if path else next(filter(None, map(host.which, candidates())), None)
@@ -186,6 +198,7 @@ def params(cell: "Cell") -> str:
         "requests": cell.stop.total_requests(cell.concurrency),
         "per_user": cell.stop.requests_per_connection if cell.rate_rps is None else None,
         "timeout_ms": int(option(cell, "timeout_s", 30)) * 1000,
+        "http2": cell.protocol == "h2",
     }
     return json.dumps(data, indent=1) + "\n"
 
@@ -213,7 +226,7 @@ def parse(raw: RawOutput) -> Measurement:
         series=log.times.series() if log.requests and not merged else [],
         coordinated_omission=Omission.NOT_CORRECTED,
         fidelity={name: Fidelity.DERIVED for name in derived},
-        notes=_notes(log, raw.part),
+        notes=_notes(log, raw.part) + _tls_notes(raw.stdout),
         tool_version=versions.pop() if len(versions) == 1 else None,
     )
 
@@ -256,6 +269,15 @@ def _notes(log: gatling_log.Log, part: str | None) -> list[str]:
         notes.append("Gatling's failure messages: " + "; ".join(
             f"{m[:160]} ({n})" for m, n in sorted(log.messages.items(), key=lambda kv: -kv[1])[:5]))
     return notes
+
+
+def _tls_notes(stdout: str) -> list[str]:
+    """What the simulation said of a TLS cell: Gatling's trust in any certificate, and HTTP/2 asked."""
+    said = _SAID_TLS.search(stdout[:CLASSIFY_CHARS])
+    if said is None:
+        return []
+    http2 = "HTTP/2 enabled (enableHttp2: by ALPN, HTTP/1.1 where the server offers only that)"
+    return [http2, TRUSTS_ALL] if said.group(1) else [TRUSTS_ALL]
 
 
 def _part_note(log: gatling_log.Log, part: str) -> str:

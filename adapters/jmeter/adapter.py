@@ -13,7 +13,10 @@ What JMeter is, and what follows for its results:
 - it evaluates `${...}` in every string of a test plan as a variable or a function
   (`${__groovy(...)}` runs code): every value reaches the plan through one filter,
   `jmeter_plan.jmx_value`, which escapes it for XML and makes it literal for JMeter; the
-  body goes in a file JMeter sends as it is."""
+  body goes in a file JMeter sends as it is;
+- HTTP/1.1 in clear or over TLS (the URL's scheme is the sampler's protocol, HttpClient4); JMeter
+  5.6 has no HTTP/2 without a plugin. Its HTTPS trusts any certificate (no check, and no CA to
+  give it short of a keystore of its own): a JTL whose URL is https says so in a note."""
 from __future__ import annotations
 
 import dataclasses
@@ -53,6 +56,7 @@ SAVE = ("time", "timestamp_format=ms", "label", "response_code", "response_messa
 _BANNER_VERSION = re.compile(r"\\_\\\s+(\d+(?:\.\d+)+)")  # the last line of the ASCII banner
 _LINE_VERSION = re.compile(r"^Version (\d+\.\d+(?:\.\d{1,3})?)\b", re.MULTILINE)  # 2.x: "Version 2.13.19691222"
 JIT_RAMP_S = 2.0  # see JMeterAdapter.ramp_s
+TRUSTS_ALL = "JMeter: certificate not verified (its HTTPS trusts any certificate)"
 # Only the quick (C1) compiler: with C2 as well the samplers ran at about interpreted speed for
 # most of a 10 s cell on 2 busy cores (study 001: 183/s at a mean 44.5 ms, as with -Xint here: 149-193/s at 43-53 ms);
 # C1 reached the steady rate by the 3rd second and ran 1.2x to 11x more requests in 10 s cells,
@@ -72,6 +76,12 @@ class JMeterAdapter(Adapter):
     # server_port, rmi_port, client_rmi_port: the pinned RMI ports of its distributed mode
     # (adapters/jmeter/distributed.py).
     option_types = {"heap": str, "timeout_s": int, "server_port": int, "rmi_port": int, "client_rmi_port": int}
+    protocols = frozenset({"http1", "https"})
+    protocol_refusals = {protocol: "JMeter 5.6's HTTP sampler (HttpClient4) speaks HTTP/1.1 only: HTTP/2 needs a "
+                                   "plugin (such as jmeter-http2-plugin), which toolbench does not install"
+                         for protocol in ("h2", "h2c")}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = TRUSTS_ALL
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         """The JMeter that build() will run on this host: at `path`, else the first of
@@ -344,7 +354,7 @@ def _from_jtl(jtl: Jtl, summary: dict[str, float] | None) -> Measurement:
         histogram_resolution_ms=1.0,  # JMeter times whole milliseconds
         series=agg.series(),
         fidelity={name: Fidelity.DERIVED for name in derived},
-        notes=notes,
+        notes=notes + ([TRUSTS_ALL] if (jtl.url or "").startswith("https://") else []),
         url=jtl.url,
         concurrency=agg.threads_max,
     )

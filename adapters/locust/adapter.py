@@ -14,7 +14,12 @@ The locustfile is the same file for every cell; the cell's request is data in a 
 file beside it (PARAMS), so no value from a scenario is ever written into code.
 
 `workers: engine` runs the master alone with the engine's Locust workers instead of
-Locust's own (toolbench.engine.locust_cell): the master's output is read as always."""
+Locust's own (toolbench.engine.locust_cell): the master's output is read as always.
+
+Protocols: HTTP/1.1 in clear or over TLS (the --host's scheme); both user classes' clients,
+requests/urllib3 (HttpUser) and geventhttpclient (FastHttpUser), speak HTTP/1.1 only. Over TLS
+the locustfile checks the server's certificate against the target's own (`ca_file` in PARAMS:
+HttpUser's `verify`, FastHttpUser's SSL context, which by default checks nothing)."""
 from __future__ import annotations
 
 import dataclasses
@@ -78,6 +83,13 @@ class LocustAdapter(Adapter):
     option_choices = {"workers": WORKER_KINDS}
 
     program = "python"  # run as `python -m locust`: the path is the Python's
+    protocols = frozenset({"http1", "https"})
+    protocol_refusals = {protocol: "Locust's clients speak HTTP/1.1 only: requests/urllib3 (HttpUser) and "
+                                   "geventhttpclient (FastHttpUser) have no HTTP/2"
+                         for protocol in ("h2", "h2c")}
+    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    TLS_TRUST = ("Locust checks the server's certificate, trusting the target's own (toolbench's locustfile sets "
+                 "HttpUser's verify or FastHttpUser's SSL context)")
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_python(host, path, "locust", lambda captured: out.version(captured.stdout + captured.stderr))
@@ -112,6 +124,8 @@ class LocustAdapter(Adapter):
                                       "requests is not supported with them")
             if option(cell, "locustfile", None):
                 return Support(False, "engine workers send the scenario's request, not a locustfile's tasks")
+            if cell.tls:
+                return Support(False, "engine workers in a Locust run send plain HTTP: not over TLS")
         if cell.stop.requests is not None and processes != 1:
             return Support(False, "a stop after N requests is counted inside one Locust process; "
                                   "with several worker processes it is not supported")
@@ -205,7 +219,8 @@ def parameters(cell: "Cell", path: str) -> str:
         headers["Connection"] = "close"
     return json.dumps({"cell": cell.id, "user_class": user_class, "method": req.method, "path": path,
                        "headers": headers, "body": req.body, "timeout_s": float(option(cell, "timeout_s", 30)),
-                       "budget": cell.stop.requests, "stall_s": STALL_S, "note_prefix": NOTE_PREFIX},
+                       "budget": cell.stop.requests, "stall_s": STALL_S, "note_prefix": NOTE_PREFIX,
+                       "ca_file": cell.ca_file if cell.tls else None},
                       indent=2, sort_keys=True) + "\n"
 
 

@@ -159,7 +159,7 @@ def test_a_cell_is_data_beside_one_fixed_simulation_source():
     assert plain.outputs == {"log": "simulation.log"}
     assert p == {"url": "http://127.0.0.1:8080/x?y=1", "method": "GET", "headers": [], "body": None,
                  "keepalive": True, "connection_header_given": False, "concurrency": 4, "rate_rps": None,
-                 "duration_ms": 1500, "requests": None, "per_user": None, "timeout_ms": 30000}
+                 "duration_ms": 1500, "requests": None, "per_user": None, "timeout_ms": 30000, "http2": False}
     assert q["url"] == "http://127.0.0.1:8080/#{x}" and q["rate_rps"] == 25.0 and q["keepalive"] is False
     assert q["headers"] == [["Content-Type", "text/plain"], ["X-A", "#{__exec}\"; System.exit(1);"]]
     assert q["body"] == hostile.body

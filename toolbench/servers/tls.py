@@ -38,7 +38,9 @@ def make(folder: Path, address: str) -> Certificate:
             .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
             .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.IPv4Address(address)),
                                                         x509.DNSName("localhost")]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            # Not a CA: rustls (oha) refuses a CA certificate as the server's own (CaUsedAsEndEntity),
+            # while Go, OpenSSL and Python trust a self-signed end-entity certificate given as their CA file.
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))
     tls = folder / "tls"
     tls.mkdir(parents=True, exist_ok=True)

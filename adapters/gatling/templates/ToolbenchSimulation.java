@@ -68,6 +68,16 @@ public class ToolbenchSimulation extends Simulation {
     } else if (!p.get("connection_header_given").asBoolean()) {
       protocol = protocol.connectionHeader("close");
     }
+    boolean http2 = p.path("http2").asBoolean(false);
+    if (http2) {
+      // HTTP/2 where the server offers it by ALPN (over TLS: Gatling has no HTTP/2 in clear).
+      protocol = protocol.enableHttp2();
+    }
+    if (url.startsWith("https:")) {
+      // Read by toolbench's parser: Gatling's HTTPS trusts any certificate unless given a trust store.
+      System.out.println("toolbench simulation: over TLS" + (http2 ? ", HTTP/2 enabled" : "")
+          + "; Gatling does not check the server's certificate");
+    }
 
     int concurrency = p.get("concurrency").asInt();
     PopulationBuilder population;

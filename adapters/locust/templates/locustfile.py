@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import gevent
+import gevent.ssl
 from locust import FastHttpUser, HttpUser, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
 from locust.stats import RequestStats
@@ -30,6 +31,8 @@ BUDGET = PARAMS["budget"]
 # time limit: no success for this long, with failures meanwhile, stops the run.
 STALL_S = float(PARAMS["stall_s"])
 NOTE = PARAMS["note_prefix"]
+# Over TLS, the target's certificate to trust (PEM); None: each client's own default.
+CA_FILE = PARAMS.get("ca_file")
 # In a distributed run: where each worker process keeps its own requests, as Locust's --json
 # would print them (`<prefix>.<n>.json`, n claimed by the process), since the master only
 # ever holds the merge of its workers' stats. None: not asked for.
@@ -51,6 +54,14 @@ class ToolbenchUser(USER_CLASSES[PARAMS["user_class"]]):
     if FAST:
         connection_timeout = TIMEOUT_S
         network_timeout = TIMEOUT_S
+        if CA_FILE is not None:
+            # FastHttpUser checks nothing by default (insecure): trust the target's certificate alone.
+            insecure = False
+            ssl_context_factory = staticmethod(lambda: gevent.ssl.create_default_context(cafile=CA_FILE))
+
+    def on_start(self):
+        if CA_FILE is not None and not FAST:
+            self.client.verify = CA_FILE  # requests: this file instead of certifi's authorities
 
     @task
     def one_request(self):
