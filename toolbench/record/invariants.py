@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator
 from toolbench.errors import ParseError, SchemaError
 from toolbench.record import histogram, numbers
 from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Latency, Measurement, SecondSample,
-                                     SiegeFigures, TimesRow)
+                                     SiegeFigures, TimesRow, TlsHandshakes)
 
 MAX_SERIES_S = histogram.MAX_SERIES_S
 MAX_SERIES_SLACK_S = 10.0
@@ -66,6 +66,35 @@ def _problems(m: Measurement) -> Iterator[str]:
         yield from _histogram(getattr(m, name), name, m.counts.requests_total)
     yield from _series(m.series, m.timing.duration_s, m.latency.resolution_ms)
     yield from _siege(m.siege)
+
+
+def check_tls(t: TlsHandshakes) -> TlsHandshakes:
+    """`t` itself when its counts are whole, not negative and add up: full + resumed handshakes
+    are the connections, and those by HTTP version at most that many; else a SchemaError
+    (a stored record that breaks them is refused as it loads)."""
+    problem = next(_tls(t), None)
+    if problem is not None:
+        raise SchemaError(f"tls: {problem}")
+    return t
+
+
+def _tls(t: TlsHandshakes) -> Iterator[str]:
+    for name in ("connections", "handshakes_full", "handshakes_resumed", "http1_connections", "http2_connections",
+                 "probe_connections", "lines_unread"):
+        value = getattr(t, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            yield f"{name}: {value!r} is not a whole number"
+            return
+        why = numbers.problem(value)
+        if why is not None:
+            yield f"{name}: {why}"
+            return
+    if t.handshakes_full + t.handshakes_resumed != t.connections:
+        yield (f"{t.handshakes_full} full + {t.handshakes_resumed} resumed handshakes are not the "
+               f"{t.connections} connections")
+    elif t.http1_connections + t.http2_connections > t.connections:
+        yield (f"{t.http1_connections} HTTP/1 + {t.http2_connections} HTTP/2 connections are more than the "
+               f"{t.connections} connections")
 
 
 # ---- numbers ----

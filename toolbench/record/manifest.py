@@ -98,6 +98,10 @@ class TargetRecord:
     name: str | None = None  # the scenario's name for it (cells carry it); None in manifests of version 1
     restart: str | None = None  # once | per-cell
     error: str | None = None  # why it did not start; its cells failed with it
+    # What it serves over TLS, by one handshake of toolbench's when it was ready: "TLSv1.3" and the
+    # cipher as OpenSSL names it; None: it serves no TLS, the handshake failed, or an older manifest.
+    tls_version: str | None = None
+    tls_cipher: str | None = None
 
 
 @dataclass(frozen=True)

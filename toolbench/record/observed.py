@@ -134,3 +134,33 @@ class CellMachine:
     position: int | None = None  # 1-based, in the order the run's cells ran
     tool_cpus: list[int] | None = None  # the tool's affinity as the kernel gave it; None: not read
     disturbed_by: str | None = None  # why the cell is disturbed, when it is
+
+
+@dataclass(frozen=True)
+class TlsHandshakes:
+    """The TLS connections a target toolbench started served during a cell, from its own log
+    (toolbench.servers.tls_log): each connection that carried a request, whether its handshake
+    was full (a new session) or resumed one (from the server's session cache or a ticket), and
+    the HTTP version it carried. toolbench's probe's connections are left out of every count
+    (`probe_connections` says how many there were). `tls_version` and `cipher` are the most
+    common over the connections; `lines_unread` counts log lines that did not read as one."""
+
+    connections: int
+    handshakes_full: int
+    handshakes_resumed: int
+    http1_connections: int = 0  # HTTP/1.1 (or 1.0) over TLS
+    http2_connections: int = 0  # HTTP/2 over TLS, by ALPN
+    tls_version: str | None = None  # "TLSv1.3"
+    cipher: str | None = None  # as OpenSSL names it: "TLS_AES_256_GCM_SHA384"
+    probe_connections: int = 0
+    lines_unread: int = 0
+
+    def __post_init__(self) -> None:
+        from toolbench.record import invariants  # it reads the schema, which reads this module
+
+        invariants.check_tls(self)
+
+    @property
+    def resumed_pct(self) -> float | None:
+        """Resumed handshakes of all, in %; None when there was no connection."""
+        return self.handshakes_resumed / self.connections * 100.0 if self.connections else None

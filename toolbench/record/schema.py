@@ -15,7 +15,7 @@ from toolbench.errors import SchemaError
 from toolbench.record import codec
 # Part of the schema, kept in their own module: toolbench.record.schema.GeneratorCost etc. stay valid.
 from toolbench.record.observed import (CellMachine, GeneratorCost, ProbeSummary, ProcessCost, ServerCost,  # noqa: F401
-                                       cpu_us_per_request)
+                                       TlsHandshakes, cpu_us_per_request)
 
 SCHEMA_VERSION = 5  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
 #                     4: RunResult.generators, the parts of a cell run on several generators;
@@ -353,6 +353,10 @@ class RunResult:
     # every part succeeded (else the status is PARTIAL). Empty: the cell ran on one generator.
     generators: list[GeneratorPart] = field(default_factory=list)
     machine: CellMachine | None = None  # the machine around the cell; None: not observed
+    # The TLS handshakes the target served the cell (https, h2), from its own log: absent for a
+    # cell in clear, and for a target toolbench did not start or that runs on another machine.
+    # An older record simply lacks it: no new schema version.
+    tls: TlsHandshakes | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

@@ -58,7 +58,7 @@ def several_targets(results: list[RunResult]) -> bool:
 
 
 def comparisons(ctx: Context) -> list[TargetComparison]:
-    """One per tool, keep-alive, concurrency and variant of a run with several targets, in plan order."""
+    """One per tool, keep-alive, protocol, concurrency and variant of a run with several targets, in plan order."""
     multi = {run.label for run in ctx.runs if several_targets(run.results)}
     found: dict[tuple[str, str, str, bool | None, int | None], list[Entry]] = defaultdict(list)
     for p in ctx.points:
@@ -67,11 +67,14 @@ def comparisons(ctx: Context) -> list[TargetComparison]:
             continue
         first = p.ok[0]
         cpu = stats.estimate([v for r in p.ok if (v := server_cpu(r)) is not None])
-        key = (p.key.run, p.key.tool, groups.variant_of(first), p.key.keepalive, p.concurrency)
+        # Targets are compared within one protocol, named in the variant where the report has several.
+        variant = " ".join(v for v in (groups.variant_of(first), p.key.protocol_shown and f"({p.key.protocol_shown})")
+                           if v)
+        key = (p.key.run, p.key.tool, variant, p.key.keepalive, p.key.protocol, p.concurrency)
         found[key].append(Entry(first.identity.target_label, p, rate, cpu))
     return [TargetComparison(run, tool, variant, keepalive, concurrency,
                              likewise.tiers(entries, lambda e: e.rate, most_first=True, name=lambda e: e.target))
-            for (run, tool, variant, keepalive, concurrency), entries in found.items()]
+            for (run, tool, variant, keepalive, _, concurrency), entries in found.items()]
 
 
 def _rank(comp: TargetComparison, entry: Entry) -> str:

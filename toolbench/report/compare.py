@@ -33,7 +33,8 @@ def compare_section(ctx: Context) -> Section:
     tables = (_runs_table(ctx), _peaks_table(ctx), _cells_table(ctx))
     intro = (f"{len(ctx.runs)} runs side by side. Changes are relative to the first, “{base.label}”: "
              "+ means more than there. A change is marked “!” when it is beyond the noise of both runs (the same "
-             "rule as the verdict's ties); cells are matched by tool, keep-alive, concurrency, variant and stop.")
+             "rule as the verdict's ties); cells are matched by tool, keep-alive, concurrency, protocol, variant and "
+             "stop.")
     return Section("compare", "Differences between runs", intro=intro,
                    tables=tuple(t for t in tables if t.rows), points=tuple(_conclusions(ctx)))
 
@@ -61,12 +62,12 @@ def matched(ctx: Context, key: object) -> dict[object, dict[str, groups.Point]]:
 
 def _peaks_table(ctx: Context) -> Table:
     base = ctx.runs[0].label
-    by_run: dict[tuple[str, str, bool | None], dict[str, groups.Series]] = {}
+    by_run: dict[tuple[str, str, bool | None, str], dict[str, groups.Series]] = {}
     for s in ctx.series:
-        by_run.setdefault((s.key.tool, s.key.variant, s.key.keepalive), {})[s.key.run] = s
+        by_run.setdefault((s.key.tool, s.key.variant, s.key.keepalive, s.key.protocol), {})[s.key.run] = s
     rows = []
-    for (tool, variant, keepalive), found in by_run.items():
-        values = [text(f"{tool} {variant}".strip()), text(fmt.yes_no(keepalive))]
+    for (_, _, keepalive, _), found in by_run.items():
+        values = [text(next(iter(found.values())).key.name), text(fmt.yes_no(keepalive))]
         for run in ctx.runs:
             peak = found.get(run.label)
             best = peak.best if peak else None
@@ -80,18 +81,18 @@ def _peaks_table(ctx: Context) -> Table:
                  caption="Peak successful throughput per tool and keep-alive setting")
 
 
-def cell_key(p: groups.Point) -> tuple[str, str, bool | None, int | None]:
-    return p.key.tool, p.key.variant, p.key.keepalive, p.concurrency
+def cell_key(p: groups.Point) -> tuple[str, str, bool | None, str, int | None]:
+    return p.key.tool, p.key.variant, p.key.keepalive, p.key.protocol, p.concurrency
 
 
 def _cells_table(ctx: Context) -> Table:
-    """Cells present in at least two runs, matched by tool, variant, keep-alive and concurrency."""
+    """Cells present in at least two runs, matched by tool, variant, keep-alive, protocol and concurrency."""
     base = ctx.runs[0].label
     rows = []
-    for (tool, variant, keepalive, c), pts in matched(ctx, cell_key).items():  # type: ignore[misc]
+    for (_, _, keepalive, _, c), pts in matched(ctx, cell_key).items():  # type: ignore[misc]
         if len(pts) < 2:
             continue
-        values = [text(f"{tool} {variant}".strip()), text(fmt.yes_no(keepalive)), num(fmt.number(c), c)]
+        values = [text(next(iter(pts.values())).key.name), text(fmt.yes_no(keepalive)), num(fmt.number(c), c)]
         for run in ctx.runs:
             rate = pts[run.label].rate if run.label in pts else None
             values.append(num(_with_noise(rate), rate.value if rate else None))
@@ -135,14 +136,14 @@ def _delta(new: groups.Point | None, old: groups.Point | None, same_place: bool)
 def _changes(ctx: Context, base: RunView, run: RunView) -> tuple[list[str], int]:
     """The cells of both runs that changed beyond the noise of both, and how many were matched."""
     beyond, shared = [], 0
-    for (tool, variant, keepalive, c), pts in matched(ctx, cell_key).items():  # type: ignore[misc]
+    for (_, _, keepalive, _, c), pts in matched(ctx, cell_key).items():  # type: ignore[misc]
         old, new = pts.get(base.label), pts.get(run.label)
         if not (old and new and old.rate and new.rate):
             continue
         shared += 1
         if stats.differs(new.rate, old.rate):
             change = fmt.change(new.rate.value, old.rate.value)
-            beyond.append(f"{f'{tool} {variant}'.strip()} at c {fmt.number(c)}, keep-alive {fmt.yes_no(keepalive)} "
+            beyond.append(f"{new.key.name} at c {fmt.number(c)}, keep-alive {fmt.yes_no(keepalive)} "
                           f"{change} (noise {_noise(old.rate)} and {_noise(new.rate)})")
     return beyond, shared
 

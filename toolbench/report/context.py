@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 import yaml
 
+from toolbench.contract.adapter import PROTOCOL_NAMES
 from toolbench.errors import StoreError
 from toolbench.record import runfiles, store, yamltext
 from toolbench.record.manifest import Manifest
@@ -137,11 +138,19 @@ class Context:
     def results(self) -> list[tuple[RunView, RunResult]]:
         return [(run, r) for run in self.runs for r in run.results]
 
+    @functools.cached_property
+    def protocols(self) -> list[str]:
+        """Every protocol of the report's cells, in toolbench's order of them."""
+        found = {r.identity.protocol for _, r in self.results}
+        return sorted(found, key=lambda p: (p not in PROTOCOL_NAMES, list(PROTOCOL_NAMES).index(p)
+                                            if p in PROTOCOL_NAMES else 0, p))
+
     def style(self, key: groups.SeriesKey, *, probe: bool = False) -> charts.Style:
-        """One colour and marker per tool (and run), a line style per keep-alive setting."""
+        """One colour and marker per tool (and run, and protocol), a line style per keep-alive setting."""
         tool = self.tools.index(key.tool) if key.tool in self.tools else 0
         run = next((i for i, r in enumerate(self.runs) if r.label == key.run), 0)
-        index = tool + run * max(1, len(self.tools))
+        protocol = self.protocols.index(key.protocol) if key.protocol in self.protocols else 0
+        index = tool + (run * len(self.protocols) + protocol) * max(1, len(self.tools))
         if probe:
             return charts.Style(index, ":", hollow=True)
         style = charts.keepalive_style(index, key.keepalive)

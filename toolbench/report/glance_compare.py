@@ -32,12 +32,12 @@ class Change:
 
 def changes(ctx: Context, base: RunView, run: RunView) -> list[Change]:
     out = []
-    for (tool, variant, keepalive, c), pts in compare.matched(ctx, compare.cell_key).items():  # type: ignore[misc]
+    for (_, _, keepalive, _, c), pts in compare.matched(ctx, compare.cell_key).items():  # type: ignore[misc]
         old, new = pts.get(base.label), pts.get(run.label)
         if not (old and new and old.rate and new.rate and old.rate.value):
             continue
         a, b = new.rate, old.rate
-        name = f"{f'{tool} {variant}'.strip()} c{fmt.number(c)} ka {fmt.yes_no(keepalive)}"
+        name = f"{new.key.name} c{fmt.number(c)} ka {fmt.yes_no(keepalive)}"
         out.append(Change(name, old, new, (a.value - b.value) / b.value * 100.0,
                           (a.half_width + b.half_width) / b.value * 100.0, stats.differs(a, b)))
     return sorted(out, key=lambda ch: (not ch.beyond, -abs(ch.pct), ch.name))

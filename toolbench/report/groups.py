@@ -11,9 +11,10 @@ import dataclasses
 import functools
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from toolbench.contract.adapter import PROTOCOL_NAMES
 from toolbench.record import stats
 from toolbench.record.schema import Fidelity, RunResult, Status
 
@@ -27,6 +28,9 @@ class SeriesKey:
     tool: str
     variant: str  # extra matrix parameters, the open model's rate, the target when several; "" when none
     keepalive: bool | None
+    protocol: str = "http1"  # toolbench.scenario.read.PROTOCOLS: cells of two protocols are never alike
+    # How the protocol is named where the report holds several ("HTTP/2 over TLS"); "" otherwise.
+    protocol_shown: str = field(default="", compare=False)
 
     @property
     def keepalive_text(self) -> str:
@@ -34,8 +38,9 @@ class SeriesKey:
 
     @property
     def name(self) -> str:
-        """The tool and its variant, without keep-alive or run."""
-        return f"{self.tool} {self.variant}".strip()
+        """The tool, its variant and, where the report has several, its protocol; without keep-alive or run."""
+        return " ".join(part for part in (self.tool, self.variant, self.protocol_shown and f"({self.protocol_shown})")
+                        if part)
 
     @property
     def label(self) -> str:
@@ -166,23 +171,37 @@ def variant_of(r: RunResult, with_target: bool = False) -> str:
     return " ".join(parts)
 
 
+def protocol_name(protocol: str) -> str:
+    return PROTOCOL_NAMES.get(protocol, protocol)
+
+
+def several_protocols(results: Iterable[RunResult]) -> bool:
+    return len({r.identity.protocol for r in results}) > 1
+
+
 def points(runs: Iterable[tuple[str, list[RunResult]]]) -> list[Point]:
     """Every (series, concurrency) with its repetitions, ordered by series then concurrency.
-    A target is part of the variant when the results have several: like is compared with like."""
+    A target is part of the variant when the results have several: like is compared with like.
+    So is the protocol, always (named where there are several)."""
     runs = [(label, list(results)) for label, results in runs]
     targets = {r.identity.target_label for _, results in runs for r in results}
+    named = several_protocols(r for _, results in runs for r in results)
     by_point: dict[tuple[SeriesKey, int | None], list[RunResult]] = defaultdict(list)
     for label, results in runs:
         for r in results:
-            key = SeriesKey(label, r.identity.label, variant_of(r, len(targets) > 1), r.identity.keepalive)
+            protocol = r.identity.protocol
+            key = SeriesKey(label, r.identity.label, variant_of(r, len(targets) > 1), r.identity.keepalive, protocol,
+                            protocol_name(protocol) if named else "")
             by_point[(key, r.identity.concurrency)].append(r)
     ordered = sorted(by_point.items(), key=lambda item: (_key_order(item[0][0]), item[0][1] is None, item[0][1] or 0))
     return [Point(key, c, tuple(sorted(rs, key=lambda r: r.identity.repetition))) for (key, c), rs in ordered]
 
 
-def _key_order(key: SeriesKey) -> tuple[str, str, str, int]:
-    # keep-alive on before off, unknown last
-    return key.run, key.tool, key.variant, {True: 0, False: 1, None: 2}[key.keepalive]
+def _key_order(key: SeriesKey) -> tuple[str, str, str, int, int]:
+    # keep-alive on before off, unknown last; protocols in toolbench's order of them
+    order = list(PROTOCOL_NAMES)
+    return (key.run, key.tool, key.variant, {True: 0, False: 1, None: 2}[key.keepalive],
+            order.index(key.protocol) if key.protocol in order else len(order))
 
 
 def by_series(all_points: list[Point]) -> dict[SeriesKey, list[Point]]:

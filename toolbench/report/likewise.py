@@ -1,6 +1,6 @@
 """Like with like: tools are ranked only against cells of the same run with the same
-keep-alive setting, concurrency and variant (extra parameters, open-model rate, target);
-a run has one stop for every cell. Each ranking comes in tiers: the cells of a tier are
+keep-alive setting, concurrency, protocol and variant (extra parameters, open-model rate,
+target); a run has one stop for every cell. Each ranking comes in tiers: the cells of a tier are
 the same within the noise (toolbench.record.stats.differs), and every tier is beyond the noise
 of the next.
 
@@ -54,6 +54,8 @@ class Comparison:
     cells: tuple[Cell, ...]  # the cells that finished ok with a successful rate
     by_rate: Tiers  # most first
     by_cost: Tiers  # cheapest first; cells whose cost was not measured are left out
+    protocol: str = "http1"
+    protocol_shown: str = ""  # its name where the report has several protocols ("HTTP/2 over TLS")
 
     @property
     def server_limited(self) -> bool:
@@ -81,7 +83,9 @@ class Comparison:
     def where(self) -> str:
         # The variant last: "at concurrency 10, keep-alive on, on nginx" reads where "at on nginx, ..." does not.
         variant = f", {self.variant}" if self.variant else ""
-        return f"concurrency {fmt.number(self.concurrency)}, keep-alive {fmt.yes_no(self.keepalive)}{variant}"
+        protocol = f", {self.protocol_shown}" if self.protocol_shown else ""
+        return (f"concurrency {fmt.number(self.concurrency)}, keep-alive {fmt.yes_no(self.keepalive)}{protocol}"
+                f"{variant}")
 
     def order(self, tool: str) -> int | None:
         """The tier of a tool in the ranking used, 0 first; None when it is not ranked."""
@@ -125,25 +129,26 @@ def comparisons(ctx: Context) -> list[Comparison]:
     """Every like-for-like group of cells that finished ok, in plan order; a group of one
     cell is kept (a tool alone at its concurrency), so that nothing measured is left out."""
     cores = {run.label: run.cpu_count for run in ctx.runs}
-    groups: dict[tuple[str, str, bool | None, int | None], list[Cell]] = defaultdict(list)
+    groups: dict[tuple[str, str, bool | None, str, int | None], list[Cell]] = defaultdict(list)
     for p in ctx.points:
         cell = judged(p, cores.get(p.key.run))
         if cell is not None:
-            groups[(p.key.run, p.key.variant, p.key.keepalive, p.concurrency)].append(cell)
+            groups[(p.key.run, p.key.variant, p.key.keepalive, p.key.protocol, p.concurrency)].append(cell)
     return [Comparison(run, variant, keepalive, concurrency, tuple(cells),
                        by_rate=tiers(cells, lambda c: c.rate, most_first=True),
-                       by_cost=tiers(cells, lambda c: c.cpu, most_first=False))
-            for (run, variant, keepalive, concurrency), cells in groups.items()]
+                       by_cost=tiers(cells, lambda c: c.cpu, most_first=False),
+                       protocol=protocol, protocol_shown=cells[0].point.key.protocol_shown)
+            for (run, variant, keepalive, protocol, concurrency), cells in groups.items()]
 
 
 def contradictions(a: list[Comparison], b: list[Comparison]) -> list[str]:
     """Where two runs of one scenario rank two tools in opposite orders, beyond the noise of
     both, by the same measure, in the same like-for-like cell. A tie against a win is no
     contradiction: one run could not tell what the other could."""
-    theirs = {(c.variant, c.keepalive, c.concurrency): c for c in b}
+    theirs = {(c.variant, c.keepalive, c.protocol, c.concurrency): c for c in b}
     found = []
     for mine in a:
-        other = theirs.get((mine.variant, mine.keepalive, mine.concurrency))
+        other = theirs.get((mine.variant, mine.keepalive, mine.protocol, mine.concurrency))
         if other is None or other.by is not mine.by or mine.by is By.NOTHING:
             continue
         tools = sorted({c.tool for c in mine.cells} & {c.tool for c in other.cells})

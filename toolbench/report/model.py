@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbench.report import by_target as targets
-from toolbench.report import (choice, compare, cost, disturbed, environment, failed_requests, generators, latency,
-                              latency_time, latency_views, perf, ranking, results, truth, verdict)
+from toolbench.report import (choice, compare, cost, disturbed, environment, failed_requests, generators, handshakes,
+                              latency, latency_time, latency_views, perf, ranking, results, truth, verdict)
 from toolbench.report.context import Context, RunView
 from toolbench.report.claims_section import claims_section
 from toolbench.report.criteria_section import criteria_section
@@ -63,6 +63,7 @@ def build(runs: list[RunView], claims: ClaimSet | None = None) -> ReportData:
         latency_views.distribution_section(ctx),
         truth.truth_section(ctx),
         cost.cost_section(ctx),
+        *[s for s in (handshakes.handshakes_section(ctx),) if s is not None],
         *[s for s in (generators.generators_section(ctx),) if s is not None],
         failed_requests.errors_section(ctx),
         perf.series_section(ctx),

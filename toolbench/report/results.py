@@ -39,8 +39,9 @@ def results_section(ctx: Context) -> Section:
     shared = shared_notes(ctx)
     rows = tuple(_row(ctx, run, r, (with_cost, with_server, with_probe), shared.get(r.identity.label, []))
                  for run, r in ctx.results)
+    protocols = [Column("protocol")] if len(ctx.protocols) > 1 else []
     cols = ([Column("run")] if ctx.several else []) + [
-        Column("cell"), Column("tool"), Column("concurrency", True), Column("keep-alive"),
+        Column("cell"), Column("tool"), Column("concurrency", True), Column("keep-alive"), *protocols,
         Column("rep", True, "repetition"), Column("status"), Column("requests", True), Column("failed", True),
         Column("ok req/s", True, "successful requests per second: what rankings and peaks use"),
         Column("attempted req/s", True, "every request, failed ones included"),
@@ -79,6 +80,7 @@ def _row(ctx: Context, run: RunView, r: RunResult, shown: tuple[bool, bool, bool
     values = ([text(run.label)] if ctx.several else []) + [
         text(r.identity.cell_id), text(r.identity.label + version),
         num(fmt.number(r.identity.concurrency), r.identity.concurrency), text(fmt.yes_no(r.identity.keepalive)),
+        *([text(groups.protocol_name(r.identity.protocol))] if len(ctx.protocols) > 1 else []),
         num(str(r.identity.repetition), r.identity.repetition), _status(r),
         num(fmt.number(r.measurement.counts.requests_total), r.measurement.counts.requests_total),
         num(fmt.number(r.measurement.counts.requests_failed), r.measurement.counts.requests_failed),

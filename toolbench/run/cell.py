@@ -98,16 +98,23 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
                     duration_s=measurement.timing.duration_s if measurement else None)
     cost, probed = _observations(scenario, cell, completed, watched, measurement)
     server_cost = watched.server.summary(measurement.counts.requests_total if measurement else None)
+    tls = watched.server.handshakes(len(watched.during.latencies_ms) if watched.during else 0)
+    unprobed = _unprobed(scenario, cell)
     if measurement is None:
         return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
-                         notes=warm_notes + hangs, server_cost=server_cost, warmup=warm, ramp_s=ramp_s,
-                         machine=machine)
+                         notes=warm_notes + hangs + unprobed, server_cost=server_cost, warmup=warm, ramp_s=ramp_s,
+                         machine=machine, tls=tls)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
     short = ([ramp_note(cell.label, timing.duration_s, ramp_s)]
              if ramp_s and timing.duration_s is not None and short_of_ramp(timing.duration_s, ramp_s) else [])
     return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
-                     notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short,
-                     server_cost=server_cost, warmup=warm, ramp_s=ramp_s, machine=machine)
+                     notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short + unprobed,
+                     server_cost=server_cost, warmup=warm, ramp_s=ramp_s, machine=machine, tls=tls)
+
+
+def _unprobed(scenario: Scenario, cell: Cell) -> list[str]:
+    why = probe.ProbeTarget.for_cell(cell).unspoken if scenario.probe.enabled and cell.url else None
+    return [why] if why else []
 
 
 def _machine(scenario: Scenario, watched: Watched, completed: Completed, inherited: Inherited | None,

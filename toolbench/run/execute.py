@@ -12,7 +12,7 @@ from toolbench.contract.cell import Cell
 from toolbench.contract.host import Completed, Host, Running
 from toolbench.hosts import monitor
 from toolbench.record import store
-from toolbench.record.schema import Latency, ProbeSummary, ServerCost
+from toolbench.record.schema import Latency, ProbeSummary, ServerCost, TlsHandshakes
 from toolbench.run import probe, quiet, serving
 from toolbench.run import tool_steps as steps
 from toolbench.run.serving import Serving
@@ -76,13 +76,14 @@ def _observed(argv: list[str], env: dict[str, str] | None, tool_dir: Path, cell:
     spec = scenario.probe
     # A probe request never waits longer than the whole cell may last.
     probe_timeout = min(spec.timeout_s, cell.timeout_s)
-    probed = probe.ProbeTarget.of(cell.url, cell.request)
-    base = probe.baseline(probed, spec.baseline_requests, probe_timeout) if spec.enabled else None
+    probed = probe.ProbeTarget.for_cell(cell)  # in the cell's protocol; none where it cannot speak it
+    probing = spec.enabled and probed.speakable
+    base = probe.baseline(probed, spec.baseline_requests, probe_timeout) if probing else None
     # psutil sees only this machine's processes: a remote tool is not monitored.
     series = workdir / "monitor.jsonl" if scenario.monitor.enabled and not host.remote else None
     mon = monitor.Monitor(scenario.monitor.interval_s, monitor.port_of(cell.url), series) if series else None
-    prb = probe.Probe(probed, spec.interval_s, probe_timeout) if spec.enabled else None
-    server = serving.CellWatch(scenario, target.spec, target.running, workdir / "server.jsonl")
+    prb = probe.Probe(probed, spec.interval_s, probe_timeout) if probing else None
+    server = serving.CellWatch(scenario, target.spec, target.running, workdir / "server.jsonl", cell.protocol)
     machine = quiet.Watch(target.running) if not host.remote else None
     try:
         server.start()
@@ -128,16 +129,17 @@ class CellWatchers:
     def __init__(self, scenario: Scenario, cell: Cell, target: Serving, workdir: Path) -> None:
         assert cell.url is not None
         self._scenario, self._cell = scenario, cell
-        self._probed = probe.ProbeTarget.of(cell.url, cell.request)
+        self._probed = probe.ProbeTarget.for_cell(cell)
         self._timeout_s = min(scenario.probe.timeout_s, cell.timeout_s)
-        self.server = serving.CellWatch(scenario, target.spec, target.running, workdir / "server.jsonl")
+        self.server = serving.CellWatch(scenario, target.spec, target.running, workdir / "server.jsonl",
+                                        cell.protocol)
         self._probe: probe.Probe | None = None
         self._base: probe.Samples | None = None
         self._during: probe.Samples | None = None
 
     def __enter__(self) -> "CellWatchers":
         spec = self._scenario.probe
-        if spec.enabled:
+        if spec.enabled and self._probed.speakable:
             self._base = probe.baseline(self._probed, spec.baseline_requests, self._timeout_s)
             self._probe = probe.Probe(self._probed, spec.interval_s, self._timeout_s)
         self.server.start()
@@ -158,6 +160,10 @@ class CellWatchers:
 
     def server_cost(self, requests_total: int | None) -> ServerCost | None:
         return self.server.summary(requests_total)
+
+    def handshakes(self) -> TlsHandshakes | None:
+        """The cell's TLS handshakes (toolbench.run.serving.CellWatch.handshakes), the probe's left out."""
+        return self.server.handshakes(len(self._during.latencies_ms) if self._during else 0)
 
 
 def execute_with_retries(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host, scenario: Scenario,

@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import http.client
+import os
 import socket
+import ssl
 import statistics
 import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from toolbench.contract.adapter import PROTOCOL_NAMES
+from toolbench.contract.cell import Cell
 from toolbench.errors import ToolbenchError
 from toolbench.record.schema import Latency, ProbeSummary
+from toolbench.run import probe_h2
 from toolbench.scenario.observation import ProbeSpec
 from toolbench.scenario.read import RequestSpec
 
@@ -34,15 +41,40 @@ class ProbeTarget:
     method: str = "GET"
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
+    # The cell's protocol (toolbench.scenario.read.PROTOCOLS): the probe speaks it, over TLS
+    # trusting `ca_file` (the target's own certificate) when given, else the system's authorities.
+    protocol: str = "http1"
+    ca_file: str | None = None
 
     @classmethod
-    def of(cls, url: str, request: RequestSpec) -> "ProbeTarget":
+    def of(cls, url: str, request: RequestSpec, protocol: str = "http1", ca_file: str | None = None) -> "ProbeTarget":
         headers = dict(request.headers)
         if request.body is not None and request.content_type:
             headers.setdefault("Content-Type", request.content_type)
         # UTF-8, as every tool sends it (http.client would encode a str as Latin-1).
         body = request.body.encode("utf-8") if request.body is not None else None
-        return cls(url=url, method=request.method, headers=headers, body=body)
+        return cls(url=url, method=request.method, headers=headers, body=body, protocol=protocol, ca_file=ca_file)
+
+    @classmethod
+    def for_cell(cls, cell: Cell) -> "ProbeTarget":
+        assert cell.url is not None
+        return cls.of(cell.url, cell.request, cell.protocol, cell.ca_file)
+
+    @property
+    def speakable(self) -> bool:
+        """The probe can speak the protocol here: HTTP/2 needs the h2 package."""
+        return self.protocol not in HTTP2 or probe_h2.available()
+
+    @property
+    def unspoken(self) -> str | None:
+        """Why a cell in this protocol has no probe; None when it has one."""
+        if self.speakable:
+            return None
+        return (f"no probe: it speaks {PROTOCOL_NAMES.get(self.protocol, self.protocol)} through the h2 package, "
+                "which is not installed here (toolbench's [run] extra brings it)")
+
+
+HTTP2 = ("h2", "h2c")
 
 
 @dataclass(frozen=True)
@@ -57,38 +89,88 @@ class ProbeFailure(ToolbenchError):
     """One probe request failed; the message says how, in a few words."""
 
 
-def timed_request(target: ProbeTarget, timeout_s: float,
-                  in_flight: list[http.client.HTTPConnection] | None = None) -> float:
-    """One request on a fresh connection; its time in ms, connect included. Any answer with
-    a status below 500 counts: the probe times the server, it does not judge the content.
-    The connection is put in `in_flight` while it is open, so that stopping can abort it."""
+class _Connection(Protocol):
+    """What the probe's stop needs of a connection in flight: its socket, to abort it."""
+
+    sock: socket.socket | None
+
+
+def timed_request(target: ProbeTarget, timeout_s: float, in_flight: list[_Connection] | None = None) -> float:
+    """One request on a fresh connection, in the target's protocol; its time in ms, connect
+    (and TLS handshake) included. Any answer with a status below 500 counts: the probe times
+    the server, it does not judge the content. The connection is put in `in_flight` while it
+    is open, so that stopping can abort it."""
     parts = urllib.parse.urlsplit(target.url)
-    conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
+    host, port = parts.hostname or "127.0.0.1", parts.port
+    try:
+        context = _context(target.ca_file, _alpn(target.protocol)) if parts.scheme == "https" else None
+    except (OSError, ssl.SSLError) as exc:
+        raise ProbeFailure(f"TLS: the certificate to trust does not load ({_describe(exc)})") from None
     started = time.perf_counter()
-    conn = conn_cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout_s)
+    conn: http.client.HTTPConnection | probe_h2.Exchange
+    if target.protocol in HTTP2:
+        conn = probe_h2.Exchange(host, port or (443 if context else 80), timeout_s, context)
+    elif context is not None:
+        conn = http.client.HTTPSConnection(host, port, timeout=timeout_s, context=context)
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
     if in_flight is not None:
         in_flight.append(conn)
     try:
-        conn.request(target.method, path, body=target.body, headers=target.headers)
-        response = conn.getresponse()
-        response.read()
+        status = _exchange(conn, target, path)
         elapsed_ms = (time.perf_counter() - started) * 1000.0
     except socket.timeout:
         raise ProbeFailure(f"no answer within {timeout_s:g}s") from None
     except ConnectionRefusedError:
         raise ProbeFailure("connection refused") from None
-    except (OSError, http.client.HTTPException) as exc:
+    except ssl.SSLCertVerificationError as exc:
+        raise ProbeFailure(f"TLS: {exc.verify_message or 'certificate not trusted'}") from None
+    except (OSError, http.client.HTTPException, probe_h2.H2Failure) as exc:
         raise ProbeFailure(_describe(exc)) from None
     finally:
-        conn.close()
+        if isinstance(conn, http.client.HTTPConnection):
+            conn.close()
         if in_flight is not None:
             in_flight.clear()
-    if response.status >= 500:
-        raise ProbeFailure(f"HTTP {response.status}")
+    if status >= 500:
+        raise ProbeFailure(f"HTTP {status}")
     return elapsed_ms
+
+
+def _exchange(conn: http.client.HTTPConnection | probe_h2.Exchange, target: ProbeTarget, path: str) -> int:
+    if isinstance(conn, probe_h2.Exchange):
+        return conn.request(target.method, path, target.headers, target.body)
+    conn.request(target.method, path, body=target.body, headers=target.headers)
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def _alpn(protocol: str) -> str | None:
+    return {"https": "http/1.1", "h2": "h2"}.get(protocol)
+
+
+def _context(ca_file: str | None, alpn: str | None) -> ssl.SSLContext:
+    """One context per certificate and protocol, made before any request is timed: loading the
+    authorities is not the server's time. No session is kept across requests: each probe
+    request pays a full handshake, as a new client does."""
+    try:
+        stat = os.stat(ca_file) if ca_file else None
+    except OSError:
+        stat = None  # the context's load says why
+    # A target started again (a resumed run) writes a new certificate at the same path.
+    return _made_context(ca_file, alpn, (stat.st_mtime_ns, stat.st_size) if stat else None)
+
+
+@functools.lru_cache(maxsize=16)
+def _made_context(ca_file: str | None, alpn: str | None, _version: tuple[int, int] | None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=ca_file)
+    if alpn is not None:
+        context.set_alpn_protocols([alpn])
+    return context
 
 
 def _describe(exc: BaseException) -> str:
@@ -140,7 +222,7 @@ class Probe:
         self._errors: list[str] = []
         self._failures = 0
         self._started = 0.0
-        self._in_flight: list[http.client.HTTPConnection] = []
+        self._in_flight: list[_Connection] = []
 
     def start(self, started: float | None = None) -> None:
         """`started`: the tool's spawn time (time.monotonic()); offsets count from it."""

@@ -9,6 +9,9 @@ import dataclasses
 import itertools
 import os
 import shlex
+import socket
+import ssl
+import urllib.parse
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Mapping
 
@@ -16,16 +19,17 @@ from toolbench.hosts.lifeline import Lifeline, watching
 from toolbench.hosts.placement import Pin
 from toolbench.hosts.ssh import SSHHost
 from toolbench.record.manifest import TargetRecord
-from toolbench.record.schema import ServerCost
+from toolbench.record.schema import ServerCost, TlsHandshakes
 from toolbench.run.plan import PlannedCell
 from toolbench.scenario.read import Scenario
 from toolbench.scenario.targets import TargetSpec
-from toolbench.servers import cost, remote, stacks
+from toolbench.servers import cost, remote, stacks, tls_log
 from toolbench.servers.process import RunningTarget, Sampler
 from toolbench.servers.ready import wait_until_ready
 
 # (spec, its folder in the run, the highest concurrency it will serve) -> the running target
 TargetStarter = Callable[[TargetSpec, Path, int], ContextManager[RunningTarget]]
+TLS_HANDSHAKE_TIMEOUT_S = 5.0
 
 
 def local_starter(life: Lifeline | None, pin: Pin | None = None) -> TargetStarter:
@@ -120,9 +124,30 @@ def batches(scenario: Scenario, todo: list[PlannedCell], targets_dir: Path) -> l
 
 def manifest_entry(name: str, spec: TargetSpec, target: RunningTarget | None,
                    error: str | None = None) -> TargetRecord:
+    served = served_tls(target) if target is not None else None
     return TargetRecord(name=name, kind=spec.kind, label=spec.display, restart=spec.restart,
                         url=target.base_url if target else spec.url, version=target.version if target else None,
-                        error=error)
+                        error=error, tls_version=served[0] if served else None,
+                        tls_cipher=served[1] if served else None)
+
+
+def served_tls(target: RunningTarget, timeout_s: float = TLS_HANDSHAKE_TIMEOUT_S) -> tuple[str, str] | None:
+    """The TLS version and cipher the target serves, by one handshake of toolbench's own (Python's
+    ssl, trusting the target's certificate when toolbench made it, else the system's); None when it
+    serves no TLS or the handshake fails (its cells say why, each)."""
+    url = next((u for u in (target.urls.get("https"), target.urls.get("h2"), target.base_url)
+                if u and u.startswith("https://")), None)
+    if url is None:
+        return None
+    parts = urllib.parse.urlsplit(url)
+    try:
+        context = ssl.create_default_context(cafile=target.ca_file)
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 443), timeout=timeout_s) as raw:
+            with context.wrap_socket(raw, server_hostname=parts.hostname) as tls:
+                version, cipher = tls.version(), tls.cipher()
+    except (OSError, ValueError, ssl.SSLError):
+        return None
+    return (version, cipher[0]) if version and cipher else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,10 +160,12 @@ class Serving:
 
 
 class CellWatch:
-    """The server's side of one cell: its process tree sampled from the tool's start to its end.
-    Absent for a target toolbench did not start, or with the monitor turned off."""
+    """The server's side of one cell: its process tree sampled from the tool's start to its end,
+    and, for a cell over TLS (`protocol` https or h2), the handshakes its log gained meanwhile. Absent for a target
+    toolbench did not start, or with the monitor turned off (the handshakes: without a log)."""
 
-    def __init__(self, scenario: Scenario, spec: TargetSpec, target: RunningTarget, series: Path) -> None:
+    def __init__(self, scenario: Scenario, spec: TargetSpec, target: RunningTarget, series: Path,
+                 protocol: str = "http1") -> None:
         enabled = scenario.monitor.enabled and bool(target.pids)
         self._monitor: Sampler | None = None
         if enabled and target.sampler is not None:  # it runs on another machine: sampled there
@@ -148,16 +175,33 @@ class CellWatch:
         self._workers = spec.workers(target.cores or len(os.sched_getaffinity(0)))
         self.report: cost.ServerReport | None = None
         self.series = series if enabled else None
+        tls = protocol in ("https", "h2")
+        self._log = Path(target.handshake_log) if tls and target.handshake_log and target.sampler is None else None
+        self._http2 = protocol == "h2"
+        self._log_from: int | None = None
+        self._log_to: int | None = None
 
     def start(self) -> None:
+        if self._log is not None:  # before the monitor: the probe's baseline lines settle first
+            self._log_from = tls_log.settled_size(self._log)
         if self._monitor is not None:
             self._monitor.start()
 
     def stop(self) -> None:
         if self._monitor is not None and self.report is None:
             self.report = self._monitor.stop()
+        if self._log is not None and self._log_from is not None and self._log_to is None:
+            self._log_to = tls_log.settled_size(self._log)
 
     def summary(self, requests_total: int | None) -> ServerCost | None:
         if self.report is None:
             return None
         return dataclasses.replace(cost.summarize(self.report, requests_total), workers=self._workers)
+
+    def handshakes(self, probe_requests: int = 0) -> TlsHandshakes | None:
+        """The TLS connections the cell made, read from the log between start and stop; those of
+        the probe's requests meanwhile (`probe_requests`, each on a fresh connection in the cell's
+        protocol) left out. None: a cell in clear, no log, or a log that could not be read."""
+        if self._log is None or self._log_from is None or self._log_to is None:
+            return None
+        return tls_log.read(self._log, self._log_from, self._http2, probe_requests, end=self._log_to)

@@ -202,7 +202,8 @@ def run(workdir: Path, label: str, ready: ReadySpec, conf_for_port: Callable[...
         url = f"http://{host}:{port}"
         wait_until_ready(ready, url, label, [(proc, workdir / "error.log")])
         yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version(nginx), pids=(proc.pid,),
-                            urls=tls.urls(host) if tls else {}, ca_file=str(tls.cert) if tls else None), proc
+                            urls=tls.urls(host) if tls else {}, ca_file=str(tls.cert) if tls else None,
+                            handshake_log=str(tls.log) if tls else None), proc
 
 
 # The files nginx-static serves.

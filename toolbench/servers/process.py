@@ -44,6 +44,9 @@ class RunningTarget:
     # run folder) when toolbench made it.
     urls: Mapping[str, str] = field(default_factory=dict)
     ca_file: str | None = None
+    # The log of its TLS connections' handshakes on this machine (toolbench.servers.tls_log), when
+    # it serves TLS and keeps one; None: a cell's handshakes are not known.
+    handshake_log: str | None = None
 
     def url_for(self, protocol: str) -> str:
         """Where a cell in `protocol` sends; a target with one URL (a command, a URL) serves on it
