@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from toolbench.contract.adapter import PROTOCOL_NAMES
 from toolbench.record import stats
 from toolbench.record.schema import LoadModel, Status
-from toolbench.report import fmt, likewise
+from toolbench.report import fmt, likewise, protocol_fit
 from toolbench.report.context import Context
 from toolbench.report.groups import Point
 from toolbench.report.truth import Verdict, cell_truth
@@ -162,7 +163,23 @@ def _tiers_within(entries: list[Entry], most_first: bool, within: float,
 
 
 def rankings(ctx: Context) -> list[Ranking]:
-    return [make(ctx.points) for make in (_cost, _peak, _truth, _accuracy)]
+    """Like with like: in a run of several protocols, each ranking is made in one of them
+    (plain HTTP/1.1, which every tool speaks, when the run has it); `protocol_fit` says the rest."""
+    return [make(_in_one_protocol(ctx.points)) for make in (_cost, _peak, _truth, _accuracy)]
+
+
+def _in_one_protocol(points: list[Point]) -> list[Point]:
+    protocols = [p for p in PROTOCOL_NAMES if any(q.key.protocol == p and q.ok for q in points)]
+    return [q for q in points if q.key.protocol == protocols[0]] if len(protocols) > 1 else points
+
+
+def _protocol_said(ctx: Context) -> str:
+    protocols = {r.identity.protocol for _, r in ctx.results}
+    if len(protocols) < 2:
+        return ""
+    shown = {q.key.protocol for q in _in_one_protocol(ctx.points)}
+    ranked = ", ".join(PROTOCOL_NAMES[p] for p in PROTOCOL_NAMES if p in shown)
+    return f"The rankings compare the {ranked} cells. " + protocol_fit.paragraph([r for _, r in ctx.results])
 
 
 def _names(entries: tuple[Entry, ...], shown: bool = True) -> str:
@@ -221,7 +238,8 @@ def choice_section(ctx: Context) -> Section | None:
     for r in ranked:
         cols += [Column(r.question, True, r.basis), Column("rank", title=f"{r.question}: 1 is best, = a tie")]
     rows = tuple(Row((text(tool),) + tuple(v for r in ranked for v in _cells(r, tool))) for tool in tools)
-    return Section("choice", "Which tool for which purpose", intro=paragraph(ranked, skipped(ctx)),
+    intro = " ".join(part for part in (paragraph(ranked, skipped(ctx)), _protocol_said(ctx)) if part)
+    return Section("choice", "Which tool for which purpose", intro=intro,
                    tables=(Table(tuple(cols), rows),))
 
 
