@@ -54,7 +54,7 @@ class AbAdapter(Adapter):
     protocols = frozenset({"http1", "https"})
     protocol_refusals = {protocol: "ab speaks HTTP/1.0 (over TLS too, without ALPN): no HTTP/2"
                          for protocol in ("h2", "h2c")}
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = ("ab never checks the server's certificate: it has no option to trust a CA file, "
                  "so the target's certificate is not verified")
 

@@ -72,7 +72,7 @@ class BombardierAdapter(Adapter):
     protocols = frozenset({"http1", "https", "h2"})
     protocol_refusals = {"h2c": "bombardier has no HTTP/2 in clear: its --http2 client (Go's net/http) negotiates "
                                 "HTTP/2 by ALPN over TLS only, and over http:// speaks HTTP/1.1"}
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = INSECURE
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

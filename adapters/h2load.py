@@ -75,7 +75,7 @@ class H2loadAdapter(Adapter):
     # h2: HTTP/2 (cleartext, prior knowledge) instead of --h1; threads: -t; timeout_s: -N, idle time per connection.
     option_types = {"h2": bool, "threads": int, "timeout_s": int}
     protocols = frozenset({"http1", "https", "h2", "h2c"})
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = "h2load never checks the server's certificate: it has no option to trust a CA file"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

@@ -76,7 +76,7 @@ class HeyAdapter(Adapter):
     protocols = frozenset({"http1", "https", "h2"})
     protocol_refusals = {"h2c": "hey's -h2 negotiates HTTP/2 over TLS only (ALPN): it has no HTTP/2 in clear "
                                 "(prior knowledge), and over http:// speaks HTTP/1.1"}
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = ("hey never checks the server's certificate (its transport sets InsecureSkipVerify) and has no "
                  "option to trust a CA file")
 

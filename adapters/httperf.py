@@ -47,7 +47,7 @@ class HttperfAdapter(Adapter):
     protocols = frozenset({"http1", "https"})
     protocol_refusals = {protocol: "httperf speaks HTTP/1.1 (over TLS with --ssl): no HTTP/2"
                          for protocol in ("h2", "h2c")}
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = "httperf never checks the server's certificate: it has no option to trust a CA file"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

@@ -86,7 +86,7 @@ class OhaAdapter(Adapter):
     # latency_correction: time a rate cell's requests from when they were due (default true).
     option_types = {"h2": bool, "timeout_s": int, "latency_correction": bool}
     protocols = frozenset({"http1", "https", "h2", "h2c"})
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = "oha checks the server's certificate, trusting the target's own (--cacert) and the system's"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

@@ -100,7 +100,7 @@ class SiegeAdapter(Adapter):
     option_types = {"timeout_s": int, "failures": int}
     protocols = frozenset({"http1", "https"})
     protocol_refusals = {protocol: "siege speaks HTTP/1.1 (over TLS too): no HTTP/2" for protocol in ("h2", "h2c")}
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = ("siege never checks the server's certificate: its siegerc can name a client certificate, "
                  "not a CA to trust")
     # siege 4.0.7 sometimes never exits after a timed run (a thread cancelled while it

@@ -75,7 +75,7 @@ class VegetaAdapter(Adapter):
     # max_workers: a bound on the workers of a rate cell (default none); timeout_s: per request.
     option_types = {"timeout_s": int, "max_workers": int}
     protocols = frozenset({"http1", "https", "h2", "h2c"})
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = "vegeta checks the server's certificate, trusting the target's own (-root-certs)"
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

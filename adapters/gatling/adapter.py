@@ -92,7 +92,7 @@ class GatlingAdapter(Adapter):
     protocols = frozenset({"http1", "https", "h2"})
     protocol_refusals = {"h2c": "Gatling 3.10 speaks HTTP/2 only over TLS, by ALPN (enableHttp2): it has no HTTP/2 "
                                 "in clear (prior knowledge)"}
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = TRUSTS_ALL
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

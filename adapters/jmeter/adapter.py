@@ -80,7 +80,7 @@ class JMeterAdapter(Adapter):
     protocol_refusals = {protocol: "JMeter 5.6's HTTP sampler (HttpClient4) speaks HTTP/1.1 only: HTTP/2 needs a "
                                    "plugin (such as jmeter-http2-plugin), which toolbench does not install"
                          for protocol in ("h2", "h2c")}
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = TRUSTS_ALL
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:

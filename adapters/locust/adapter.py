@@ -87,7 +87,7 @@ class LocustAdapter(Adapter):
     protocol_refusals = {protocol: "Locust's clients speak HTTP/1.1 only: requests/urllib3 (HttpUser) and "
                                    "geventhttpclient (FastHttpUser) have no HTTP/2"
                          for protocol in ("h2", "h2c")}
-    # Not part of the contract: what the report may say of the tool's trust in the target's certificate.
+    # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = ("Locust checks the server's certificate, trusting the target's own (toolbench's locustfile sets "
                  "HttpUser's verify or FastHttpUser's SSL context)")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import cli
+from toolbench.contract import registry
 from toolbench.record import store
 from toolbench.record.schema import Status
 
@@ -96,3 +97,14 @@ def test_the_manifest_and_the_report_say_what_tls_was_served(run_dir: Path) -> N
     assert 'id="tls"' in html and "TLS handshakes" in html
     assert "ab paid a full handshake per connection" in html
     assert "HTTP/2 over TLS" in html and "HTTP/2 in clear (prior knowledge)" in html
+
+
+def test_a_tls_cell_of_a_tool_that_never_checks_the_certificate_says_so_and_plain_cells_do_not(run_dir: Path) -> None:
+    results = {r.identity.cell_id: r for r in store.RunDir.open(run_dir).results()}
+    # Said once: by the tool's parse (ab and h2load print their TLS lines), else by the adapter's TLS_TRUST.
+    for cid in ("h2load-c2-ka-https-rep1", "h2load-c2-ka-h2-rep1", "ab-c2-ka-https-rep1"):
+        said = [n for n in results[cid].all_notes if "certificate" in n]
+        assert len(said) == 1 and "not check" in said[0], cid
+    assert "never checks" in registry.get("h2load").TLS_TRUST
+    for cid in ("ab-c2-ka-rep1", "h2load-c2-ka-h2c-rep1"):
+        assert not any("certificate" in n for n in results[cid].all_notes), cid

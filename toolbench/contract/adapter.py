@@ -164,6 +164,9 @@ class Adapter(abc.ABC):
     # other is planned unsupported, with `protocol_refusals[protocol]` as its reason when given.
     protocols: ClassVar[frozenset[str]] = frozenset({"http1"})
     protocol_refusals: ClassVar[Mapping[str, str]] = {}
+    # How the tool treats the target's certificate over TLS, in one sentence ("wrk never checks
+    # the server's certificate: …"); a TLS cell of a tool that does not check it carries it as a note.
+    TLS_TRUST: ClassVar[str] = ""
 
     def protocol_support(self, protocol: str) -> Support:
         """Whether the tool speaks `protocol`, and if not, why: the plan asks this before supports()."""

@@ -108,7 +108,8 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     short = ([ramp_note(cell.label, timing.duration_s, ramp_s)]
              if ramp_s and timing.duration_s is not None and short_of_ramp(timing.duration_s, ramp_s) else [])
     return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
-                     notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short + unprobed,
+                     notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short + unprobed
+                     + _trust_note(adapter, cell, measurement.notes),
                      server_cost=server_cost, warmup=warm, ramp_s=ramp_s, machine=machine, tls=tls)
 
 
@@ -145,6 +146,14 @@ def _reach_if_nothing_counted(m: Measurement | None, completed: Completed, cell:
     if completed.timed_out or completed.interrupted or not derive.counted_nothing(m) or cell.url is None:
         return None
     return diagnose.reach(cell.url)
+
+
+def _trust_note(adapter: Adapter, cell: Cell, said: list[str]) -> list[str]:
+    """A TLS cell of a tool that does not check the target's certificate says so, once."""
+    trust = adapter.TLS_TRUST
+    if not cell.tls or not trust or "checks the server's certificate" in trust and "never" not in trust:
+        return []
+    return [] if any("certificate" in note for note in said) else [trust]
 
 
 def _short_run_note(cell: Cell, wall_s: float) -> list[str]:
