@@ -27,23 +27,29 @@ class Fit:
 
 
 def fits(results: list[RunResult]) -> list[Fit]:
-    """One Fit per protocol beyond http1 that some cell asked, in the order of PROTOCOL_NAMES."""
+    """One Fit per protocol beyond http1 that some cell asked, in the order of PROTOCOL_NAMES. A
+    tool's reason counts only when it is the protocol's: one it also gave in plain HTTP/1.1 (no
+    closed model, not installed) is about something else, and the rankings say it already."""
     status: dict[str, dict[str, set[Status]]] = defaultdict(lambda: defaultdict(set))
-    reasons: dict[tuple[str, str], str] = {}
+    reasons: dict[tuple[str, str], list[str]] = defaultdict(list)
     for r in results:
         protocol, tool = r.identity.protocol, r.identity.label
         status[protocol][tool].add(r.outcome.status)
         if r.outcome.status is Status.UNSUPPORTED and r.outcome.error:
-            reasons.setdefault((protocol, tool), r.outcome.error)
+            reasons[(protocol, tool)].append(r.outcome.error)
     out = []
+    not_run = {Status.UNSUPPORTED, Status.TOOL_MISSING}
     for protocol in (p for p in PROTOCOL_NAMES if p != "http1" and p in status):
         by_tool = status[protocol]
         ran = tuple(sorted(t for t, s in by_tool.items() if Status.OK in s))
-        not_run = {Status.UNSUPPORTED, Status.TOOL_MISSING}
         failed = tuple(sorted(t for t, s in by_tool.items() if Status.OK not in s and s - not_run
                               and Status.DISTURBED not in s))
-        cannot = {t: reasons[(protocol, t)] for t, s in sorted(by_tool.items())
-                  if s <= not_run and (protocol, t) in reasons and not reasons[(protocol, t)].startswith("skipped")}
+        cannot = {}
+        for tool, found in sorted(by_tool.items()):
+            own = [why for why in reasons[(protocol, tool)] if why not in reasons[("http1", tool)]
+                   and not why.startswith("skipped")]
+            if found <= not_run and own:
+                cannot[tool] = own[0]
         out.append(Fit(protocol, ran, failed, cannot))
     return out
 
@@ -57,7 +63,7 @@ def sentence(fit: Fit) -> str:
     """e.g. "For an HTTP/2 service (over TLS): h2load and hey; not the others: ab speaks HTTP/1.0 …"."""
     said = f"For {fit.service}: " + (_names(fit.ran) if fit.ran else "no tool ran ok")
     if fit.failed:
-        said += f" (it failed with {_names(fit.failed)})"
+        said += f" ({_names(fit.failed)} ran but failed)"
     if fit.cannot:
         # Each reason names its tool ("ab speaks HTTP/1.0 …"); a target's reason is the same for all: once.
         said += "; not the others: " + "; ".join(dict.fromkeys(why.rstrip(".") for why in fit.cannot.values()))
