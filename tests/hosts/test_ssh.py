@@ -388,3 +388,36 @@ probe: {{enabled: false}}
         assert result.measurement.counts.requests_ok == 200
         command = (summary.run_dir / "raw" / result.identity.cell_id / "command.txt").read_text()
         assert command.split()[0] == program, command
+
+
+@pytest.mark.integration
+def test_a_tls_cell_on_a_remote_generator_finds_the_targets_certificate_where_it_runs(sshd: Sshd,
+                                                                                      tmp_path: Path) -> None:
+    """The engine checks the certificate: it finds the copy staged with the cell's files there."""
+    import sys
+
+    from toolbench.record import store
+    from toolbench.record.schema import Status
+    from toolbench.run import runner
+    from toolbench.scenario import read as scenario
+
+    path = tmp_path / "remote-tls.yaml"
+    path.write_text(f"""\
+name: remote-tls
+hosts:
+  generator: {{address: 127.0.0.1, port: {sshd.port}, user: {sshd.user}, key: "{sshd.client_key}",
+              tools: {{python: "{sys.executable}"}}}}
+target: {{server: nginx-static}}
+matrix: {{tool: [engine], concurrency: [2], keepalive: [true, false], protocol: [https]}}
+stop: {{requests: 200}}
+probe: {{enabled: false}}
+""")
+    summary = runner.run(scenario.load(path), tmp_path / "reports", known_hosts=sshd.known_hosts,
+                         allow_commands=True)
+    results = list(store.RunDir.open(summary.run_dir).results())
+    assert len(results) == 2
+    for r in results:
+        assert r.outcome.status is Status.OK, r.outcome.error
+        assert r.measurement.counts.requests_ok == 200 and r.tls is not None and r.tls.connections >= 2
+        command = (summary.run_dir / "raw" / r.identity.cell_id / "command.txt").read_text()
+        assert "target-cert.pem" in command and str(tmp_path) not in command.split("--cacert")[1].split()[0]

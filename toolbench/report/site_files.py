@@ -30,7 +30,8 @@ SERVED_AS_PAGE = (".html", ".htm", ".xhtml", ".xht", ".shtml", ".svg", ".svgz", 
 AS_TEXT = ".txt"
 # What a run folder holds that is never published: the old report (rendered anew), the lock and
 # process ledger of the process that wrote it (pids, its host, its command line), and leftovers.
-SKIPPED_FILES = ("report.html", store.LOCK, "processes.jsonl", store.RESERVE, store.TORN)
+SKIPPED_FILES = ("report.html", store.LOCK, "processes.jsonl", store.RESERVE, store.TORN,
+                 "key.pem")  # a TLS target's private key (toolbench.servers.tls): never published
 RECORDS = (store.MANIFEST, store.RESULTS)  # what a run's report is rendered from
 RAW_FOLDERS = (store.RAW, "target")  # the tools' and the target's own files
 _SHOWN = 3  # links or renamed files named in a notice; the rest counted

@@ -2,7 +2,9 @@
 the probe, and the server's monitor; run again after a hang when the tool is known to hang."""
 from __future__ import annotations
 
+import dataclasses
 import shlex
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -43,6 +45,18 @@ def execute(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Hos
     return staged(adapter, found, cell, workdir, host, run)
 
 
+CERTIFICATE = "target-cert.pem"
+
+
+def _with_certificate(cell: Cell, workdir: Path, tool_dir: str | Path) -> tuple[Cell, list[str]]:
+    """The target's certificate travels with the cell's files, so that a tool on another machine
+    finds it where it runs; the cell then names that copy."""
+    if cell.ca_file is None:
+        return cell, []
+    shutil.copyfile(cell.ca_file, workdir / CERTIFICATE)
+    return dataclasses.replace(cell, ca_file=str(Path(tool_dir) / CERTIFICATE)), [CERTIFICATE]
+
+
 def staged(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host,
            run: Callable[[list[str], dict[str, str], Path], tuple[Completed, T]]) -> tuple[Completed, RawOutput, T]:
     """The tool runs in the host's workspace (on another machine, a folder there): its input
@@ -51,11 +65,12 @@ def staged(adapter: Adapter, found: Found, cell: Cell, workdir: Path, host: Host
     tool_dir = host.workspace(workdir)
     outputs: list[str] = []  # nothing to collect should the build fail: the workspace goes all the same
     try:
+        cell, certificate = _with_certificate(cell, workdir, tool_dir)
         invocation = adapter.build(cell, Path(tool_dir), found)
         outputs = list(invocation.outputs.values())
         for name, content in invocation.files.items():
             (workdir / name).write_text(content)
-        host.stage(workdir, tool_dir, list(invocation.files))
+        host.stage(workdir, tool_dir, list(invocation.files) + certificate)
         (workdir / "command.txt").write_text(shlex.join(invocation.argv) + "\n" + steps.command_lines(invocation.steps))
         completed, extra = run(invocation.argv, invocation.env, Path(tool_dir))
         # After the tool, before its files travel: the steps read them where it wrote them.
