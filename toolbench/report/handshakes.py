@@ -22,6 +22,7 @@ INTRO = ("Each TLS connection the target accepted during a cell, from its own lo
 @dataclass
 class _Tally:
     connections: int = 0
+    reconnections: int = 0  # connections beyond each cell's first per slot: the ones that could resume
     resumed: int = 0
     cells: int = 0
 
@@ -66,7 +67,9 @@ def _row(ctx: Context, run: RunView, r: RunResult) -> Row:
 
 def sentences(results: Iterable[RunResult]) -> list[str]:
     """One per tool, over its cells with TLS handshakes: the share of its connections that
-    resumed a session, or that each paid a full handshake."""
+    resumed a session, or that each paid a full handshake. A slot's first connection has no
+    session to resume: only the connections beyond the cell's concurrency say whether a tool
+    resumes, and a tool that never reconnected is said to have kept its connections."""
     tally: dict[str, _Tally] = defaultdict(_Tally)
     for r in results:
         t = r.tls
@@ -74,6 +77,7 @@ def sentences(results: Iterable[RunResult]) -> list[str]:
             continue
         mine = tally[r.identity.label]
         mine.connections += t.connections
+        mine.reconnections += max(0, t.connections - (r.identity.concurrency or 0))
         mine.resumed += t.handshakes_resumed
         mine.cells += 1
     said = []
@@ -81,10 +85,14 @@ def sentences(results: Iterable[RunResult]) -> list[str]:
         cells = f"{mine.cells} cell{'s' if mine.cells != 1 else ''}"
         if not mine.connections:
             said.append(f"{tool} made no TLS connection the target logged ({cells}).")
+        elif not mine.reconnections and not mine.resumed:
+            said.append(f"{tool} kept its connections open ({fmt.number(mine.connections)} TLS "
+                        f"connection{'s' if mine.connections != 1 else ''}, {cells}): whether it resumes "
+                        "sessions did not show.")
         elif mine.resumed:
-            share = mine.resumed / mine.connections * 100.0
-            said.append(f"{tool} resumed {_pct(share)} of its sessions ({fmt.number(mine.resumed)} of "
-                        f"{fmt.number(mine.connections)} TLS connections, {cells}).")
+            share = min(100.0, mine.resumed / max(mine.reconnections, 1) * 100.0)
+            said.append(f"{tool} resumed {_pct(share)} of its sessions when it reconnected "
+                        f"({fmt.number(mine.resumed)} of {fmt.number(mine.connections)} TLS connections, {cells}).")
         else:
             said.append(f"{tool} paid a full handshake per connection ({fmt.number(mine.connections)} TLS "
                         f"connection{'s' if mine.connections != 1 else ''}, none resumed, {cells}).")
