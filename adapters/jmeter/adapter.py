@@ -56,6 +56,7 @@ SAVE = ("time", "timestamp_format=ms", "label", "response_code", "response_messa
 _BANNER_VERSION = re.compile(r"\\_\\\s+(\d+(?:\.\d+)+)")  # the last line of the ASCII banner
 _LINE_VERSION = re.compile(r"^Version (\d+\.\d+(?:\.\d{1,3})?)\b", re.MULTILINE)  # 2.x: "Version 2.13.19691222"
 JIT_RAMP_S = 2.0  # see JMeterAdapter.ramp_s
+C2_RAMP_S = 8.0  # with `jit: default`: the steady rate after 5 to 8 s (ramp_s)
 TRUSTS_ALL = "JMeter: certificate not verified (its HTTPS trusts any certificate)"
 # Only the quick (C1) compiler: with C2 as well the samplers ran at about interpreted speed for
 # most of a 10 s cell on 2 busy cores (study 001: 183/s at a mean 44.5 ms, as with -Xint here: 149-193/s at 43-53 ms);
@@ -74,8 +75,11 @@ class JMeterAdapter(Adapter):
     threads = Threads.ALL  # a Java thread per user
     # heap: the JVM heap (-Xms and -Xmx), e.g. "1g"; timeout_s: connect and response timeouts;
     # server_port, rmi_port, client_rmi_port: the pinned RMI ports of its distributed mode
-    # (adapters/jmeter/distributed.py).
-    option_types = {"heap": str, "timeout_s": int, "server_port": int, "rmi_port": int, "client_rmi_port": int}
+    # (adapters/jmeter/distributed.py); jit: "c1" (the default: the JVM's quick compiler only,
+    # -XX:TieredStopAtLevel=1, see JIT) or "default" (the JVM's own tiered C1 + C2).
+    option_types = {"heap": str, "timeout_s": int, "server_port": int, "rmi_port": int, "client_rmi_port": int,
+                    "jit": str}
+    option_choices = {"jit": ("c1", "default")}
     protocols = frozenset({"http1", "https"})
     protocol_refusals = {protocol: "JMeter 5.6's HTTP sampler (HttpClient4) speaks HTTP/1.1 only: HTTP/2 needs a "
                                    "plugin (such as jmeter-http2-plugin), which toolbench does not install"
@@ -115,7 +119,7 @@ class JMeterAdapter(Adapter):
         it, c10 on the machine loaded by other work, the steady rate came after 5 to 8 s or not
         within 10 s, with C1 alone (JIT) by the 3rd second. The JVM's start itself is outside the
         measured duration (it runs from the first sample)."""
-        return JIT_RAMP_S
+        return JIT_RAMP_S if option(cell, "jit", "c1") == "c1" else C2_RAMP_S
 
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:
@@ -140,7 +144,8 @@ class JMeterAdapter(Adapter):
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
         heap = option(cell, "heap", "1g")
-        jvm_heap = f"-Xms{heap} -Xmx{heap} -XX:MaxMetaspaceSize=256m {JIT}"
+        jit = f" {JIT}" if option(cell, "jit", "c1") == "c1" else ""
+        jvm_heap = f"-Xms{heap} -Xmx{heap} -XX:MaxMetaspaceSize=256m{jit}"
         argv = [found.path, "-n", "-t", PLAN, "-l", JTL, "-j", LOG,
                 "-Jjmeter.save.saveservice.output_format=csv",
                 "-Jjmeter.save.saveservice.print_field_names=true",

@@ -369,6 +369,14 @@ def test_command_line_outputs_and_heap():
     assert inv.env["JMETER_HEAP"].split()[-1] == "-XX:TieredStopAtLevel=1"  # C1 only: see jmeter.JIT
 
 
+def test_the_jit_flag_is_the_scenarios_option_c1_by_default_and_said_in_the_ramp():
+    c1 = jmeter.ADAPTER.build(cell(options={"jit": "c1"}), Path("."), FOUND).env["JMETER_HEAP"]
+    default = jmeter.ADAPTER.build(cell(options={"jit": "default"}), Path("."), FOUND).env["JMETER_HEAP"]
+    assert "-XX:TieredStopAtLevel=1" in c1 and "TieredStopAtLevel" not in default
+    assert jmeter.ADAPTER.option_choices["jit"] == ("c1", "default")
+    assert jmeter.ADAPTER.ramp_s(cell()) < jmeter.ADAPTER.ramp_s(cell(options={"jit": "default"}))
+
+
 @pytest.mark.parametrize("changes, reason", [
     ({"rate_rps": 100.0}, "closed model"),
     ({"stop": StopSpec(duration_s=2.5)}, "whole seconds"),
