@@ -171,19 +171,7 @@ class Churn:
             if not data:
                 self._eof(f, now)
                 continue
-            if not f.t_first:
-                f.t_first = now
-                f.first = data
-            else:
-                f.first = with_head(f.first, data)
-            f.rx += len(data)
-            try:
-                f.parser.feed_data(data)  # type: ignore[union-attr]
-            except HttpParserError:
-                if self._bad_bytes(f):
-                    continue
-            if f.code:  # complete (else more of the response is to come)
-                self._complete(f, f.code, now)
+            self._received(f, data, now)
 
     def _writable(self, f: Fresh) -> None:
         sock = f.sock
@@ -218,6 +206,22 @@ class Churn:
     def _read_failed(self, f: Fresh, exc: OSError) -> None:
         if not isinstance(exc, BlockingIOError):
             self._fail(f, "reset" if isinstance(exc, ConnectionResetError) else "closed")
+
+    def _received(self, f: Fresh, data: bytes, now: int) -> None:
+        """Bytes of the response (TlsChurn's too, once decrypted)."""
+        if not f.t_first:
+            f.t_first = now
+            f.first = data
+        else:
+            f.first = with_head(f.first, data)
+        f.rx += len(data)
+        try:
+            f.parser.feed_data(data)  # type: ignore[union-attr]
+        except HttpParserError:
+            if self._bad_bytes(f):
+                return
+        if f.code:  # complete (else more of the response is to come)
+            self._complete(f, f.code, now)
 
     def _eof(self, f: Fresh, now: int) -> None:
         """The server closed: the end of a close-delimited body, or a failure."""

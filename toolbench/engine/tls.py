@@ -26,11 +26,10 @@ from _socket import socket as raw_socket
 from select import EPOLLIN, EPOLLOUT
 from typing import TYPE_CHECKING, Any
 
-from httptools import HttpParserError
 
 from toolbench.engine.churn import _STREAM, _CONNECTING, BATCH, READ_SIZE, Churn, Fresh, HeadFresh
 from toolbench.engine.churn import _connect_kind, _parser
-from toolbench.engine.client import clock, with_head
+from toolbench.engine.client import clock
 from toolbench.engine.options import EngineError, EngineOptions
 
 if TYPE_CHECKING:
@@ -160,21 +159,6 @@ class TlsChurn(Churn):
                 self._eof(f, now)
             else:
                 self._received(f, data, now)
-
-    def _received(self, f: Fresh, data: bytes, now: int) -> None:
-        if not f.t_first:
-            f.t_first = now
-            f.first = data
-        else:
-            f.first = with_head(f.first, data)
-        f.rx += len(data)
-        try:
-            f.parser.feed_data(data)  # type: ignore[union-attr]
-        except HttpParserError:
-            if self._bad_bytes(f):
-                return
-        if f.code:
-            self._complete(f, f.code, now)
 
     def _writable(self, f: Fresh) -> None:  # type: ignore[override]
         assert isinstance(f, TlsFresh)
