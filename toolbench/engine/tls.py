@@ -26,7 +26,6 @@ from _socket import socket as raw_socket
 from select import EPOLLIN, EPOLLOUT
 from typing import TYPE_CHECKING, Any
 
-
 from toolbench.engine.churn import _STREAM, _CONNECTING, BATCH, READ_SIZE, Churn, Fresh, HeadFresh
 from toolbench.engine.churn import _connect_kind, _parser
 from toolbench.engine.client import clock
