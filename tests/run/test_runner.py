@@ -215,7 +215,8 @@ stop: {{requests: 50}}
     assert result.outcome.status is Status.OK and result.measurement.counts.requests_ok == 50
     recorded = json.loads((summary.run_dir / "manifest.json").read_text())["targets"]
     assert recorded == [{"name": "command", "kind": "command", "label": "command", "restart": "once", "error": None,
-                         "url": f"http://127.0.0.1:{port}", "version": None, "tls_version": None, "tls_cipher": None}]
+                         "url": f"http://127.0.0.1:{port}", "version": None, "tls_version": None, "tls_cipher": None,
+                         "components": []}]
     assert result.identity.target_label == "command" and result.identity.url == f"http://127.0.0.1:{port}/index.html"
     with pytest.raises(OSError):  # stopped with the run: nothing answers any more
         socket.create_connection(("127.0.0.1", port), timeout=1).close()

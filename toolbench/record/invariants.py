@@ -41,6 +41,7 @@ from toolbench.errors import ParseError, SchemaError
 from toolbench.record import histogram, numbers
 from toolbench.record.schema import (PERCENTILES, ConnectionTimes, Counts, Latency, Measurement, SecondSample,
                                      SiegeFigures, TimesRow, TlsHandshakes)
+from toolbench.record.observed import NETWORK_MACHINES, NetworkCounters
 
 MAX_SERIES_S = histogram.MAX_SERIES_S
 MAX_SERIES_SLACK_S = 10.0
@@ -248,3 +249,22 @@ def _series(series: list[SecondSample], duration_s: float | None, step: float | 
     if last > limit:
         yield (f"series: runs over {last} s, more than the run's duration allows ({limit:g} s)"
                if limit < MAX_SERIES_S else f"series: runs over {last} s, more than {MAX_SERIES_S} s")
+
+
+# ---- the kernel's network counters ----
+
+def check_network(n: NetworkCounters) -> NetworkCounters:
+    """`n` itself when it names its machine and every figure is absent or a whole, non-negative
+    number; else a SchemaError (a stored record that breaks it is refused as it loads)."""
+    if n.machine not in NETWORK_MACHINES:
+        raise SchemaError(f"network.machine: {n.machine!r} is not one of {', '.join(NETWORK_MACHINES)}")
+    for f in dataclasses.fields(n):
+        value = getattr(n, f.name)
+        if f.name == "machine" or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SchemaError(f"network.{f.name}: {value!r} is not a whole number")
+        why = numbers.problem(value)
+        if why is not None:
+            raise SchemaError(f"network.{f.name}: {why}")
+    return n

@@ -90,6 +90,14 @@ class Prerequisites:
 
 
 @dataclass(frozen=True)
+class Component:
+    """One program or library a target is made of, and its version: ("nginx", "1.22.1")."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
 class TargetRecord:
     label: str
     url: str | None = None
@@ -102,6 +110,10 @@ class TargetRecord:
     # cipher as OpenSSL names it; None: it serves no TLS, the handshake failed, or an older manifest.
     tls_version: str | None = None
     tls_cipher: str | None = None
+    # Every component of a target toolbench started, with its version (nginx, uWSGI, gunicorn, gevent,
+    # Flask, Werkzeug, Python, as its stack uses them); empty: not known (a command, a URL, a target
+    # on another machine, an older manifest).
+    components: list[Component] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -164,3 +164,91 @@ class TlsHandshakes:
     def resumed_pct(self) -> float | None:
         """Resumed handshakes of all, in %; None when there was no connection."""
         return self.handshakes_resumed / self.connections * 100.0 if self.connections else None
+
+
+# The kinds TargetLogCounts counts, in the order the report lists them.
+TARGET_LOG_KINDS = ("limit_req", "limit_req_delayed", "upstream_timeout", "upstream_refused", "upstream_queue_full",
+                    "upstream_reset", "worker_connections", "open_files", "listen_queue_full", "worker_timeout",
+                    "other")
+# Each kind in words, after its count: "1,204 requests refused by nginx's limit_req (503)".
+TARGET_LOG_WORDS = {
+    "limit_req": "requests refused by nginx's limit_req (503)",
+    "limit_req_delayed": "requests delayed by nginx's limit_req burst",
+    "upstream_timeout": "upstream timeouts (504)",
+    "upstream_refused": "connections to the upstream refused (502)",
+    "upstream_queue_full": "connections to the upstream's unix socket refused, its listen queue full (502)",
+    "upstream_reset": "upstream connections reset or closed before the answer (502)",
+    "worker_connections": "times nginx ran out of worker_connections (closing idle connections or dropping new ones)",
+    "open_files": "\"Too many open files\" errors",
+    "listen_queue_full": "uWSGI warnings that its listen queue was full (one a second while it is)",
+    "worker_timeout": "gunicorn workers killed by WORKER TIMEOUT",
+    "other": "other error lines",
+}
+
+
+@dataclass(frozen=True)
+class TargetLogCounts:
+    """The lines a target toolbench started wrote to its own error logs while a cell ran
+    (toolbench.servers.target_log): nginx's error.log, uWSGI's and gunicorn's stderr, each read from
+    where it stood when the cell started to where it stood when it stopped, one line one count,
+    by kind. toolbench's probe's requests during the cell are among them (a few). `logs` names
+    the logs read; `lines_unread` counts lines that did not read as a line of their log (too long,
+    not its format, a traceback's continuation)."""
+
+    limit_req: int = 0  # nginx "limiting requests": refused by limit_req (503 unless limit_req_status says)
+    limit_req_delayed: int = 0  # nginx "delaying request": held by limit_req's burst, then served
+    upstream_timeout: int = 0  # nginx "upstream timed out" (504)
+    upstream_refused: int = 0  # nginx: connecting to the upstream refused (111) (502)
+    upstream_queue_full: int = 0  # nginx: connecting to the upstream's unix socket: its listen queue full (11) (502)
+    upstream_reset: int = 0  # nginx: the upstream reset or closed the connection before its answer (502)
+    worker_connections: int = 0  # nginx "worker_connections are not enough" (reusing idle ones, or dropping)
+    open_files: int = 0  # any: "Too many open files" (24)
+    listen_queue_full: int = 0  # uWSGI "listen queue of socket ... full": its master's, once a second while full
+    worker_timeout: int = 0  # gunicorn "WORKER TIMEOUT": a worker killed by its arbiter
+    other: int = 0  # an error or warning line of none of the kinds above
+    lines_unread: int = 0
+    logs: list[str] = field(default_factory=list)  # "nginx", "uwsgi", "gunicorn"
+
+    def __post_init__(self) -> None:
+        from toolbench.errors import SchemaError
+
+        for name in (*TARGET_LOG_KINDS, "lines_unread"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise SchemaError(f"target_log.{name}: {value!r} is not a whole number of lines")
+
+    def counted(self) -> dict[str, int]:
+        """The kinds with at least one line, in TARGET_LOG_KINDS's order."""
+        return {name: n for name in TARGET_LOG_KINDS if (n := getattr(self, name))}
+
+
+NETWORK_MACHINES = ("target", "generator", "both")
+
+
+@dataclass(frozen=True)
+class NetworkCounters:
+    """The kernel's network counters on one machine over a cell (toolbench.hosts.netcounters):
+    each a delta from the cell's start to its end, machine-wide (whatever else ran there is in
+    them too). `machine`: the target's, the generator's, or "both" when they are one machine
+    (one set, never counted twice). `resets_received` is Tcp EstabResets (connections reset from
+    ESTABLISHED or CLOSE_WAIT); `accept_queue_peak` the most connections waiting in the target's
+    listening socket at a sample of its monitor. None: not read."""
+
+    machine: str
+    listen_overflows: int | None = None  # TcpExt ListenOverflows: the accept queue was full
+    listen_drops: int | None = None  # TcpExt ListenDrops
+    syn_retransmits: int | None = None  # TcpExt TCPSynRetrans
+    resets_sent: int | None = None  # Tcp OutRsts
+    resets_received: int | None = None  # Tcp EstabResets
+    time_wait_at_end: int | None = None  # sockets in TIME_WAIT when the cell ended
+    accept_queue_peak: int | None = None
+
+    def __post_init__(self) -> None:
+        from toolbench.record import invariants  # it reads the schema, which reads this module
+
+        invariants.check_network(self)
+
+    def __str__(self) -> str:  # as exports write it, one a line
+        shown = ", ".join(f"{f.name} {getattr(self, f.name)}" for f in fields(self)
+                          if f.name != "machine" and getattr(self, f.name) is not None)
+        return f"{self.machine}: {shown or 'nothing read'}"

@@ -16,6 +16,8 @@ from toolbench.record import codec
 # Part of the schema, kept in their own module: toolbench.record.schema.GeneratorCost etc. stay valid.
 from toolbench.record.observed import (CellMachine, GeneratorCost, ProbeSummary, ProcessCost, ServerCost,  # noqa: F401
                                        TlsHandshakes, cpu_us_per_request)
+from toolbench.record.observed import TargetLogCounts  # noqa: F401
+from toolbench.record.observed import NetworkCounters  # noqa: F401
 
 SCHEMA_VERSION = 5  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
 #                     4: RunResult.generators, the parts of a cell run on several generators;
@@ -357,6 +359,13 @@ class RunResult:
     # cell in clear, and for a target toolbench did not start or that runs on another machine.
     # An older record simply lacks it: no new schema version.
     tls: TlsHandshakes | None = None
+    # The lines the target (one toolbench started here) wrote to its error logs during the cell, by
+    # kind (toolbench.servers.target_log); None: not read. An older record simply lacks it.
+    target_log: TargetLogCounts | None = None
+    # The kernel's network counters over the cell (toolbench.hosts.netcounters), one per machine: the
+    # target's and the generator's, or one "both" when they are the same machine. Empty: not read.
+    # An older record simply lacks it.
+    network: list[NetworkCounters] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from toolbench.record.machine import Placement
-from toolbench.record.manifest import Environment, Finding
+from toolbench.record.manifest import Component, Environment, Finding
 from toolbench.record.schema import Status
 from toolbench.report import fmt
 from toolbench.report.context import Context, RunView
@@ -26,9 +26,16 @@ def facts(run: RunView) -> list[tuple[str, str]]:
         role = "target" if len(m.targets) == 1 else f"target {target.label}"
         out.append((role, " ".join(v for v in (target.label, _str(target.version)) if v)))
         out.append((f"{role} URL", _str(target.url)))
+        if target.components:  # what the target was made of, as found when it started
+            out.append((f"{role} components", components_phrase(target.components)))
     out += [(f"tool: {t.tool}", _str(t.version) or "not found") for t in sorted(m.tools, key=lambda t: t.tool)]
     out += placement_facts(m.machine.placement if m.machine is not None else None)
     return [(k, v or fmt.ABSENT) for k, v in out]
+
+
+def components_phrase(components: list[Component]) -> str:
+    """"nginx 1.22.1, uWSGI 2.0.31, Flask 3.1.3, Werkzeug 3.1.9, Python 3.11.7"."""
+    return ", ".join(f"{c.name} {c.version}" for c in components)
 
 
 def placement_facts(placement: Placement | None) -> list[tuple[str, str]]:

@@ -17,6 +17,8 @@ from toolbench.report.context import Context, RunView
 from toolbench.report.claims_section import claims_section
 from toolbench.report.criteria_section import criteria_section
 from toolbench.report.glance import AnswerFigure, Glance, glance
+from toolbench.report.network import network_section
+from toolbench.report.target_log import target_log_section
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
 from toolbench.scenario.claims import ClaimSet
 
@@ -66,6 +68,8 @@ def build(runs: list[RunView], claims: ClaimSet | None = None) -> ReportData:
         *[s for s in (handshakes.handshakes_section(ctx),) if s is not None],
         *[s for s in (generators.generators_section(ctx),) if s is not None],
         failed_requests.errors_section(ctx),
+        *[s for s in (target_log_section(ctx),) if s is not None],
+        *[s for s in (network_section(ctx),) if s is not None],
         perf.series_section(ctx),
         latency_time.over_time_section(ctx),
         results.results_section(ctx),

@@ -17,13 +17,14 @@ from toolbench.errors import HostError, Notice, ParseError
 from toolbench.hosts import monitor
 from toolbench.record import derive, diagnose, store
 from toolbench.record.schema import (Artifact, CellMachine, GeneratorCost, Identity, LoadModel, Measurement, Outcome,
-                                     ProbeSummary, RunResult, Status, Timing)
+                                     ProbeSummary, RunResult, Status, TargetLogCounts, Timing)
 from toolbench.run import probe, quiet, warmup
 from toolbench.run.execute import Watched, execute_with_retries
 from toolbench.run.plan import PlannedCell
 from toolbench.run.serving import Serving
 from toolbench.run.settle import Inherited
 from toolbench.scenario.read import Scenario
+from toolbench.servers import target_log
 
 
 def identity_of(scenario: Scenario, cell: Cell, version: str | None, target: str) -> Identity:
@@ -99,18 +100,27 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     cost, probed = _observations(scenario, cell, completed, watched, measurement)
     server_cost = watched.server.summary(measurement.counts.requests_total if measurement else None)
     tls = watched.server.handshakes(len(watched.during.latencies_ms) if watched.during else 0)
+    logged = watched.server.target_log()
+    network = watched.server.network()  # the kernel's counters over the cell, per machine
     unprobed = _unprobed(scenario, cell)
     if measurement is None:
         return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
                          notes=warm_notes + hangs + unprobed, server_cost=server_cost, warmup=warm, ramp_s=ramp_s,
-                         machine=machine, tls=tls)
+                         machine=machine, tls=tls, target_log=logged, network=network)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
     short = ([ramp_note(cell.label, timing.duration_s, ramp_s)]
              if ramp_s and timing.duration_s is not None and short_of_ramp(timing.duration_s, ramp_s) else [])
     return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
                      notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short + unprobed
-                     + _trust_note(adapter, cell, measurement.notes),
-                     server_cost=server_cost, warmup=warm, ramp_s=ramp_s, machine=machine, tls=tls)
+                     + _trust_note(adapter, cell, measurement.notes) + _logged_503(cell, measurement, logged),
+                     server_cost=server_cost, warmup=warm, ramp_s=ramp_s, machine=machine, tls=tls,
+                     target_log=logged, network=network)
+
+
+def _logged_503(cell: Cell, measurement: Measurement, logged: TargetLogCounts | None) -> list[str]:
+    """A tool that gives no status codes (siege) next to the 503s nginx's own log counted."""
+    said = target_log.evidence_note(cell.tool, measurement.counts, logged)
+    return [said] if said else []
 
 
 def _unprobed(scenario: Scenario, cell: Cell) -> list[str]:

@@ -98,7 +98,8 @@ def _observed(argv: list[str], env: dict[str, str] | None, tool_dir: Path, cell:
     series = workdir / "monitor.jsonl" if scenario.monitor.enabled and not host.remote else None
     mon = monitor.Monitor(scenario.monitor.interval_s, monitor.port_of(cell.url), series) if series else None
     prb = probe.Probe(probed, spec.interval_s, probe_timeout) if probing else None
-    server = serving.CellWatch(scenario, target.spec, target.running, workdir / "server.jsonl", cell.protocol)
+    server = serving.CellWatch(scenario, target.spec, target.running, workdir / "server.jsonl", cell.protocol,
+                               generator=host)
     machine = quiet.Watch(target.running) if not host.remote else None
     try:
         server.start()

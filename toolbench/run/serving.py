@@ -12,18 +12,24 @@ import shlex
 import socket
 import ssl
 import urllib.parse
+import warnings
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Mapping
 
+from toolbench.contract.host import Host
+from toolbench.errors import Notice
+from toolbench.hosts import netcounters
 from toolbench.hosts.lifeline import Lifeline, watching
 from toolbench.hosts.placement import Pin
 from toolbench.hosts.ssh import SSHHost
-from toolbench.record.manifest import TargetRecord
-from toolbench.record.schema import ServerCost, TlsHandshakes
+from toolbench.record.manifest import Component, TargetRecord
+from toolbench.record.schema import ServerCost, TargetLogCounts, TlsHandshakes
+from toolbench.record.observed import NetworkCounters
 from toolbench.run.plan import PlannedCell
 from toolbench.scenario.read import Scenario
 from toolbench.scenario.targets import TargetSpec
 from toolbench.servers import cost, remote, stacks, tls_log
+from toolbench.servers import target_log as error_logs
 from toolbench.servers.process import RunningTarget, Sampler
 from toolbench.servers.ready import wait_until_ready
 
@@ -63,7 +69,7 @@ def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str],
     def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
         if spec.bundled:
             with remote.start(host, spec, workdir, max_concurrency, address, tools, places, placed) as target:
-                yield target
+                yield RemoteTarget.of(target, host)
             return
         workdir.mkdir(parents=True, exist_ok=True)
         assert spec.url is not None, "a command or a URL target has its url (servers.spec)"
@@ -80,7 +86,7 @@ def remote_starter(host: SSHHost, address: str, tools: Mapping[str, str],
                                  stderr=workdir / "launch.stderr.txt")
             try:
                 wait_until_ready(spec.ready, spec.url, spec.name or "target")
-                yield RunningTarget(base_url=spec.url, label=spec.display)
+                yield RemoteTarget.of(RunningTarget(base_url=spec.url, label=spec.display), host)
             finally:
                 running.wait(0)  # kills its process group there
         finally:
@@ -128,7 +134,8 @@ def manifest_entry(name: str, spec: TargetSpec, target: RunningTarget | None,
     return TargetRecord(name=name, kind=spec.kind, label=spec.display, restart=spec.restart,
                         url=target.base_url if target else spec.url, version=target.version if target else None,
                         error=error, tls_version=served[0] if served else None,
-                        tls_cipher=served[1] if served else None)
+                        tls_cipher=served[1] if served else None,
+                        components=[Component(n, v) for n, v in target.components] if target else [])
 
 
 def served_tls(target: RunningTarget, timeout_s: float = TLS_HANDSHAKE_TIMEOUT_S) -> tuple[str, str] | None:
@@ -151,6 +158,57 @@ def served_tls(target: RunningTarget, timeout_s: float = TLS_HANDSHAKE_TIMEOUT_S
 
 
 @dataclasses.dataclass(frozen=True)
+class RemoteTarget(RunningTarget):
+    """A target started on another machine (`hosts.target`), with the Host that reaches it: the
+    kernel's network counters of a cell are read there (toolbench.hosts.netcounters)."""
+
+    machine: Host | None = None
+
+    @classmethod
+    def of(cls, target: RunningTarget, machine: Host) -> "RemoteTarget":
+        return cls(**{f.name: getattr(target, f.name) for f in dataclasses.fields(target)}, machine=machine)
+
+
+def network_watches(scenario: Scenario, target: RunningTarget,
+                    generator: Host | None) -> list[netcounters.MachineCounters]:
+    """Whose kernel counters a cell reads: the target's machine and the generator's (`generator`,
+    None: not this cell's to read), or one set, "both", when they are one machine. A target's
+    machine is known when toolbench started it (here, or there over SSH), or when its URL is on
+    the loopback (the generator's own machine); another URL's machine is not."""
+    gen_key: object = None
+    gen_read: netcounters.Reader | None = None
+    if generator is not None and generator.remote:
+        gen_key, gen_read = ("ssh", scenario.generator.address, scenario.generator.port), _on(generator)
+    elif generator is not None:
+        gen_key, gen_read = "here", netcounters.read_here
+    target_key: object = None
+    target_read: netcounters.Reader | None = None
+    machine = target.machine if isinstance(target, RemoteTarget) else None
+    if machine is not None:
+        target_key, target_read = ("ssh", scenario.target_host.address, scenario.target_host.port), _on(machine)
+    elif target.pids and target.sampler is None:
+        target_key, target_read = "here", netcounters.read_here
+    elif _loopback(target.base_url):
+        target_key, target_read = gen_key, gen_read
+    if target_read is not None and target_key == gen_key:
+        return [netcounters.MachineCounters("both", target_read)]
+    return [netcounters.MachineCounters(name, read) for name, read in (("target", target_read),
+                                                                       ("generator", gen_read)) if read is not None]
+
+
+def _on(host: Host) -> netcounters.Reader:
+    return lambda: netcounters.read_on(host)
+
+
+def _loopback(url: str) -> bool:
+    try:
+        name = urllib.parse.urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    return name in ("localhost", "::1") or name.startswith("127.")
+
+
+@dataclasses.dataclass(frozen=True)
 class Serving:
     """The target a cell loads: its name in the scenario, its spec, the running server."""
 
@@ -165,7 +223,10 @@ class CellWatch:
     toolbench did not start, or with the monitor turned off (the handshakes: without a log)."""
 
     def __init__(self, scenario: Scenario, spec: TargetSpec, target: RunningTarget, series: Path,
-                 protocol: str = "http1") -> None:
+                 protocol: str = "http1", generator: Host | None = None) -> None:
+        # The kernel's network counters, from start to stop: the target's machine, and the
+        # generator's (`generator`, the cell's host) when given (network_watches).
+        self._network = network_watches(scenario, target, generator)
         enabled = scenario.monitor.enabled and bool(target.pids)
         self._monitor: Sampler | None = None
         if enabled and target.sampler is not None:  # it runs on another machine: sampled there
@@ -180,18 +241,28 @@ class CellWatch:
         self._http2 = protocol == "h2"
         self._log_from: int | None = None
         self._log_to: int | None = None
+        # The target's own error logs (toolbench.servers.target_log), where they stood at start and stop.
+        self._error_logs = list(target.logs) if target.sampler is None else []
+        self._error_spans: list[error_logs.Span] = []
 
     def start(self) -> None:
         if self._log is not None:  # before the monitor: the probe's baseline lines settle first
             self._log_from = tls_log.settled_size(self._log)
+        self._error_spans = error_logs.mark(self._error_logs)
+        for counters in self._network:
+            counters.start()
         if self._monitor is not None:
             self._monitor.start()
 
     def stop(self) -> None:
         if self._monitor is not None and self.report is None:
             self.report = self._monitor.stop()
+        for counters in self._network:
+            counters.stop()
         if self._log is not None and self._log_from is not None and self._log_to is None:
             self._log_to = tls_log.settled_size(self._log)
+        if self._error_spans and self._error_spans[0].end is None:
+            self._error_spans = error_logs.ended(self._error_spans)
 
     def summary(self, requests_total: int | None) -> ServerCost | None:
         if self.report is None:
@@ -205,3 +276,22 @@ class CellWatch:
         if self._log is None or self._log_from is None or self._log_to is None:
             return None
         return tls_log.read(self._log, self._log_from, self._http2, probe_requests, end=self._log_to)
+
+    def target_log(self) -> TargetLogCounts | None:
+        """The lines the target wrote to its error logs from start to stop, by kind; None: a target
+        toolbench did not start here, or a log that could not be read."""
+        return error_logs.read(self._error_spans)
+
+    def network(self) -> list[NetworkCounters]:
+        """The kernel's network counters over the cell, one per machine read (the target's with its
+        listening socket's accept-queue peak, by the server's monitor); a machine whose counters
+        could not be read is left out, said once as a notice."""
+        found = []
+        queue = cost.summarize(self.report).accept_queue_peak if self.report is not None else None
+        for counters in self._network:
+            result = counters.result(queue if counters.machine != "generator" else None)
+            if result is not None:
+                found.append(result)
+            elif counters.problem:
+                warnings.warn(Notice(counters.problem), stacklevel=2)
+        return found

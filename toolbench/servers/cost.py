@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toolbench.hosts.monitor import TCP_MIN_INTERVAL_S, peak, tree_peaks, write_series
+from toolbench.hosts.netcounters import listen_queue
 from toolbench.hosts.monitor_read import (ServerTcpSample, ToolSample, TreeState, read_server_tcp, read_tool,
                                           ss_available)
 from toolbench.record.schema import ServerCost, cpu_us_per_request
@@ -24,6 +25,8 @@ class ServerSample:
     t_s: float  # seconds since the monitor started
     tree: ToolSample | None  # summed over the server's process groups; None once they are gone
     tcp: ServerTcpSample | None = None
+    # The accept queue between full `ss` reads, each interval (toolbench.hosts.netcounters.listen_queue).
+    listen_queue: int | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,11 @@ class ServerMonitor:
             self._cpu_s += ss_cpu
             if problem and problem not in self._notes:
                 self._notes.append(problem)
+        elif self._use_ss and tree is not None:
+            # Between the full reads, only the listening socket: its queue fills and drains within seconds.
+            waiting, ss_cpu = listen_queue(self.port)  # type: ignore[arg-type]
+            self._cpu_s += ss_cpu
+            return ServerSample(round(now - self._started, 3), tree, None, waiting)
         return ServerSample(round(now - self._started, 3), tree, tcp)
 
     def _read_trees(self, now: float) -> ToolSample | None:
@@ -145,10 +153,19 @@ def read_report(figures: dict[str, Any], series: Path | None) -> ServerReport:
             row = json.loads(line)
             tree, tcp = row.get("tree"), row.get("tcp")
             samples.append(ServerSample(float(row["t_s"]), ToolSample(**tree) if tree else None,
-                                        ServerTcpSample(**tcp) if tcp else None))
+                                        ServerTcpSample(**tcp) if tcp else None, _count(row.get("listen_queue"))))
     notes = figures.get("notes")
     return ServerReport(samples, **{name: _figure(figures, name) for name in REPORT_FIELDS if name != "notes"},
                         notes=[str(n) for n in notes] if isinstance(notes, list) else [])
+
+
+def _count(value: Any) -> int | None:
+    """A count from another machine's series: absent, or a whole, non-negative number."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"listen_queue: {value!r} is not a non-negative whole number")
+    return value
 
 
 def _figure(figures: dict[str, Any], name: str) -> float | None:
@@ -180,7 +197,7 @@ def summarize(report: ServerReport | None, requests_total: int | None = None) ->
         connections_peak=peak([t.established for t in tcps]),
         connections_by_state_peak=states,
         time_wait_peak=peak([t.states.get("TIME-WAIT", 0) for t in tcps]),
-        accept_queue_peak=peak([t.accept_queue for t in tcps]),
+        accept_queue_peak=peak([t.accept_queue for t in tcps] + [s.listen_queue for s in report.samples]),
         listen_backlog=peak([t.backlog for t in tcps]),
         wall_s=report.wall_s, samples=len(report.samples), interval_s=report.interval_s,
         monitor_cpu_s=report.monitor_cpu_s, notes=list(report.notes))

@@ -201,9 +201,11 @@ def run(workdir: Path, label: str, ready: ReadySpec, conf_for_port: Callable[...
     with launched_recipe(recipe(nginx, workdir, conf), workdir) as proc:
         url = f"http://{host}:{port}"
         wait_until_ready(ready, url, label, [(proc, workdir / "error.log")])
-        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version(nginx), pids=(proc.pid,),
+        said = version(nginx)
+        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=said, pids=(proc.pid,),
                             urls=tls.urls(host) if tls else {}, ca_file=str(tls.cert) if tls else None,
-                            handshake_log=str(tls.log) if tls else None), proc
+                            handshake_log=str(tls.log) if tls else None, logs=(str(workdir / "error.log"),),
+                            components=(("nginx", said.removeprefix("nginx ")),) if said else ()), proc
 
 
 # The files nginx-static serves.

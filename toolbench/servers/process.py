@@ -47,6 +47,12 @@ class RunningTarget:
     # The log of its TLS connections' handshakes on this machine (toolbench.servers.tls_log), when
     # it serves TLS and keeps one; None: a cell's handshakes are not known.
     handshake_log: str | None = None
+    # Its own error logs on this machine (nginx's error.log, uWSGI's and gunicorn's stderr), read per
+    # cell by toolbench.servers.target_log; empty: none read.
+    logs: tuple[str, ...] = ()
+    # What it is made of: (name, version) of each program and library its stack runs, as found when
+    # it started (nginx, uWSGI, gunicorn, gevent, Flask, Werkzeug, Python); empty: not known.
+    components: tuple[tuple[str, str], ...] = ()
 
     def url_for(self, protocol: str) -> str:
         """Where a cell in `protocol` sends; a target with one URL (a command, a URL) serves on it

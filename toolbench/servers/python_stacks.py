@@ -61,6 +61,31 @@ def stack_version(kind: str, options: GunicornOptions | None, python_version: st
     return versions(*PACKAGES[kind], lookup=lookup) if kind in PACKAGES else None
 
 
+# The Flask app's packages: every stack but the socket servers runs it.
+APP_PACKAGES = ("Flask", "Werkzeug")
+
+
+def components(kind: str, options: GunicornOptions | UwsgiOptions | None = None,
+               uwsgi: str | None = None, python_version: str | None = None,
+               lookup: Callable[[str], str | None] = package_version) -> tuple[tuple[str, str], ...]:
+    """(name, version) of every component a Python stack of `kind` runs, server first, the
+    interpreter last; a package not found is left out. `uwsgi`: what `uwsgi --version` said."""
+    names: list[str] = []
+    if kind == "gunicorn":
+        gevent = isinstance(options, GunicornOptions) and options.worker_class == "gevent"
+        names += ["gunicorn", *(["gevent"] if gevent else []), *APP_PACKAGES]
+    elif kind in ("uwsgi", "nginx-uwsgi"):
+        names += [*(["gevent"] if isinstance(options, UwsgiOptions) and options.gevent else []), *APP_PACKAGES]
+    elif kind == "flask-dev":
+        names += list(APP_PACKAGES)
+    elif kind == "socket-gevent":
+        names.append("gevent")
+    found = [(name, version) for name in names if (version := lookup(name))]
+    if kind in ("uwsgi", "nginx-uwsgi") and uwsgi:
+        found.insert(0, ("uWSGI", uwsgi.strip()))
+    return tuple(found) + (("Python", python_version or platform.python_version()),)
+
+
 def flask_dev_recipe(folder: PurePath, python: str, host: str, port: int) -> Recipe:
     return Recipe("flask-dev", (python, "-m", "toolbench.servers.apps.flask_dev", str(folder / "flask-dev.json")),
                   files={"flask-dev.json": json.dumps({"host": host, "port": port})})
@@ -93,19 +118,23 @@ def socket_recipe(folder: PurePath, python: str, host: str, port: int, mode: str
 
 @contextlib.contextmanager
 def _served(recipe: Recipe, workdir: Path, label: str, ready: ReadySpec, port: int,
-            version: str | None) -> Iterator[RunningTarget]:
-    """Runs a one-group stack; its output goes to `<name>.stdout.txt` and `.stderr.txt`."""
+            version: str | None, parts: tuple[tuple[str, str], ...] = ()) -> Iterator[RunningTarget]:
+    """Runs a one-group stack; its output goes to `<name>.stdout.txt` and `.stderr.txt`, the
+    latter read per cell as its error log (toolbench.servers.target_log)."""
     with launched_recipe(recipe, workdir) as proc:
         url = f"http://{HOST}:{port}"
-        wait_until_ready(ready, url, label, [(proc, workdir / f"{recipe.name}.stderr.txt")])
-        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version, pids=(proc.pid,))
+        stderr = workdir / f"{recipe.name}.stderr.txt"
+        wait_until_ready(ready, url, label, [(proc, stderr)])
+        yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=version, pids=(proc.pid,),
+                            logs=(str(stderr.resolve()),), components=parts)
 
 
 @contextlib.contextmanager
 def flask_dev(workdir: Path, label: str, ready: ReadySpec) -> Iterator[RunningTarget]:
     port = free_port(HOST)
     recipe = flask_dev_recipe(workdir, sys.executable, HOST, port)
-    with _served(recipe, workdir, label, ready, port, stack_version("flask-dev", None, "")) as target:
+    with _served(recipe, workdir, label, ready, port, stack_version("flask-dev", None, ""),
+                 components("flask-dev")) as target:
         yield target
 
 
@@ -113,7 +142,8 @@ def flask_dev(workdir: Path, label: str, ready: ReadySpec) -> Iterator[RunningTa
 def gunicorn(workdir: Path, label: str, ready: ReadySpec, options: GunicornOptions) -> Iterator[RunningTarget]:
     port = free_port(HOST)
     recipe = gunicorn_recipe(workdir, sys.executable, HOST, port, options)
-    with _served(recipe, workdir, label, ready, port, stack_version("gunicorn", options, "")) as target:
+    with _served(recipe, workdir, label, ready, port, stack_version("gunicorn", options, ""),
+                 components("gunicorn", options)) as target:
         yield target
 
 
@@ -173,7 +203,9 @@ def uwsgi_recipe(folder: PurePath, uwsgi: str, listen_on: str, options: UwsgiOpt
 def uwsgi(workdir: Path, label: str, ready: ReadySpec, options: UwsgiOptions) -> Iterator[RunningTarget]:
     port = free_port(HOST)
     recipe = uwsgi_recipe(workdir, str(uwsgi_binary()), f"{HOST}:{port}", options, unix_socket=False)
-    with _served(recipe, workdir, label, ready, port, uwsgi_version()) as target:
+    said = uwsgi_version()
+    with _served(recipe, workdir, label, ready, port, said,
+                 components("uwsgi", options, said.removeprefix("uWSGI ") if said else None)) as target:
         yield target
 
 
@@ -209,5 +241,5 @@ def socket_server(workdir: Path, label: str, ready: ReadySpec, mode: str,
     port = free_port(HOST)
     recipe = socket_recipe(workdir, sys.executable, HOST, port, mode, options)
     version = stack_version(f"socket-{mode}", None, platform.python_version())
-    with _served(recipe, workdir, label, ready, port, version) as target:
+    with _served(recipe, workdir, label, ready, port, version, components(f"socket-{mode}")) as target:
         yield target

@@ -76,8 +76,12 @@ def _nginx_uwsgi(spec: TargetSpec, workdir: Path, max_concurrency: int, cores: i
                 if back.poll() is not None:  # nginx alone answers too (502): the pair is not ready
                     raise TargetError(f"{spec.display}: uwsgi exited with code {back.returncode} before it was "
                                       "ready" + log_tail(workdir / "uwsgi" / "uwsgi.stderr.txt"))
-                version = " + ".join(v for v in (front.version, python_stacks.uwsgi_version()) if v) or None
-                yield dataclasses.replace(front, version=version, pids=(front.pids + (back.pid,)))
+                said = python_stacks.uwsgi_version()
+                version = " + ".join(v for v in (front.version, said) if v) or None
+                parts = python_stacks.components("nginx-uwsgi", options, said.removeprefix("uWSGI ") if said else None)
+                yield dataclasses.replace(front, version=version, pids=(front.pids + (back.pid,)),
+                                          logs=front.logs + (str(workdir / "uwsgi" / "uwsgi.stderr.txt"),),
+                                          components=front.components + parts)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
