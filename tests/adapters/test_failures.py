@@ -54,7 +54,7 @@ def test_each_tool_table_classifies_its_own_words(tool: str, text: str, expected
 
 def test_every_engine_failure_kind_has_its_class() -> None:
     classes = {kind: failures.classify(kind, engine_result.FAILURE_TABLE) for kind in FAILURE_KINDS}
-    assert classes == {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout",
+    assert classes == {"connect_refused": "connect", "connect_other": "connect", "connect_timeout": "timeout", "tls": "connect",
                        "timeout": "timeout", "reset": "reset", "closed": "read", "malformed": "other"}
 
 

@@ -199,6 +199,7 @@ def test_two_resumes_of_one_run_do_not_both_run(tmp_path):
     codes = sorted(r.wait() for r in both)
     assert codes == [0, 1], [r.stderr for r in both]
     winner, loser = both if both[0].proc.returncode == 0 else both[::-1]
+    assert ", since " in loser.stderr, loser.stderr
     assert loser.stderr == (f"toolbench: error: {run_dir}: in use by another toolbench (pid {winner.proc.pid} "
                             f"on {socket.gethostname()}, since " + loser.stderr.split(", since ", 1)[1])
     assert loser.stderr.endswith("; wait for it to end or stop it\n") and loser.stderr.count("\n") == 1
