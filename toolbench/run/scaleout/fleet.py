@@ -353,7 +353,8 @@ def _result(identity: Identity, cell: Cell, parts: list[GeneratorPart], watchers
             said = f"partial: {len(failed)} of {len(parts)} generators failed, nothing summed ({said})"
         return RunResult(identity, Outcome(status, error=said, artifacts=artifacts), Measurement(cell.tool, timing=timing),
                          notes=notes, generators=parts, probe=watchers.probe_summary(None),
-                         server_cost=watchers.server_cost(None), tls=watchers.handshakes())
+                         server_cost=watchers.server_cost(None), tls=watchers.handshakes(),
+                         target_log=watchers.server.target_log(), network=watchers.server.network())
     merged = merge.measurements([p.measurement for p in parts], cell.concurrency, cell.url)
     walls = [p.measurement.timing.wall_s for p in parts if p.measurement.timing.wall_s is not None]
     merged = dataclasses.replace(merged, timing=dataclasses.replace(
@@ -361,5 +362,6 @@ def _result(identity: Identity, cell: Cell, parts: list[GeneratorPart], watchers
     identity = dataclasses.replace(identity, tool_version=identity.tool_version or merged.tool_version)
     return RunResult(identity, Outcome(Status.OK, exit_code=0, artifacts=artifacts), merged, notes=notes,
                      generators=parts, probe=watchers.probe_summary(merged.latency),
-                     server_cost=watchers.server_cost(merged.counts.requests_total), tls=watchers.handshakes())
+                     server_cost=watchers.server_cost(merged.counts.requests_total), tls=watchers.handshakes(),
+                     target_log=watchers.server.target_log(), network=watchers.server.network())
 

@@ -67,7 +67,8 @@ def cell_result(tool: "DistributedTool", scenario: "Scenario", planned: "Planned
                                                f"failed, the controller's figures not reported ({said})", artifacts),
                          Measurement(cell.tool, timing=timing), notes=list(outcome.notes), generators=parts,
                          probe=watchers.probe_summary(None), server_cost=watchers.server_cost(None),
-                         tls=watchers.handshakes())
+                         tls=watchers.handshakes(),
+                         target_log=watchers.server.target_log(), network=watchers.server.network())
     return _merged(adapter, outcome, identity, timing, artifacts, parts, watchers, cell)
 
 
@@ -90,13 +91,15 @@ def _merged(adapter: "registry.Adapter", outcome: Outcome, identity: Identity, t
     if measurement is None:
         return RunResult(identity, outcome_, Measurement(cell.tool, timing=timing), notes=list(outcome.notes),
                          generators=parts, probe=watchers.probe_summary(None), server_cost=watchers.server_cost(None),
-                         tls=watchers.handshakes())
+                         tls=watchers.handshakes(),
+                         target_log=watchers.server.target_log(), network=watchers.server.network())
     timing = dataclasses.replace(timing, duration_s=measurement.timing.duration_s)
     identity = dataclasses.replace(identity, tool_version=identity.tool_version or measurement.tool_version)
     notes = list(outcome.notes) + _short(cell, timing.duration_s)
     return RunResult(identity, outcome_, dataclasses.replace(measurement, timing=timing), notes=notes,
                      generators=parts, probe=watchers.probe_summary(measurement.latency),
-                     server_cost=watchers.server_cost(measurement.counts.requests_total), tls=watchers.handshakes())
+                     server_cost=watchers.server_cost(measurement.counts.requests_total), tls=watchers.handshakes(),
+                     target_log=watchers.server.target_log(), network=watchers.server.network())
 
 
 def _part(generator: "FleetGenerator", part: Part, cell: "Cell", run_dir: store.RunDir) -> GeneratorPart:
