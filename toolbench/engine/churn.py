@@ -27,7 +27,7 @@ import select
 from _socket import AF_INET, AF_INET6, SO_ERROR, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET
 from _socket import socket as raw_socket
 from select import EPOLLIN, EPOLLOUT
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from httptools import HttpParserError, HttpResponseParser
 
@@ -105,8 +105,9 @@ class Churn:
     def idle(self, f: Fresh) -> bool:
         return f.sock is None
 
-    def send(self, f: Fresh, scheduled: int) -> None:
-        """Opens a connection and sends the request; `scheduled` is when it was meant to start."""
+    def _open(self, f: Fresh, scheduled: int) -> int | None:
+        """Starts the slot's connection (non-blocking): its descriptor, or None when it failed
+        at once (said). `scheduled` is when the request was meant to start."""
         started = clock()
         sock = f.sock = raw_socket(self.family, _STREAM)
         f.t_start = started
@@ -115,9 +116,18 @@ class Churn:
         err = sock.connect_ex(self.addr)
         if err not in _CONNECTING:
             self._fail_soon(f, _connect_kind(err))
-            return
+            return None
         fd = f.fd = sock.fileno()
         self.by_fd[fd] = f
+        return fd
+
+    def send(self, f: Fresh, scheduled: int) -> None:
+        """Opens a connection and sends the request; `scheduled` is when it was meant to start."""
+        fd = self._open(f, scheduled)
+        if fd is None:
+            return
+        sock: Any = f.sock
+        started = f.t_start
         request = self.request
         try:
             sent = sock.send(request)

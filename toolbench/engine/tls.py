@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import ssl
 from _socket import SO_ERROR, SOL_SOCKET
-from _socket import socket as raw_socket
 from select import EPOLLIN, EPOLLOUT
 from typing import TYPE_CHECKING, Any
 
-from toolbench.engine.churn import _STREAM, _CONNECTING, BATCH, READ_SIZE, Churn, Fresh, HeadFresh
+from toolbench.engine.churn import BATCH, READ_SIZE, Churn, Fresh, HeadFresh
 from toolbench.engine.churn import _connect_kind, _parser
 from toolbench.engine.client import clock
 from toolbench.engine.options import EngineError, EngineOptions
@@ -121,16 +120,9 @@ class TlsChurn(Churn):
         return HeadTlsFresh(slot, self) if self.load.head else TlsFresh(slot, self)
 
     def send(self, f: Fresh, scheduled: int) -> None:  # type: ignore[override]
-        started = clock()
-        sock = f.sock = raw_socket(self.family, _STREAM)
-        f.t_start = started
-        f.t_sched = started if self.closed else min(scheduled, started)
-        err = sock.connect_ex(self.addr)
-        if err not in _CONNECTING:
-            self._fail_soon(f, _connect_kind(err))
+        fd = self._open(f, scheduled)
+        if fd is None:
             return
-        fd = f.fd = sock.fileno()
-        self.by_fd[fd] = f
         f.connecting = True
         self.epoll.register(fd, EPOLLOUT)  # writable: connected (or refused, in SO_ERROR)
 
