@@ -85,6 +85,9 @@ class HeadFresh(Fresh):
 class Churn:
     """The keep-alive-off connections of one worker, in an epoll set the loop watches."""
 
+    # What a non-blocking send raises when the socket takes nothing now (TlsChurn: OpenSSL's wants).
+    AGAIN: tuple[type[Exception], ...] = (BlockingIOError,)
+
     def __init__(self, load: Load) -> None:
         self.load = load
         self.rec = load.rec
@@ -202,9 +205,13 @@ class Churn:
                 return
             self._connected(f, sent)
             return
+        self._send_rest(f)
+
+    def _send_rest(self, f: Fresh) -> None:
+        """More of a request the socket took only part of; reading once it is all sent."""
         try:
-            sent = sock.send(f.out)
-        except BlockingIOError:
+            sent = f.sock.send(f.out)  # type: ignore[union-attr]
+        except self.AGAIN:
             return
         except OSError as exc:
             self._fail(f, "reset" if isinstance(exc, ConnectionResetError) else "closed")

@@ -110,6 +110,8 @@ class TlsChurn(Churn):
     """Keep-alive off over TLS. `connecting` spans the TCP connect and the handshake: a
     connect timeout covers both, and the connect time recorded is both."""
 
+    AGAIN = _WANT
+
     def __init__(self, load: Load, context: ClientContext, resume: bool) -> None:
         super().__init__(load)
         self.context = context
@@ -169,16 +171,7 @@ class TlsChurn(Churn):
         if f.shaking:
             self._shake(f)
             return
-        try:
-            sent = sock.send(f.out)
-        except _WANT:
-            return
-        except OSError as exc:
-            self._fail(f, "reset" if isinstance(exc, ConnectionResetError) else "closed")
-            return
-        f.out = f.out[sent:]
-        if not f.out:
-            self.epoll.modify(f.fd, EPOLLIN)
+        self._send_rest(f)
 
     def _shake(self, f: TlsFresh) -> None:
         """One step of the handshake; when it is over, the request goes out."""
