@@ -19,7 +19,7 @@ from typing import BinaryIO, Iterable
 
 from toolbench.record.observed import TARGET_LOG_KINDS, TARGET_LOG_WORDS, TargetLogCounts
 from toolbench.record.schema import Counts
-from toolbench.servers import tls_log
+from toolbench.servers import loglines, tls_log
 
 MAX_LINE = 8192  # nginx's error lines are under 2 KiB (its buffer): a longer one is not nginx's
 # ~2.5 million nginx lines of ~200 bytes: a cell refusing 20,000 requests a second for two minutes
@@ -119,32 +119,11 @@ def count_lines(log: BinaryIO, length: int, source: str) -> Counter[str]:
     """The lines of `length` bytes of a `source` log, by kind ("lines_unread" for those that are
     not lines of it); a line's kind as `kind_of` says."""
     counts: Counter[str] = Counter()
-    left = length
-    while left > 0:
-        line = log.readline(min(MAX_LINE, left))
-        if not line:
-            break
-        left -= len(line)
-        if not line.endswith(b"\n") and len(line) == MAX_LINE:
-            counts["lines_unread"] += 1
-            left = _skip_rest(log, left)
-            continue
-        kind = kind_of(line.rstrip(b"\r\n"), source)
+    for line in loglines.lines(log, length, MAX_LINE):
+        kind = "lines_unread" if line is None else kind_of(line.rstrip(b"\r\n"), source)
         if kind is not None:
             counts[kind] += 1
     return counts
-
-
-def _skip_rest(log: BinaryIO, left: int) -> int:
-    """Reads past the rest of an over-long line; returns what is left of the stretch."""
-    while left > 0:
-        chunk = log.readline(min(MAX_LINE, left))
-        if not chunk:
-            return 0
-        left -= len(chunk)
-        if chunk.endswith(b"\n"):
-            break
-    return left
 
 
 def kind_of(line: bytes, source: str) -> str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from toolbench.record.observed import TlsHandshakes
+from toolbench.servers import loglines
 
 MAX_LINE = 256  # the longest cipher name is ~50 characters: a line is under 100
 MAX_BYTES = 512 * 1024 * 1024  # ~8 million connections: far more than a cell makes in its minutes
@@ -72,16 +73,11 @@ def _counted(log: BinaryIO, length: int, http2_probe: bool | None, probe: int) -
     ciphers: Counter[str] = Counter()
     http: Counter[str] = Counter()
     unread = 0
-    left = length
-    while left > 0:
-        line = log.readline(min(MAX_LINE, left))
-        if not line:
-            break
-        left -= len(line)
+    for line in loglines.lines(log, length, MAX_LINE):
+        if line is None:
+            unread += 1
+            continue
         if not line.endswith(b"\n"):
-            if len(line) >= MAX_LINE:  # the rest of an overlong line: skip to its end
-                unread += 1
-                left -= _skip_line(log, left)
             continue  # a last line still being written is not yet a connection
         found = _LINE.fullmatch(line)
         if found is None:
@@ -92,18 +88,6 @@ def _counted(log: BinaryIO, length: int, http2_probe: bool | None, probe: int) -
         ciphers[found.group(4).decode()] += 1
         http[found.group(5).decode()] += 1
     return _summary(reused, versions, ciphers, http, unread, http2_probe, probe)
-
-
-def _skip_line(log: BinaryIO, left: int) -> int:
-    skipped = 0
-    while skipped < left:
-        chunk = log.readline(min(MAX_LINE, left - skipped))
-        if not chunk:
-            break
-        skipped += len(chunk)
-        if chunk.endswith(b"\n"):
-            break
-    return skipped
 
 
 def _summary(reused: Counter[bytes], versions: Counter[str], ciphers: Counter[str], http: Counter[str],
