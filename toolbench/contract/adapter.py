@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from toolbench.contract import toolsdir
 from toolbench.contract.recipe import Install
+from toolbench.contract.workload import FeatureSupport
 from toolbench.errors import AdapterError, HostError
 from toolbench.record.schema import Measurement
 from toolbench.scenario import names
@@ -167,6 +168,10 @@ class Adapter(abc.ABC):
     # How the tool treats the target's certificate over TLS, in one sentence ("wrk never checks
     # the server's certificate: …"); a TLS cell of a tool that does not check it carries it as a note.
     TLS_TRUST: ClassVar[str] = ""
+    # What of a workload (toolbench.scenario.workload.FEATURES) the tool can express: honoured,
+    # approximated (how) or unsupported (why); a feature left out is unsupported
+    # (toolbench.contract.workload.support_for).
+    workload_features: ClassVar[Mapping[str, FeatureSupport]] = {}
 
     def protocol_support(self, protocol: str) -> Support:
         """Whether the tool speaks `protocol`, and if not, why: the plan asks this before supports()."""

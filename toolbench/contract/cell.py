@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.workload import Workload
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,11 @@ class Cell:
     # The target's certificate (PEM) for the tools that can be told to trust it; None: a plain
     # target, or one whose certificate toolbench did not make (the tools' own trust applies).
     ca_file: str | None = None
+    # Several named requests, data, think time, checks, stages (toolbench.scenario.workload);
+    # None: the one `request`. With a workload, `request` is its first request, so that every
+    # adapter still reads a cell the same way, and `url` is that request's URL.
+    workload: Workload | None = None
+    base_url: str | None = None  # the target's URL without a path, e.g. http://127.0.0.1:8080; known once it runs
 
     @property
     def tls(self) -> bool:
@@ -56,4 +62,5 @@ class Cell:
         return f"{prefix}{self.label}-c{self.concurrency}-{conn}{protocol}{rate}-rep{self.repetition}"
 
     def at(self, base_url: str, ca_file: str | None = None) -> "Cell":
-        return dataclasses.replace(self, url=base_url.rstrip("/") + self.request.path, ca_file=ca_file)
+        base = base_url.rstrip("/")
+        return dataclasses.replace(self, url=base + self.request.path, ca_file=ca_file, base_url=base)

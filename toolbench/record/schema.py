@@ -101,6 +101,7 @@ class Failures:
     http_5xx: int | None = None
     http: int | None = None
     other: int | None = None
+    check: int | None = None  # the response failed a workload's check (toolbench.scenario.workload.Checks)
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,16 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class RequestFigures:
+    """One named request of a workload, as the tool counted it."""
+
+    name: str
+    counts: Counts = field(default_factory=Counts)
+    latency: Latency = field(default_factory=Latency)
+    rates: Rates = field(default_factory=Rates)
+
+
+@dataclass(frozen=True)
 class SiegeFigures:
     """What siege alone reports. `concurrency` is siege's "Concurrency": the sum of its
     transactions' times over the elapsed time, i.e. the mean number of connections busy
@@ -287,6 +298,9 @@ class Measurement:
     concurrency: int | None = None
     tool_version: str | None = None
     siege: SiegeFigures | None = None  # siege's own figures, beside the common ones
+    # A workload's figures per request name, which add up to the cell's counts; empty: the tool
+    # gives none (or the cell sent one request).
+    by_request: list[RequestFigures] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         unknown = set(self.fidelity) - METRICS
