@@ -13,6 +13,11 @@ of the quickstart (ab and the engine, c10, keep-alive on and off), alternately:
 It prints each victim's median requests/s per condition, the spread (half range / median), and the
 TIME_WAIT sockets (/proc/net/sockstat) when the victim started. Every cell is run through the tool's
 toolbench adapter (its command, its parser), unpinned, as `toolbench run` runs it by default.
+
+`--study placement`: each victim unpinned and split, 2 s and 5 s cells. `--study workers`: each
+victim against an nginx of 1 worker and one of 2 workers, both pinned to CPU 0 (what `split` gives
+the target on 2 cores), the tool on CPU 1, alternating; the "busiest worker" column is the share of
+the target's CPU its busiest worker took, which is 100 % when every connection landed on one worker.
 """
 from __future__ import annotations
 
@@ -122,16 +127,47 @@ def placement(args: argparse.Namespace, url: str, work: Path, pids: tuple[int, .
     return samples
 
 
+def worker_ticks(pids: tuple[int, ...]) -> list[float]:
+    """CPU seconds of each nginx worker (the master's children)."""
+    return [sum(child.cpu_times()[:2]) for pid in pids for child in psutil.Process(pid).children()]
+
+
+def workers(args: argparse.Namespace, targets: dict[str, tuple[str, tuple[int, ...]]], work: Path) -> list[Sample]:
+    """Each victim against 1 and 2 nginx workers on one CPU; the condition says how many workers
+    and, for 2, whether the busiest took over 90 % of the target's CPU (connections on one worker)."""
+    samples = []
+    for url, pids in targets.values():
+        pin_target(pids, {0})
+    for rnd in range(args.rounds):
+        for tool, ka in VICTIMS:
+            name = f"{tool} c10 {'ka' if ka else 'close'}"
+            for label, (url, pids) in targets.items():
+                time.sleep(1)
+                before = worker_ticks(pids)
+                rps = run_cell(tool, ka, 10, args.duration, url, work, "1")
+                spent = [a - b for a, b in zip(worker_ticks(pids), before)]
+                busiest = max(spent) / sum(spent) * 100 if sum(spent) else 0.0
+                samples.append(Sample(name, label, rps, time_wait()))
+                print(f"round {rnd + 1} {name:18} {label:10} {rps:9.0f}/s  busiest worker {busiest:5.1f} %", flush=True)
+    return samples
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--study", choices=("inherit", "placement"), default="inherit")
+    parser.add_argument("--study", choices=("inherit", "placement", "workers"), default="inherit")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--duration", type=float, default=2.0)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, nginx_static(Path(tmp) / "nginx", workers=2) as target:
+    with tempfile.TemporaryDirectory() as tmp, nginx_static(Path(tmp) / "nginx", workers=2) as target, \
+            nginx_static(Path(tmp) / "nginx1", workers=1) as one:
         url, work = target.base_url, Path(tmp)
         run_cell("ab", True, 10, 2.0, url, work)  # the target and the machine warm, once, as a run's start does
-        samples = inherit(args, url, work) if args.study == "inherit" else placement(args, url, work, target.pids)
+        if args.study == "workers":
+            samples = workers(args, {"1 worker": (one.base_url, one.pids), "2 workers": (url, target.pids)}, work)
+        elif args.study == "inherit":
+            samples = inherit(args, url, work)
+        else:
+            samples = placement(args, url, work, target.pids)
     print("\n| cell | condition | median req/s | spread (half range / median) | TIME_WAIT at start |")
     print("|---|---|---|---|---|")
     for name in dict.fromkeys(s.victim for s in samples):
