@@ -24,7 +24,7 @@ from toolbench.scenario.read import Prerequisites
 AT_LEAST = frozenset({
     "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.core.netdev_max_backlog", "fs.file-max",
     "fs.nr_open", "net.ipv4.tcp_max_tw_buckets", "net.core.rmem_max", "net.core.wmem_max",
-    "net.ipv4.tcp_max_orphans", "net.netfilter.nf_conntrack_max"})
+    "net.ipv4.tcp_max_orphans", "net.netfilter.nf_conntrack_max", "kernel.threads-max"})
 AT_MOST = frozenset({"net.ipv4.tcp_fin_timeout"})
 PORT_RANGE = "net.ipv4.ip_local_port_range"
 TW_RECYCLE = "net.ipv4.tcp_tw_recycle"

@@ -1,7 +1,8 @@
 """Which kernel settings a scenario may ask for (`prerequisites.sysctl`), and what a value may look
 like. `prereq apply` and `setup` set them as root, so a scenario from someone else must not reach
 beyond what a load test needs: the network stack's queues, buffers, ports and TCP behaviour,
-connection tracking, and file handles. Anything else (`kernel.core_pattern`, which runs a program
+connection tracking, file handles, and the system's thread limit (a thread-per-connection server
+needs a thread per connection: study 003). Anything else (`kernel.core_pattern`, which runs a program
 as root on the next crash; `kernel.modules_disabled`; `vm.*`) is refused when the scenario is read,
 and again where it would be set."""
 from __future__ import annotations
@@ -18,6 +19,7 @@ ALLOWED = (
     "net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_buckets",
     "net.netfilter.nf_conntrack_tcp_timeout_*", "net.nf_conntrack_max",
     "fs.file-max", "fs.nr_open",
+    "kernel.threads-max",
 )
 _ALLOWED = re.compile("|".join(re.escape(p).replace(r"\*", "[A-Za-z0-9_]*") for p in ALLOWED))
 # Numbers, or a word such as `bbr` or `fq`, separated by spaces or tabs (tcp_rmem is three numbers,

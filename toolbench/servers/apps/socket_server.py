@@ -2,8 +2,11 @@
 and is closed; `threads` spawns a thread per connection, `gevent` a greenlet on gevent's
 sockets. Unlike the study's, the answer is a valid HTTP/1.0 reply (it sent a malformed status
 line, which ab counted as a 0-byte document), and nothing is printed per request (it printed
-a dot, which costs a write per request). Run as `python -m toolbench.servers.apps.socket_server
-CONFIG.json`, the config holding mode, host, port, sleep_s and backlog."""
+a dot, which costs a write per request). With `pool` N (gevent only), connections are handled by
+a `gevent.pool.Pool(N)`, the article's bounded variant: the accept loop waits for a free slot, so
+at most N are served at once and the rest wait in the listen queue. Run as `python -m
+toolbench.servers.apps.socket_server CONFIG.json`, the config holding mode, host, port, sleep_s,
+backlog and pool (null: unbounded)."""
 from __future__ import annotations
 
 import json
@@ -52,8 +55,11 @@ def main(argv: list[str]) -> None:
     if config["mode"] == "gevent":
         import gevent
         from gevent import socket as gsocket
+        from gevent.pool import Pool
 
-        serve(gsocket, gevent.spawn, gevent.sleep, *where)
+        # Pool.spawn blocks while the pool is full: the next accept waits for a free slot.
+        spawn = Pool(int(config["pool"])).spawn if config.get("pool") else gevent.spawn
+        serve(gsocket, spawn, gevent.sleep, *where)
     else:
         serve(socket, _thread, time.sleep, *where)
 
