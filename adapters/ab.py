@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
-from toolbench.adapters import ab_gnuplot
+from toolbench.adapters import ab_gnuplot, workload_single
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
                                         found_by_version, option)
 from toolbench.contract.recipe import BOTH, Apt, Install
@@ -48,6 +48,7 @@ T = TypeVar("T")
 
 class AbAdapter(Adapter):
     name = "ab"
+    workload_features = workload_single.one_request("ab sends one URL with one method and body")
     install = Install((Apt(("apache2-utils",), program="ab"),), BOTH)
     threads = Threads.ONE  # one select/poll loop
     option_types = {"gnuplot": bool, "timeout_s": int, "continue_on_error": bool}

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.adapters import appended, bombardier_text
+from toolbench.adapters import appended, bombardier_text, workload_single
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_go_tool, option)
 from toolbench.contract.recipe import TESTS, GoModule, Install
@@ -67,6 +67,7 @@ FAILURE_TABLE: failures.Table = (
 
 class BombardierAdapter(Adapter):
     name = "bombardier"
+    workload_features = workload_single.one_request("bombardier sends one URL with one method and body")
     install = Install((GoModule("github.com/codesenberg/bombardier", "1.2.6", "bombardier"),), TESTS)
     option_types = {"timeout_s": int}
     protocols = frozenset({"http1", "https", "h2"})

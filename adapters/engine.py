@@ -1,7 +1,9 @@
 """The bundled engine (toolbench.engine): runs it as a subprocess like any other tool,
 and reads the RunResult it writes natively (--json-out). It speaks HTTP/1.1, in clear and over
 TLS (https: the cell's CA file trusted, sessions resumed unless `tls_resume: false`; TLS runs on
-the engine's Python path, its C path being plain HTTP only)."""
+the engine's Python path, its C path being plain HTTP only). A workload (several named requests,
+data, extracted values, think time, checks, stages) goes to the engine as a JSON file
+(engine_workload.py) and runs on its Python path too: its C paths send one request."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,6 +11,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolbench.adapters.engine_workload import WORKLOAD_FEATURES, WORKLOAD_FILE, workload_json
 from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, RawOutput, Threads, found_python, option
 from toolbench.contract.recipe import BOTH, Install, Venv
 from toolbench.errors import ParseError, SchemaError
@@ -29,7 +32,9 @@ class EngineAdapter(Adapter):
     threads = Threads.PER_PROCESS  # one asyncio worker process per core
     # workers: processes (default one per CPU); timeout_s: per request; warmup_s: excluded start;
     # tls_resume: https, a new connection resumes its slot's last TLS session (default true).
-    option_types = {"workers": int, "timeout_s": int, "warmup_s": int, "tls_resume": bool}
+    # seed: a workload's mix and uniform think times (default: the cell's repetition).
+    option_types = {"workers": int, "timeout_s": int, "warmup_s": int, "tls_resume": bool, "seed": int}
+    workload_features = WORKLOAD_FEATURES
     protocols = frozenset({"http1", "https"})
     protocol_refusals = {
         protocol: ("the engine speaks HTTP/1.1 only (in clear and over TLS): each connection slot has one "
@@ -45,7 +50,9 @@ class EngineAdapter(Adapter):
 
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
-        argv = [found.path, "-m", "toolbench.engine", cell.url, "-c", str(cell.concurrency),
+        # A workload's requests carry their own paths: the URL gives the scheme, host and port.
+        url = cell.base_url + "/" if cell.workload is not None and cell.base_url is not None else cell.url
+        argv = [found.path, "-m", "toolbench.engine", url, "-c", str(cell.concurrency),
                 "--json-out", RESULT_FILE, "--no-progress"]
         # Per connection: c x N in total. The engine shares its budget among a worker's
         # connections, so the total is exact and a connection may send more or fewer than N.
@@ -68,6 +75,10 @@ class EngineAdapter(Adapter):
             value = option(cell, key, None)
             if value is not None:
                 argv += [flag, str(value)]
+        if cell.workload is not None:
+            seed = option(cell, "seed", cell.repetition)
+            files = {WORKLOAD_FILE: workload_json(cell.workload, seed)}
+            return Invocation(argv=argv + ["--workload", WORKLOAD_FILE], files=files, outputs={"json": RESULT_FILE})
         request, files = request_args(cell)
         return Invocation(argv=argv + request, files=files, outputs={"json": RESULT_FILE})
 

@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.adapters import appended, h2load_log, units
+from toolbench.adapters import appended, h2load_log, units, workload_single
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
 from toolbench.contract.recipe import TESTS, Apt, Install
@@ -71,6 +71,12 @@ FAILURE_TABLE: failures.Table = (("timeout", ("timeout",)),)
 
 class H2loadAdapter(Adapter):
     name = "h2load"
+    workload_features = workload_single.one_request(
+        "h2load sends one method and body (-d) to all its URIs",
+        mix="toolbench does not translate a mix for h2load: it takes several URIs, but each client uses them in "
+            "turn, without weights",
+        sequence="toolbench does not translate a sequence for h2load: its URIs are used in turn per client, one "
+                 "method and body for all")
     install = Install((Apt(("nghttp2-client",), program="h2load"),), TESTS)
     # h2: HTTP/2 (cleartext, prior knowledge) instead of --h1; threads: -t; timeout_s: -N, idle time per connection.
     option_types = {"h2": bool, "threads": int, "timeout_s": int}

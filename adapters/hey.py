@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from toolbench.adapters import workload_single
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                         missing_program, option)
 from toolbench.contract.recipe import TESTS, Apt, Install
@@ -70,6 +71,9 @@ FAILURE_TABLE: failures.Table = (
 
 class HeyAdapter(Adapter):
     name = "hey"
+    workload_features = workload_single.one_request(
+        "hey sends one URL with one method and body",
+        think="hey's -q paces each worker at a fixed rate; it has no pause after a response")
     install = Install((Apt(("hey",), program="hey"),), TESTS)
     # per_request: `-o csv` rows (histogram, per-second series) instead of the summary's counts.
     option_types = {"per_request": bool, "timeout_s": int}

@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolbench.adapters import workload_single
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, Missing, RawOutput, Support,
                                         Threads, missing_program, option)
 from toolbench.contract.recipe import Install
@@ -59,6 +60,9 @@ _MISMATCH = ("byte count wrong", "checksum wrong")
 
 class HttpLoadAdapter(Adapter):
     name = "http_load"
+    workload_features = workload_single.one_request(
+        "toolbench gives http_load one URL",
+        mix="http_load draws the URLs of its file at random, GET only and without weights")
     install = Install(impossible="in no package registry toolbench reaches: put http_load on the PATH yourself")
     threads = Threads.ONE  # one select loop
     option_types = {"timeout_s": int}

@@ -25,7 +25,7 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.adapters import appended, httperf_summary
+from toolbench.adapters import appended, httperf_summary, workload_single
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
 from toolbench.contract.recipe import TESTS, Apt, Install
@@ -42,6 +42,12 @@ FAILURE_TABLE = httperf_summary.FAILURE_TABLE  # where it always was
 
 class HttperfAdapter(Adapter):
     name = "httperf"
+    workload_features = workload_single.one_request(
+        "toolbench sends one request per httperf connection (--uri)",
+        sequence="toolbench does not write httperf's session file (--wsesslog), which would send a sequence "
+                 "per session",
+        think="toolbench does not write httperf's session file (--wsesslog), which has think times between "
+              "bursts")
     install = Install((Apt(("httperf",), program="httperf"),), TESTS)
     option_types = {"timeout_s": int}
     protocols = frozenset({"http1", "https"})

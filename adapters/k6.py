@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.adapters import k6_samples
+from toolbench.adapters import k6_samples, workload_single
 from toolbench.contract.adapter import Adapter, Detection, Found, Invocation, Missing, RawOutput, Support
 from toolbench.contract.recipe import Install
 from toolbench.errors import AdapterError, ParseError
@@ -37,6 +37,7 @@ _PCTS = {"med": "p50_ms", "p(50)": "p50_ms", "p(66)": "p66_ms", "p(75)": "p75_ms
 
 class K6Adapter(Adapter):
     name = "k6"
+    workload_features = workload_single.one_request("k6 is read-only here (AGPL-3.0): toolbench never runs it")
     install = Install(impossible="never run here (AGPL-3.0)")
     read_only = True
 

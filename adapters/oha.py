@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbench.adapters import oha_text
 from toolbench.contract import toolsdir
+from toolbench.adapters import workload_single
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
 from toolbench.contract.recipe import TESTS, Install, Script
@@ -79,6 +80,7 @@ def candidates() -> list[str]:
 
 class OhaAdapter(Adapter):
     name = "oha"
+    workload_features = workload_single.one_request("oha sends one URL with one method and body")
     # adapters/install_oha.sh: `cargo install --locked` from crates.io.
     install = Install((Script("install_oha.sh", "cargo/oha-1.16.0", package="toolbench.adapters", needs="cargo"),),
                       TESTS)

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolbench.adapters import siege_workload
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
                                         found_by_version, option)
 from toolbench.contract.recipe import BOTH, Apt, Install
@@ -107,6 +108,7 @@ class SiegeAdapter(Adapter):
     # holds a glibc lock; upstream issues #4 and #66): such a run is killed at the hard
     # limit, kept, noted, and run again, at most this many more times.
     retries_on_hang = 2
+    workload_features = siege_workload.FEATURES
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_by_version(host, path or "siege", ["--version"], _VERSION)
@@ -114,6 +116,8 @@ class SiegeAdapter(Adapter):
     def supports(self, cell: "Cell") -> Support:
         if cell.rate_rps is not None:
             return Support(False, "siege has no fixed-rate (open model) mode")
+        if cell.workload is not None:
+            return siege_workload.supports(cell) or SUPPORTED
         if cell.request.body is not None and cell.request.method not in ("POST", "PUT", "PATCH"):
             return Support(False, f"siege sends a body only with POST, PUT or PATCH, not {cell.request.method}")
         body = cell.request.body
@@ -137,6 +141,12 @@ class SiegeAdapter(Adapter):
         else:
             assert cell.stop.duration_s is not None
             argv += ["-t", f"{max(1, math.ceil(cell.stop.duration_s))}S"]
+        if cell.workload is not None:
+            if cell.workload.think is not None:  # siege's delay applies only outside benchmark mode
+                argv.remove("-b")
+                rc = rc.replace("benchmark = true", "benchmark = false")
+            files = {"siegerc": rc, **siege_workload.files(cell)}
+            return Invocation(argv=argv + siege_workload.args(cell), files=files)
         req = cell.request
         for key, value in req.headers.items():
             argv += ["-H", f"{key}: {value}"]

@@ -44,7 +44,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.adapters import vegeta_results, vegeta_text
+from toolbench.adapters import vegeta_results, vegeta_text, vegeta_workload
 from toolbench.adapters.vegeta_results import Rows
 from toolbench.contract.adapter import (CLASSIFY_CHARS, SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput,
                                         Step, Support, found_go_tool, option)
@@ -52,7 +52,7 @@ from toolbench.contract.recipe import TESTS, GoModule, Install
 from toolbench.errors import AdapterError, ParseError
 from toolbench.record import failures
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import Fidelity, Measurement, Percentiles
+from toolbench.record.schema import Fidelity, Measurement, Percentiles, RequestFigures
 from toolbench.record.timings import SecondTally
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ class VegetaAdapter(Adapter):
     protocols = frozenset({"http1", "https", "h2", "h2c"})
     # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = "vegeta checks the server's certificate, trusting the target's own (-root-certs)"
+    workload_features = vegeta_workload.FEATURES
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_go_tool(host, path, "vegeta", ["-version"], _VERSION)
@@ -91,6 +92,8 @@ class VegetaAdapter(Adapter):
                                   "it has no HTTP/2 in clear without keep-alive")
         if cell.rate_rps is not None and _rate(cell.rate_rps) is None:
             return Support(False, f"vegeta's -rate is whole requests per whole time unit: {cell.rate_rps:g}/s is not")
+        if cell.workload is not None:
+            return vegeta_workload.supports(cell) or SUPPORTED
         return SUPPORTED
 
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
@@ -113,12 +116,19 @@ class VegetaAdapter(Adapter):
         wait_s = 60.0 + 2 * duration  # a results file of a long run takes a while to convert
         steps = (Step("csv", [found.path, "encode", "--to", "csv", RESULTS_FILE], CSV_FILE, wait_s),
                  Step("report", [found.path, "report", "-type=json", RESULTS_FILE], REPORT_FILE, wait_s))
+        if cell.workload is not None:
+            vegeta_workload.check_build(cell)
+            targets, names = vegeta_workload.files(cell)
+            return Invocation(argv=argv, files={TARGETS_FILE: targets, vegeta_workload.NAMES_FILE: names},
+                              outputs={"results": RESULTS_FILE, "names": vegeta_workload.NAMES_FILE}, steps=steps)
         return Invocation(argv=argv, files={TARGETS_FILE: _target(cell)}, outputs={"results": RESULTS_FILE},
                           steps=steps)
 
     def classify(self, path: Path, text: str) -> str:
         if path.suffix in (".bin", ".gob"):
             return "results"
+        if text.startswith(vegeta_workload.NAMES_HEAD):
+            return "names"
         if _REPORT_HEAD.match(text):
             return "report"
         if text.startswith('{"attack":'):
@@ -223,7 +233,11 @@ def parse(raw: RawOutput) -> Measurement:
         assert m is not None
     if rows is None:
         notes.append("percentiles are vegeta's own estimates (t-digest since vegeta 12): no per-request rows")
-    return dataclasses.replace(m, notes=notes)
+    by_request: list[RequestFigures] = []
+    if "names" in raw.files and "csv" in raw.files:
+        by_request, why = vegeta_workload.by_request(raw.files["csv"], raw.files["names"], num)
+        notes += [why] if why else []
+    return dataclasses.replace(m, notes=notes, by_request=by_request)
 
 
 def _nothing_to_read(raw: RawOutput) -> ParseError:

@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench.adapters import wrk_runs, wrk_text
+from toolbench.adapters import wrk_runs, wrk_text, wrk_workload
 from toolbench.adapters.wrk_text import ERROR_KINDS, Summary
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
@@ -70,6 +70,7 @@ class WrkAdapter(Adapter):
     protocol_refusals = {protocol: "wrk speaks HTTP/1.1 (over TLS too): no HTTP/2" for protocol in ("h2", "h2c")}
     # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = "wrk never checks the server's certificate: it has no option to trust a CA file"
+    workload_features = wrk_workload.FEATURES
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         return found_by_version(host, path or "wrk", ["-v"], _VERSION)
@@ -79,6 +80,8 @@ class WrkAdapter(Adapter):
             return Support(False, "wrk has no fixed-rate (open model) mode (that is wrk2)")
         if cell.stop.duration_s is None:
             return Support(False, "wrk runs for a duration only: it has no request count")
+        if cell.workload is not None:
+            return wrk_workload.supports(cell) or SUPPORTED
         req = cell.request
         if req.method != "GET" or req.body is not None:
             return Support(False, "wrk sends a method or body only from a Lua script; toolbench's is fixed and "
@@ -87,6 +90,8 @@ class WrkAdapter(Adapter):
 
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None and cell.stop.duration_s is not None, "supports() and the runner see to both"
+        if cell.workload is not None:
+            return _workload_invocation(cell, found)
         # By default one thread per CPU the placement gave it (2 where it was not placed).
         threads = max(1, min(cell.concurrency, option(cell, "threads", cell.cpus or 2)))
         argv = [found.path, "-t", str(threads), "-c", str(cell.concurrency),
@@ -101,6 +106,8 @@ class WrkAdapter(Adapter):
         return Invocation(argv=argv, files={SCRIPT: done_script()}, outputs={"json": RESULT_FILE})
 
     def classify(self, path: Path, text: str) -> str:
+        if text.lstrip().startswith(wrk_workload.REQUESTS_HEAD):
+            return "requests"
         return "json" if text.lstrip().startswith('{"toolbench_wrk_done"') else "stdout"
 
     def recognizes(self, path: Path, text: str) -> bool:
@@ -113,6 +120,19 @@ class WrkAdapter(Adapter):
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
+
+
+def _workload_invocation(cell: "Cell", found: Found) -> Invocation:
+    """A workload: one thread per connection, each a user (adapters/wrk_workload.py)."""
+    assert cell.workload is not None and cell.stop.duration_s is not None
+    argv = [found.path, "-t", str(cell.concurrency), "-c", str(cell.concurrency),
+            "-d", f"{max(1, math.ceil(cell.stop.duration_s))}s", "--latency",
+            "--timeout", f"{option(cell, 'timeout_s', 30)}s", "-s", wrk_workload.SCRIPT, cell.url or ""]
+    files = {wrk_workload.SCRIPT: wrk_workload.script(cell)}
+    data = wrk_workload.data_text(cell.workload)
+    if data is not None:
+        files[wrk_workload.DATA_FILE] = data
+    return Invocation(argv=argv, files=files, outputs={"json": RESULT_FILE, "requests": wrk_workload.REQUESTS_FILE})
 
 
 def done_script() -> str:
@@ -138,7 +158,10 @@ def parse(raw: RawOutput) -> Measurement:
     if done is not None:
         summary = _from_done(done, summary, num)
     assert summary is not None
-    return measurement(summary, notes, num)
+    m = measurement(summary, notes, num)
+    if done is not None and "requests" in raw.files:
+        m = wrk_workload.with_requests(m, raw.files["requests"], num)
+    return m
 
 
 def _said(raw: RawOutput) -> str:

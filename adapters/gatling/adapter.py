@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolbench.adapters.gatling import layouts as gatling_layouts
 from toolbench.adapters.gatling import log as gatling_log
+from toolbench.adapters.gatling import names as gatling_names
+from toolbench.adapters.gatling import workload as gatling_workload
 from toolbench.adapters.jmeter.adapter import JIT
 from toolbench.contract import toolsdir
 from toolbench.contract.adapter import (CLASSIFY_CHARS, SUPPORTED, Adapter, Detection, Found, Invocation, Missing,
@@ -94,6 +96,7 @@ class GatlingAdapter(Adapter):
                                 "in clear (prior knowledge)"}
     # The contract's TLS_TRUST: a TLS cell of a tool that does not check the certificate says it in a note.
     TLS_TRUST = TRUSTS_ALL
+    workload_features = gatling_workload.FEATURES
 
     def detect(self, host: "Host", path: str | None = None) -> Detection:
         where = host.which(path) if path else next(filter(None, map(host.which, candidates())), None)
@@ -123,7 +126,11 @@ class GatlingAdapter(Adapter):
 
     def supports(self, cell: "Cell") -> Support:
         req = cell.request
-        if req.method not in METHODS:
+        if cell.workload is not None:
+            said = gatling_workload.supports(cell, cell.workload)
+            if not said.ok:
+                return said
+        elif req.method not in METHODS:
             return Support(False, f"the simulation here sends {', '.join(METHODS)}, not {req.method}")
         heap = option(cell, "heap", HEAP)
         if not _HEAP.match(str(heap)):
@@ -138,8 +145,12 @@ class GatlingAdapter(Adapter):
 
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         heap = option(cell, "heap", HEAP)
-        return Invocation(argv=[found.path, "run", SOURCE, PARAMS, RESULTS],
-                          files={SOURCE: simulation_source(), PARAMS: params(cell)},
+        if cell.workload is not None:  # a simulation of its own, the workload as its data
+            files = {gatling_workload.SOURCE: gatling_workload.simulation_source(),
+                     gatling_workload.PARAMS: gatling_workload.params(cell, cell.workload)}
+        else:
+            files = {SOURCE: simulation_source(), PARAMS: params(cell)}
+        return Invocation(argv=[found.path, "run", *files, RESULTS], files=files,
                           outputs={"log": LOG},
                           env={"GATLING_JVM": f"-Xms{heap} -Xmx{heap} -XX:MaxMetaspaceSize=256m {JIT}"})
 
@@ -215,6 +226,7 @@ def parse(raw: RawOutput) -> Measurement:
                "latency.stdev_ms", *(["series"] if not merged else []),
                *(f"counts.failures.{name}" for name, n in by_class.items() if n)]
     versions = {run.version if run.layout.names_version else None for run in log.runs}
+    by_request = gatling_names.by_request(log, sum(durations) if durations else None)
     return Measurement(
         tool="gatling",
         timing=Timing(duration_s=sum(durations) if durations else None),
@@ -226,8 +238,10 @@ def parse(raw: RawOutput) -> Measurement:
         series=log.times.series() if log.requests and not merged else [],
         coordinated_omission=Omission.NOT_CORRECTED,
         fidelity={name: Fidelity.DERIVED for name in derived},
-        notes=_notes(log, raw.part) + _tls_notes(raw.stdout),
+        notes=_notes(log, raw.part) + _tls_notes(raw.stdout)
+        + (["figures per request name from the simulation.log's request names"] if by_request else []),
         tool_version=versions.pop() if len(versions) == 1 else None,
+        by_request=by_request,
     )
 
 

@@ -33,6 +33,18 @@ FAILURE_TABLE: failures.Table = (
     ("read", ("closed", "prematurely", "broken pipe", "eof")),
 )
 _BATCH = 65536  # requests handed to the aggregator at once
+# The name of each of toolbench's own checks of a workload (adapters/gatling/workload.CHECK_PREFIX),
+# which begins the message of a request that failed one: `toolbench check status: status.find.in(...`.
+CHECK_MESSAGE = "toolbench check "
+
+
+@dataclass
+class NameTally:
+    """One request name's requests: how many were OK, their times (ms -> count), KO messages."""
+
+    ok: int = 0
+    elapsed: dict[int, int] = field(default_factory=dict)
+    messages: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -65,6 +77,7 @@ class Log:
     torn: bool = False  # the last line had no end: the log was cut while written
     times: histogram.PerRequest = field(default_factory=lambda: histogram.PerRequest("gatling"))
     tally: SecondTally | None = None
+    names: dict[str, NameTally] = field(default_factory=dict)  # per request name (a workload's figures)
 
     @property
     def failed(self) -> int:
@@ -212,11 +225,16 @@ def _request(fields: list[str], number: int, layout: Layout, num: Numbers, log: 
     run.requests += 1
     run.first_ms = start if run.first_ms is None else min(run.first_ms, start)
     run.last_ms = end if run.last_ms is None else max(run.last_ms, end)
+    # The request's name is the field before its start, in every layout.
+    named = log.names.get(fields[layout.start - 1]) or log.names.setdefault(fields[layout.start - 1], NameTally())
+    named.elapsed[end - start] = named.elapsed.get(end - start, 0) + 1
     if status == "OK":
         log.ok += 1
+        named.ok += 1
     else:
         text = (fields[layout.status + 1].strip() if not trimmed else "") or "KO without a message"
         log.messages[text] = log.messages.get(text, 0) + 1
+        named.messages[text] = named.messages.get(text, 0) + 1
     return start, end - start, status == "KO"
 
 
@@ -249,20 +267,31 @@ def _flush(log: Log, batch: _Batch, num: Numbers) -> None:
     batch.failed.clear()
 
 
-def classes(log: Log) -> dict[str, int]:
-    """The KO requests by failure class: an HTTP status in Gatling's message (its check failed)
-    makes it http_4xx or http_5xx, else the message's words decide (FAILURE_TABLE)."""
+def classes(log: Log) -> dict[str, int | None]:
+    """The KO requests by failure class (classes_of)."""
+    return classes_of(log.messages)
+
+
+def classes_of(messages: dict[str, int]) -> dict[str, int | None]:
+    """KO messages by failure class: one of toolbench's own checks (CHECK_MESSAGE) is `check`
+    (None when none failed: whether any was asked is not in the log); else an HTTP status in
+    Gatling's message (its status check failed) makes it http_4xx or http_5xx, else the
+    message's words decide (FAILURE_TABLE)."""
     codes: dict[int, int] = {}
     other: dict[str, int] = {}
-    for message, count in log.messages.items():
+    checks = 0
+    for message, count in messages.items():
+        if message.startswith(CHECK_MESSAGE):
+            checks += count
+            continue
         found = _HTTP.search(message)
         if found and 100 <= int(found.group(1)) <= 599:
             code = int(found.group(1))
             codes[code] = codes.get(code, 0) + count
         else:
             other[message] = count
-    by_class = failures.tally(other, FAILURE_TABLE)
-    by_class["http_4xx"] = sum(n for c, n in codes.items() if 400 <= c < 500)
-    by_class["http_5xx"] = sum(n for c, n in codes.items() if c >= 500)
-    by_class["other"] += sum(n for c, n in codes.items() if c < 400)
-    return by_class
+    tallied = failures.tally(other, FAILURE_TABLE)
+    tallied["http_4xx"] = sum(n for c, n in codes.items() if 400 <= c < 500)
+    tallied["http_5xx"] = sum(n for c, n in codes.items() if c >= 500)
+    tallied["other"] += sum(n for c, n in codes.items() if c < 400)
+    return {**tallied, "check": checks or None}

@@ -25,8 +25,11 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
+from toolbench.adapters.jmeter import workload_plan
 from toolbench.adapters.jmeter.agg import Aggregate, Batch, Jtl
+from toolbench.adapters.jmeter.labels import with_labels
 from toolbench.adapters.jmeter.layout import is_csv_jtl
 from toolbench.adapters.jmeter.plan import BODY, NOT_XML, test_plan
 from toolbench.adapters.jmeter.reader import read_jtl
@@ -80,6 +83,7 @@ class JMeterAdapter(Adapter):
     option_types = {"heap": str, "timeout_s": int, "server_port": int, "rmi_port": int, "client_rmi_port": int,
                     "jit": str}
     option_choices = {"jit": ("c1", "default")}
+    workload_features = workload_plan.FEATURES
     protocols = frozenset({"http1", "https"})
     protocol_refusals = {protocol: "JMeter 5.6's HTTP sampler (HttpClient4) speaks HTTP/1.1 only: HTTP/2 needs a "
                                    "plugin (such as jmeter-http2-plugin), which toolbench does not install"
@@ -128,6 +132,10 @@ class JMeterAdapter(Adapter):
         duration = cell.stop.duration_s
         if duration is not None and (duration != int(duration) or duration < 1):
             return Support(False, f"JMeter's scheduler takes whole seconds, not {duration:g}s")
+        if cell.workload is not None:
+            said = workload_plan.supports(cell, cell.workload)
+            if not said.ok:
+                return said
         req = cell.request
         if req.method not in METHODS:
             return Support(False, f"the HTTP sampler here sends {', '.join(METHODS)}, not {req.method}")
@@ -155,9 +163,14 @@ class JMeterAdapter(Adapter):
                 "-Jsummariser.interval=5",
                 # No UDP port for shutdown messages: runs side by side must not compete for one.
                 "-Jjmeterengine.nongui.port=0"]
-        files = {PLAN: test_plan(cell)}
-        if cell.request.body is not None:
-            files[BODY] = cell.request.body
+        if cell.workload is not None:
+            url = urlsplit(cell.url)
+            files = workload_plan.files(cell, cell.workload, url.hostname or "",
+                                        url.port or (443 if url.scheme == "https" else 80), url.scheme)
+        else:
+            files = {PLAN: test_plan(cell)}
+            if cell.request.body is not None:
+                files[BODY] = cell.request.body
         return Invocation(argv=argv, files=files, outputs={"jtl": JTL, "log": LOG},
                           # The wrapper of install.sh (beside this module) reads JMETER_HEAP, JMeter's own script HEAP.
                           env={"JMETER_HEAP": jvm_heap, "HEAP": jvm_heap})
@@ -258,7 +271,8 @@ def parse(raw: RawOutput) -> Measurement:
         agg.subsamples = True
         return _from_jtl(read_jtl(path, agg), None)
     if path is not None:
-        return _from_jtl(_read_one_run(path), summary)
+        jtl = _read_one_run(path)
+        return with_labels(_from_jtl(jtl, summary), path, jtl)  # per request name, failed checks
     if summary is not None:
         return measurement_of(summary)
     raise ParseError("jmeter", "no JTL and no summariser line (`summary =`) on stdout or in jmeter.log"

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from toolbench.adapters.engine import request_args
 from toolbench.adapters.locust import csv_set as locust_csv
 from toolbench.adapters.locust import output as out
+from toolbench.adapters.locust import workload as locust_workload
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support, Threads,
                                         found_python, group_by_suffix, option)
 from toolbench.contract.recipe import TESTS, Install, Venv
@@ -83,6 +84,7 @@ class LocustAdapter(Adapter):
     option_choices = {"workers": WORKER_KINDS}
 
     program = "python"  # run as `python -m locust`: the path is the Python's
+    workload_features = locust_workload.FEATURES
     protocols = frozenset({"http1", "https"})
     protocol_refusals = {protocol: "Locust's clients speak HTTP/1.1 only: requests/urllib3 (HttpUser) and "
                                    "geventhttpclient (FastHttpUser) have no HTTP/2"
@@ -112,6 +114,10 @@ class LocustAdapter(Adapter):
         if cell.rate_rps is not None:
             return Support(False, "Locust runs a closed model here (no wait between requests); "
                                   "it has no fixed-rate (open model) mode")
+        if cell.workload is not None:
+            said = locust_workload.supports(cell, cell.workload)
+            if not said.ok or cell.workload.stages:  # stages: the shape times the run, not --run-time
+                return said
         if cell.stop.requests_per_connection is not None:
             return Support(False, "Locust's users share one request budget here; none stops after its own "
                                   "N requests, so a stop per connection is not supported")
@@ -137,6 +143,8 @@ class LocustAdapter(Adapter):
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None, "the runner resolves the URL before building"
         url = urlsplit(cell.url)
+        if cell.workload is not None:
+            return locust_workload.invocation(cell, found, f"{url.scheme}://{url.netloc}", CSV_PREFIX, OUTPUTS)
         path = cell.url[len(f"{url.scheme}://{url.netloc}"):] or "/"
         if cell.stop.requests is not None:
             run_time = max(1, int(cell.timeout_s) - BUDGET_MARGIN_S)
@@ -282,6 +290,7 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
         series = _history_series(raw, notes)
     notes += locust_csv.exception_notes(raw.files.get("exceptions_csv"))
     notes.append("response times include failed requests; bytes are response bodies only")
+    by_request = out.by_request(entries, _error_list(failed, raw, summary), duration, notes)
     return Measurement(
         tool="locust",
         coordinated_omission=Omission.NOT_CORRECTED,  # each request timed from its actual send
@@ -296,6 +305,7 @@ def _from_json(entries: list[out.Entry], raw: RawOutput) -> Measurement:
         series=series,
         fidelity=fidelity,
         notes=notes,
+        by_request=by_request,
     )
 
 
@@ -358,12 +368,7 @@ def _failures(failed: int, raw: RawOutput, summary: out.Summary | None,
     The report on stderr is printed after the CSVs are written, so it may count failures the
     stats CSV has not (Locust 1.4.4: 409 against 345): then the failures CSV, written with the
     stats, is taken; classes that still exceed the failed count are left out, never mixed."""
-    errors = summary.errors if summary and summary.errors else None
-    path = raw.files.get("failures_csv")
-    if path is not None and (errors is None or sum(errors.values()) > failed):
-        with_the_stats = locust_csv.read_failures_csv(path)
-        if errors is None or sum(with_the_stats.values()) <= failed:
-            errors = with_the_stats
+    errors = _error_list(failed, raw, summary)
     if errors is None:
         return Failures(), {}
     counted = sum(errors.values())
@@ -377,6 +382,17 @@ def _failures(failed: int, raw: RawOutput, summary: out.Summary | None,
     if codes:
         notes.append("status codes are known only for failed requests: Locust does not count successes by code")
     return failures, codes
+
+
+def _error_list(failed: int, raw: RawOutput, summary: out.Summary | None) -> dict[str, int] | None:
+    """The error list on stderr, else the failures CSV (see _failures)."""
+    errors = summary.errors if summary and summary.errors else None
+    path = raw.files.get("failures_csv")
+    if path is not None and (errors is None or sum(errors.values()) > failed):
+        with_the_stats = locust_csv.read_failures_csv(path)
+        if errors is None or sum(with_the_stats.values()) <= failed:
+            errors = with_the_stats
+    return errors
 
 
 def _history_series(raw: RawOutput, notes: list[str]) -> list[SecondSample]:

@@ -15,7 +15,9 @@ from toolbench.adapters.locust.csv_set import (DISTRIBUTION_0X, HISTORY_1X, HIST
                                                STATS_013)
 from toolbench.record import failures, histogram
 from toolbench.record.numbers import Numbers
-from toolbench.record.schema import PERCENTILES, Failures, Percentiles, SecondSample
+from toolbench.adapters.locust.workload import CHECK_PREFIX
+from toolbench.record.schema import (PERCENTILES, Counts, Failures, Latency, Percentiles, Rates, RequestFigures,
+                                     SecondSample)
 
 _VERSION = re.compile(r"\blocust (\d+\.\d+[\w.\-]*)")
 # Every pattern is matched within one line: [^\S\n] is white space that does not run on across
@@ -273,8 +275,11 @@ def classify_errors(errors: dict[str, int]) -> tuple[Failures, dict[int, int]]:
     """Failure classes of Locust's error report; an HTTP error's status comes from its text."""
     codes: dict[int, int] = {}
     rest: dict[str, int] = {}
+    checked = 0
     for text, count in errors.items():
-        if m := _STATUS.search(text):
+        if CHECK_PREFIX in text:  # a workload's check failed (toolbench.adapters.locust.workload)
+            checked += count
+        elif m := _STATUS.search(text):
             code = int(m.group(1) or m.group(2))
             codes[code] = codes.get(code, 0) + count
         else:
@@ -282,7 +287,44 @@ def classify_errors(errors: dict[str, int]) -> tuple[Failures, dict[int, int]]:
     counts = failures.tally(rest, FAILURE_TABLE)
     counts["http_4xx"] = sum(n for code, n in codes.items() if code < 500)
     counts["http_5xx"] = sum(n for code, n in codes.items() if code >= 500)
+    if checked:
+        counts["check"] = counts.get("check", 0) + checked
     return Failures(**counts), codes
+
+
+def by_request(entries: list[Entry], errors: dict[str, int] | None, duration_s: float | None,
+               notes: list[str]) -> list[RequestFigures]:
+    """Figures per request name (a workload's names), from the entries of each name; none for a
+    run of one name. A name's failure classes come from the error list's lines of that name
+    (`METHOD name: error`), left out when they do not add up to its failed count."""
+    names = sorted({e.name for e in entries})
+    if len(names) < 2:
+        return []
+    figures = []
+    for name in names:
+        mine = [e for e in entries if e.name == name]
+        total = sum(e.num_requests for e in mine)
+        failed = sum(e.num_failures for e in mine)
+        timed = total - sum(e.num_none_requests for e in mine)
+        prefixes = tuple(f"{e.method} {name}: " for e in mine)
+        own = {text: n for text, n in (errors or {}).items() if text.startswith(prefixes)}
+        failures, codes = classify_errors(own) if sum(own.values()) == failed else (Failures(), {})
+        low = min((e.min_response_time for e in mine if e.min_response_time is not None), default=None)
+        high = max((e.max_response_time for e in mine), default=None) if timed else None
+        rate = Rates(rps_derived=total / duration_s, rps_ok=(total - failed) / duration_s) if duration_s else Rates()
+        figures.append(RequestFigures(
+            name=name,
+            counts=Counts(requests_total=total, requests_ok=total - failed, requests_failed=failed,
+                          failures=failures, status_codes=codes),
+            latency=Latency(min_ms=low, max_ms=high,
+                            mean_ms=sum(e.total_response_time for e in mine) / timed if timed else None,
+                            percentiles=within_bounds(bucket_percentiles(mine), low, high, []) if timed
+                            else Percentiles(),
+                            resolution_ms=1.0 if timed else None),
+            rates=rate))
+    notes.append("figures per request name from Locust's stats entry of each name; their percentiles are Locust's "
+                 "reading of its rounded buckets")
+    return figures
 
 
 def error_line(stderr: str) -> str | None:

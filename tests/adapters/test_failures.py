@@ -61,7 +61,8 @@ def test_every_engine_failure_kind_has_its_class() -> None:
 def test_tally_counts_occurrences_by_class_with_every_class_present() -> None:
     counts = failures.tally({"gaierror(-2, 'Name or service not known')": 3, "Connection reset": 2, "odd": 1},
                             siege.FAILURE_TABLE)
-    assert counts == {"connect": 3, "timeout": 0, "read": 0, "reset": 2, "http_4xx": 0, "http_5xx": 0, "other": 1}
+    assert counts == {"connect": 3, "timeout": 0, "read": 0, "reset": 2, "http_4xx": 0, "http_5xx": 0, "other": 1,
+                      "check": 0}
     assert failures.tally(["refused", "refused"], siege.FAILURE_TABLE)["connect"] == 2
 
 

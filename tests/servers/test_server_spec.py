@@ -69,7 +69,7 @@ def test_every_kind_becomes_a_typed_spec_with_defaults():
 @pytest.mark.parametrize("entry, message", [
     ("{server: apache}", r"s.yaml:2: targets.x.server: expected one of nginx-static, flask-dev, gunicorn"),
     ("{server: gunicorn, processes: 4}", r"s.yaml:2: targets.x.processes: unknown key \(expected one of server, "
-                                         r"label, ready, restart, worker_class, workers, threads, worker_connections\)"),
+                                         r"label, ready, restart, path, worker_class, workers, threads, worker_connections(, app)?\)"),
     ("{server: flask-dev, threads: 4}", r"s.yaml:2: targets.x.threads: unknown key"),
     ("{server: nginx-static, workers: 0}", r"s.yaml:2: targets.x.workers: expected a positive integer, got '0'"),
     ("{server: nginx-static, workers: 5000}", r"s.yaml:2: targets.x.workers: expected at most 1024, got 5000"),

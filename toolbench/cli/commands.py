@@ -86,7 +86,7 @@ def print_json(value: object) -> None:
 
 def validate(args: argparse.Namespace) -> int:
     from toolbench.errors import ScenarioError
-    from toolbench.run import plan, programs
+    from toolbench.run import plan, programs, workload_plan
     from toolbench.scenario import read as scenario
 
     try:
@@ -105,7 +105,8 @@ def validate(args: argparse.Namespace) -> int:
                      "cells": [{"cell": c.cell.id, "runs": c.support.ok, "reason": c.support.reason or None}
                                for c in cells],
                      "programs": [{"where": p.where, "key": p.key, "program": p.what}
-                                  for p in programs.started(loaded)]})
+                                  for p in programs.started(loaded)],
+                     "workload": workload_plan.as_json(workload_plan.table(loaded)) if loaded.workload else None})
         return 0
     if args.quiet:
         return 0
@@ -113,6 +114,8 @@ def validate(args: argparse.Namespace) -> int:
         warm = f" after a {planned.cell.warmup_s:g}s warm-up" if planned.cell.warmup_s else ""
         state = f"run{warm}" if planned.support.ok else f"unsupported: {planned.support.reason}"
         print(safe(f"  {planned.cell.id:<32} {state}"))
+    for line in workload_plan.table_lines(workload_plan.table(loaded)):  # what each tool makes of the workload
+        print(safe(line))
     for said in plan.ramp_warnings(cells):
         warnings.warn(Notice(said), stacklevel=1)
     started = programs.started(loaded)

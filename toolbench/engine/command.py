@@ -52,6 +52,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-H", "--header", action="append", default=[], metavar="'K: V'",
                         help="a request header; repeat for more")
     parser.add_argument("--body", type=Path, metavar="FILE", help="send this file as the body")
+    parser.add_argument("--workload", type=Path, metavar="FILE",
+                        help="several named requests, data, think time, checks and stages, from this JSON file "
+                             "(toolbench writes it from a scenario's workload:); the URL then gives only the "
+                             "scheme, host and port; runs on the engine's Python path")
     parser.add_argument("--timeout", type=_duration, default=10.0, metavar="S",
                         help="request timeout (default 10s)")
     parser.add_argument("--connect-timeout", type=_duration, metavar="S",
@@ -80,6 +84,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> EngineOptions:
+    """The options the flags ask for. With a workload's stages, -c, -d and --rate default to its
+    peak users, its whole length and its peak rate."""
+    workload = None
+    connections, duration, rate = args.connections, args.duration, args.rate
+    if getattr(args, "workload", None) is not None:
+        from toolbench.engine.workload import load
+
+        workload = load(args.workload)
+        if workload.stages and args.requests is None and duration is None:
+            duration = workload.duration_s
+        if workload.open_stages and rate is None:
+            rate = workload.peak_rate_rps
+        if workload.peak_users is not None and connections is None:
+            connections = max(1, workload.peak_users)
     body = b""
     if args.body is not None:
         try:
@@ -87,11 +105,11 @@ def options_from_args(args: argparse.Namespace) -> EngineOptions:
         except OSError as exc:
             raise EngineError(f"--body {args.body}: {exc.strerror}") from None
     return EngineOptions(
-        url=args.url, connections=args.connections, duration_s=args.duration, requests=args.requests,
-        workers=args.workers, rate_rps=args.rate, keepalive=args.keepalive, method=args.method.upper(),
+        url=args.url, connections=connections, duration_s=duration, requests=args.requests,
+        workers=args.workers, rate_rps=rate, keepalive=args.keepalive, method=args.method.upper(),
         headers=tuple(parse_header(h) for h in args.header), body=body, timeout_s=args.timeout,
         connect_timeout_s=args.connect_timeout, warmup_s=args.warmup, cacert=args.cacert,
-        tls_resume=args.tls_resume)
+        tls_resume=args.tls_resume, workload=workload)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -103,14 +121,17 @@ def run_command(args: argparse.Namespace) -> int:
     if args.locust_master is not None:
         from toolbench.engine import locust_worker
 
+        if args.workload is not None:
+            raise UsageError("--workload is not for a Locust worker: the master's locustfile says what to send")
+
         return locust_worker.run(locust_worker.options_from_args(args, options_from_args))
     if args.user_throughput is not None or args.master_timeout is not None or args.join_timeout is not None:
         raise UsageError("--user-throughput, --master-timeout and --join-timeout are for a Locust worker "
                          "(--locust-master)")
-    if args.connections is None or (args.duration is None and args.requests is None):
-        raise UsageError("give -c/--connections and one of -d/--duration or -n/--requests "
-                         "(or --locust-master HOST:PORT)")
     opts = options_from_args(args)
+    if opts.connections is None or (opts.duration_s is None and opts.requests is None):
+        raise UsageError("give -c/--connections and one of -d/--duration or -n/--requests "
+                         "(or --locust-master HOST:PORT, or a --workload with stages)")
     progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not args.no_progress else None
     try:
         collected = coordinator.run(opts, progress.update if progress else None)

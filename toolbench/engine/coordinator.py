@@ -109,7 +109,7 @@ def _plans(opts: EngineOptions, target: Target) -> list[worker.WorkerPlan]:
     firsts = [sum(slots[:i]) for i in range(count)]
     return [worker.WorkerPlan(index=i, options=opts, target=target, request=request, slots=slots[i],
                               first_slot=firsts[i], total_slots=opts.connections, budget=budgets[i],
-                              parent_pid=os.getpid())
+                              parent_pid=os.getpid(), workers=count)
             for i in range(count)]
 
 

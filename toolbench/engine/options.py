@@ -6,8 +6,12 @@ import re
 import socket
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from toolbench.errors import ToolbenchError
+
+if TYPE_CHECKING:
+    from toolbench.engine.workload import WorkloadSpec
 
 USER_AGENT = "toolbench-engine"
 DEFAULT_TIMEOUT_S = 10.0
@@ -46,6 +50,8 @@ class EngineOptions:
     cacert: str | None = None  # https: PEM file of the CA(s) to trust; None: the system's store
     tls_resume: bool = True  # https: a new connection resumes its slot's (or worker's) last session
     extra: dict[str, str] = field(default_factory=dict)
+    # Several named requests (--workload, engine/workload.py), run on the Python path; None: the one request.
+    workload: "WorkloadSpec | None" = None
 
     @property
     def open_model(self) -> bool:
@@ -80,6 +86,11 @@ def validate(opts: EngineOptions) -> None:
         raise EngineError(f"warm-up cannot be negative, got {opts.warmup_s:g}s")
     if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", opts.method):
         raise EngineError(f"not an HTTP method: {opts.method!r}")
+    if opts.workload is not None and opts.workload.stages:
+        if opts.warmup_s > 0:
+            raise EngineError("--warmup with a workload's stages: the stages are the load from the start")
+        if opts.workload.open_stages != opts.open_model:
+            raise EngineError("a workload's stages in users are a closed model (no --rate); in rate_rps, an open one")
     for name, value in opts.headers:
         if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name) or "\r" in value or "\n" in value:
             raise EngineError(f"not a valid header: {name!r}: {value!r}")

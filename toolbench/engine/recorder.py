@@ -32,6 +32,9 @@ DRAIN_AT = 1024
 # Failure classes as the engine sees them; result.py maps them onto the schema's classes.
 FAILURE_KINDS = ("connect_refused", "connect_timeout", "connect_other", "tls",
                  "timeout", "reset", "closed", "malformed")
+# A workload's responses judged failed (engine.workload_http.judge): by their status, as without a
+# workload, or by a check. Responses, unlike FAILURE_KINDS: each is also in the status codes.
+JUDGED_KINDS = ("http_4xx", "http_5xx", "check")
 
 # Open model: a send that goes out more than this after its intended time is late. The event
 # loop's timers are whole milliseconds and a loaded machine delays a process by a few more, so
@@ -115,10 +118,28 @@ class WorkerResult:
     schedule: Schedule | None = None  # open model only
     tls_handshakes: int = 0  # https: handshakes completed, the warm-up's included
     tls_resumed: int = 0  # of those, the ones that resumed a session
+    # A workload (engine.workload_load): its responses judged failed, by JUDGED_KINDS (None: no
+    # workload, a 4xx or 5xx status is the failure), its figures per request name, and the most
+    # users it ran at once.
+    judged: dict[str, int] | None = None
+    by_request: list["RequestPart"] = field(default_factory=list)
+    users_peak: int | None = None
+
+
+@dataclass(frozen=True)
+class RequestPart:
+    """One worker's figures for one request name of a workload."""
+
+    name: str
+    hist: str  # encoded HDR of latency, µs, as WorkerResult.hist
+    moments: Moments
+    codes: dict[int, int]
+    failures: dict[str, int]
+    judged: dict[str, int]
 
 
 class Recorder:
-    def __init__(self, open_model: bool) -> None:
+    def __init__(self, open_model: bool, judging: bool = False) -> None:
         self.lat = array("q")  # latency in ns, one per response, since the last flush
         self.ulat = array("q") if open_model else None
         # By status code (llhttp only accepts three digits), except 200: the hot path counts
@@ -131,6 +152,8 @@ class Recorder:
         self.connect_sum_ns = 0
         self.connect_max_ns = 0
         self.tls_handshakes = self.tls_resumed = 0  # like connects: kept through the warm-up reset
+        # A workload's verdicts on responses (JUDGED_KINDS); None: a 4xx or 5xx status is the failure.
+        self.judged: dict[str, int] | None = dict.fromkeys(JUDGED_KINDS, 0) if judging else None
         self.reset()
 
     def reset(self) -> None:
@@ -142,6 +165,9 @@ class Recorder:
         self.codes[:] = [0] * 1000
         for kind in self.failures:
             self.failures[kind] = 0
+        if self.judged is not None:
+            for kind in self.judged:
+                self.judged[kind] = 0
         self.hist = histogram.new()
         self.uhist = histogram.new() if self.ulat is not None else None
         self.pending: Counter[int] = Counter()  # µs -> responses, flushed but not yet in hist
@@ -203,6 +229,8 @@ class Recorder:
         return dict(sorted(codes.items()))
 
     def errors_total(self) -> int:
+        if self.judged is not None:
+            return sum(self.failures.values()) + sum(self.judged.values())
         return sum(self.failures.values()) + sum(self.codes[400:])
 
     def drain(self) -> None:

@@ -11,12 +11,12 @@ from hdrh.histogram import HdrHistogram
 
 from toolbench.engine.churn_native import churn_path
 from toolbench.engine.coordinator import Collected
-from toolbench.engine.recorder import LATE_NS, Moments, Schedule, WorkerResult
+from toolbench.engine.recorder import LATE_NS, Moments, RequestPart, Schedule, WorkerResult
 from toolbench.engine.summary import BACKLOG_NOTE
 from toolbench.record import failures, histogram
 from toolbench.record.schema import (Counts, Failures, Fidelity, GeneratorCost, Identity, Latency, LoadModel,
-                                     Measurement, Omission, Outcome, Rates, RunResult, SecondSample, Status, Timing,
-                                     Transfer)
+                                     Measurement, Omission, Outcome, Rates, RequestFigures, RunResult, SecondSample,
+                                     Status, Timing, Transfer)
 
 TOOL = "engine"
 # A note for people: the engine's failure kinds are finer than the schema's classes (refused
@@ -27,6 +27,7 @@ PYTHON_PATH_NOTE = ("engine_python_path: keep-alive off ran on the engine's pure
                     "extension is not built here, or TOOLBENCH_ENGINE_CHURN=python asked for it), which costs "
                     "more CPU per request than the C path (bench/README.md)")
 TLS_NOTE = "engine_tls"
+WORKLOAD_NOTE = "engine_workload"
 # Engine failure kinds (engine.recorder.FAILURE_KINDS) to the schema's classes (toolbench.record.failures):
 # connect_timeout is a timeout, so timeout comes first.
 FAILURE_TABLE: failures.Table = (
@@ -70,9 +71,11 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     if silent and opts.duration_s is not None and opts.keepalive:
         notes.append(f"{SILENT_NOTE}: {silent} of the connections open when the measured window began "
                      "received no response in it")
+    if opts.workload is not None:
+        notes.append(_workload_note(results, opts.open_model))
     if out.target.tls:
         notes.append(_tls_note(results, opts.tls_resume))
-    elif not opts.keepalive and churn_path() == "Python":
+    elif not opts.keepalive and churn_path() == "Python" and opts.workload is None:
         notes.append(PYTHON_PATH_NOTE)
     if out.error:
         notes.append(out.error)
@@ -93,7 +96,8 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
         histogram_uncorrected=histogram.encode(uhist) if uhist is not None and uhist.get_total_count() else None,
         coordinated_omission=Omission.CORRECTED if opts.open_model else Omission.NOT_CORRECTED,
         series=_series(results),
-        notes=notes, url=opts.url, concurrency=opts.connections, tool_version=version)
+        notes=notes, url=opts.url, concurrency=opts.connections, tool_version=version,
+        by_request=_by_request(results, duration_s))
     return _with_fidelity(m)
 
 
@@ -125,23 +129,53 @@ def run_result(out: Collected, version: str | None = None) -> RunResult:
     return RunResult(identity, Outcome(status=status, exit_code=None, error=error), m, cost=cost)
 
 
-def _counts(results: list[WorkerResult]) -> Counts:
+def _counts(results: list[WorkerResult] | list[RequestPart]) -> Counts:
+    """The workers' counts (or one request name's parts) summed. A workload's responses are failed
+    as judged (its checks may accept a 4xx, or fail a 200); otherwise a 4xx or 5xx status fails."""
     codes: dict[int, int] = defaultdict(int)
     kinds: dict[str, int] = defaultdict(int)
+    judged: dict[str, int] | None = None
     for r in results:
         for code, n in r.codes.items():
             codes[code] += n
         for kind, n in r.failures.items():
             kinds[kind] += n
+        if r.judged is not None:
+            judged = judged if judged is not None else defaultdict(int)
+            for kind, n in r.judged.items():
+                judged[kind] += n
     by_class = failures.tally(kinds, FAILURE_TABLE)
-    http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
-    http_5xx = sum(n for c, n in codes.items() if c >= 500)
-    classes = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"], reset=by_class["reset"],
-                        http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"])
+    if judged is not None:
+        http_4xx, http_5xx, check = judged["http_4xx"], judged["http_5xx"], judged["check"]
+    else:
+        http_4xx = sum(n for c, n in codes.items() if 400 <= c < 500)
+        http_5xx = sum(n for c, n in codes.items() if c >= 500)
+        check = None
+    classes = Failures(connect=by_class["connect"], timeout=by_class["timeout"], read=by_class["read"],
+                       reset=by_class["reset"], http_4xx=http_4xx, http_5xx=http_5xx, other=by_class["other"],
+                       check=check)
     responses = sum(codes.values())
-    failed = sum(kinds.values()) + http_4xx + http_5xx
-    return Counts(requests_total=responses + sum(kinds.values()), requests_ok=responses - http_4xx - http_5xx,
+    judged_failed = http_4xx + http_5xx + (check or 0)
+    failed = sum(kinds.values()) + judged_failed
+    return Counts(requests_total=responses + sum(kinds.values()), requests_ok=responses - judged_failed,
                   requests_failed=failed, failures=classes, status_codes=dict(sorted(codes.items())))
+
+
+def _by_request(results: list[WorkerResult], duration_s: float) -> list[RequestFigures]:
+    """A workload's figures per request name, in the workload's order: the workers' parts merged
+    exactly as the totals are, so that they add up to them."""
+    names = list(dict.fromkeys(p.name for r in results for p in r.by_request))
+    out = []
+    for name in names:
+        parts = [p for r in results for p in r.by_request if p.name == name]
+        moments = _moments(p.moments for p in parts)
+        counts = _counts(parts)
+        latency = _latency(histogram.merge(p.hist for p in parts), moments) if moments.count else Latency()
+        total = counts.requests_total or 0
+        out.append(RequestFigures(name=name, counts=counts, latency=latency,
+                                  rates=Rates(rps=total / duration_s, rps_derived=total / duration_s,
+                                              rps_ok=(counts.requests_ok or 0) / duration_s)))
+    return out
 
 
 def _series(results: list[WorkerResult]) -> list[SecondSample]:
@@ -233,6 +267,14 @@ def _limit(asked: float, connections: int, uncorrected: Moments) -> str:
                 "connections were the limit (more, -c, would send more, if the server can answer more)")
     return (f"the connections were not the limit ({they} at the mean latency {verb} about {carry:,.0f}/s): "
             "the engine fell behind, its CPU or the machine's load is the limit")
+
+
+def _workload_note(results: list[WorkerResult], open_model: bool) -> str:
+    """How the engine ran a workload, and the most users it ran at once."""
+    peak = sum(r.users_peak or 0 for r in results)
+    what = "arrivals in progress" if open_model else "users running"
+    return (f"{WORKLOAD_NOTE}: a workload runs on the engine's Python path (a coroutine per user, its "
+            f"C paths send one request); at most {peak:,} {what} at once (summed over the workers)")
 
 
 def _tls_note(results: list[WorkerResult], resume: bool) -> str:

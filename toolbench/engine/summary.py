@@ -44,6 +44,7 @@ def render(result: RunResult, workers: int | None = None) -> str:
     received = result.measurement.transfer.received_bytes or 0
     lines.append(f"  {counts.requests_total} requests in {_secs(duration)}, {_bytes(received)} read")
     lines += _failures(result)
+    lines += _by_request(result)
     lines += _backlog(result)
     # Requests that ended (answered or failed) per second, as wrk counts them; in the open model
     # `rps` is the rate sent, which the backlog line gives when it fell short.
@@ -67,10 +68,25 @@ def _failures(result: RunResult) -> list[str]:
                                             ("malformed", f.other)) if n]
     if failed:
         lines.append("  Socket errors: " + ", ".join(failed))
+    if f.check:
+        lines.append(f"  Failed checks: {f.check}")
     bad = {code: n for code, n in result.measurement.counts.status_codes.items() if not 200 <= code < 400}
     if bad:
         lines.append(f"  Non-2xx or 3xx responses: {sum(bad.values())} ("
                      + ", ".join(f"{code}: {n}" for code, n in bad.items()) + ")")
+    return lines
+
+
+def _by_request(result: RunResult) -> list[str]:
+    """A workload's figures per request name, a line each."""
+    named = result.measurement.by_request
+    if not named:
+        return []
+    lines = [f"  {'By request':<24}{'requests':>10}{'failed':>8}{'checks':>8}{'50%':>10}{'99%':>10}{'req/s':>10}"]
+    for f in named:
+        c, p = f.counts, f.latency.percentiles
+        lines.append(f"    {f.name:<22}{c.requests_total or 0:>10}{c.requests_failed or 0:>8}{c.failures.check or 0:>8}"
+                     f"{_ms(p.p50_ms):>10}{_ms(p.p99_ms):>10}{f.rates.rps or 0:>10.1f}")
     return lines
 
 

@@ -18,6 +18,7 @@ from toolbench.engine.client import clock
 from toolbench.engine.load import Load
 from toolbench.engine.options import EngineOptions, Target
 from toolbench.engine.recorder import Recorder, WorkerResult
+from toolbench.engine.workload_load import WorkloadLoad
 from toolbench.record import histogram
 
 # After its last second a worker stops itself even if the parent never says so.
@@ -35,6 +36,7 @@ class WorkerPlan:
     total_slots: int
     budget: int | None  # this worker's share of -n
     parent_pid: int
+    workers: int = 1  # how many workers there are (a workload numbers its users across them)
 
 
 def main(plan: WorkerPlan, pipe: Connection, inherited: tuple[Connection, ...] = ()) -> None:
@@ -64,8 +66,12 @@ def main(plan: WorkerPlan, pipe: Connection, inherited: tuple[Connection, ...] =
 async def _run(plan: WorkerPlan, pipe: Connection) -> WorkerResult | None:
     loop = asyncio.get_running_loop()
     opts = plan.options
-    rec = Recorder(opts.open_model)
-    load = Load(loop, opts, plan.target, plan.request, rec, plan.slots, plan.first_slot, plan.total_slots)
+    rec = Recorder(opts.open_model, judging=opts.workload is not None)
+    load: Load | WorkloadLoad
+    if opts.workload is not None:  # several requests: the Python path (workload_load.py), never the C one
+        load = WorkloadLoad(loop, opts, plan.target, rec, plan.slots, plan.index, plan.workers)
+    else:
+        load = Load(loop, opts, plan.target, plan.request, rec, plan.slots, plan.first_slot, plan.total_slots)
     loop.set_exception_handler(lambda _, context: load.crash(_describe(context)))
     opened, error = await load.prepare()
     pipe.send(("ready", opened, error))
@@ -103,7 +109,7 @@ async def _run(plan: WorkerPlan, pipe: Connection) -> WorkerResult | None:
 class _Timers:
     """Timers at absolute clock() times; the per-second tick that feeds the series."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, plan: WorkerPlan, load: Load,
+    def __init__(self, loop: asyncio.AbstractEventLoop, plan: WorkerPlan, load: "Load | WorkloadLoad",
                  pipe: Connection, window: int) -> None:
         self.loop, self.plan, self.load, self.pipe, self.window = loop, plan, load, pipe, window
         self.handles: list[asyncio.TimerHandle] = []
@@ -144,7 +150,7 @@ class _Timers:
             handle.cancel()
 
 
-def _on_pipe(pipe: Connection, load: Load) -> None:
+def _on_pipe(pipe: Connection, load: "Load | WorkloadLoad") -> None:
     try:
         message = pipe.recv()
     except (EOFError, OSError):
@@ -171,9 +177,18 @@ async def _receive(loop: asyncio.AbstractEventLoop, pipe: Connection) -> tuple[A
         loop.remove_reader(pipe.fileno())
 
 
-def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) -> WorkerResult:
+def _result(plan: WorkerPlan, load: "Load | WorkloadLoad", rec: Recorder, window: int, end: int) -> WorkerResult:
     rx, gap, silent = load.totals()
     hist, uhist = rec.histograms()
+    schedule = None
+    workload: dict[str, Any] = {}
+    if isinstance(load, WorkloadLoad):
+        sent = load.sent_bytes  # its requests differ: counted as they go
+        workload = dict(judged=rec.judged, by_request=load.by_request(), users_peak=load.users_peak)
+    else:
+        sent = load.issued() * len(plan.request)
+        if plan.options.open_model:
+            schedule = rec.schedule(load.slots, window, end, plan.options.duration_s)
     return WorkerResult(
         index=plan.index,
         hist=histogram.encode(hist),
@@ -183,7 +198,7 @@ def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) 
         codes=rec.codes_by_status(),
         failures=dict(rec.failures),
         received_bytes=rec.received_bytes + rx,
-        sent_bytes=load.issued() * len(plan.request),
+        sent_bytes=sent,
         connects=rec.connects,
         connect_sum_ns=rec.connect_sum_ns,
         connect_max_ns=rec.connect_max_ns,
@@ -196,7 +211,8 @@ def _result(plan: WorkerPlan, load: Load, rec: Recorder, window: int, end: int) 
         silent_conns=rec.silent_conns + silent,
         tls_handshakes=rec.tls_handshakes,
         tls_resumed=rec.tls_resumed,
-        schedule=rec.schedule(load.slots, window, end, plan.options.duration_s) if plan.options.open_model else None,
+        schedule=schedule,
+        **workload,
     )
 
 

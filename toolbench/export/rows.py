@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 # Bulky per-request data stay in the record (`load(..., series=True, histograms=True)` adds
 # them as objects); the measurement's own identity duplicates the identity columns.
 _LEFT_OUT = frozenset(["histogram", "histogram_uncorrected", "series", "probe.samples_ms", "probe.baseline_ms",
-                       "probe.sample_offsets_s", "tool", "url", "concurrency", "tool_version", "notes", "fidelity"])
+                       "probe.sample_offsets_s", "tool", "url", "concurrency", "tool_version", "notes", "fidelity",
+                       "by_request"])  # a workload's figures per request: a record each, not a column
 RUN = "run"  # the run folder's name: rows of several runs stay apart
 
 # Columns whose names carry a key from the data, and the type of every such column.

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-CLASSES = ("connect", "timeout", "read", "reset", "http_4xx", "http_5xx", "other")
+# `check`: the response came, but failed a workload's check (toolbench.scenario.workload.Checks).
+CLASSES = ("connect", "timeout", "read", "reset", "http_4xx", "http_5xx", "other", "check")
 Table = tuple[tuple[str, tuple[str, ...]], ...]
 
 # glibc, macOS/BSD (`gaierror(8, 'nodename nor servname provided, or not known')`), Java, curl, siege.

@@ -16,7 +16,9 @@ What `check` holds a Measurement to, naming the field that breaks it:
 - the histograms decode as toolbench's HDR histograms and hold at most requests_total
   values;
 - the per-second series has increasing seconds, spanning at most twice the
-  run's duration plus MAX_SERIES_SLACK_S, and never over MAX_SERIES_S.
+  run's duration plus MAX_SERIES_SLACK_S, and never over MAX_SERIES_S;
+- a workload's figures per request name (`by_request`): each name once, with its count, its
+  counts and latency as above, and the names' total, ok and failed add up to the cell's.
 
 Rounding. Tools round their figures: ab's table to whole milliseconds, siege to
 hundredths of a second; `Latency.resolution_ms` says the step. Two figures each
@@ -67,6 +69,7 @@ def _problems(m: Measurement) -> Iterator[str]:
         yield from _histogram(getattr(m, name), name, m.counts.requests_total)
     yield from _series(m.series, m.timing.duration_s, m.latency.resolution_ms)
     yield from _siege(m.siege)
+    yield from _by_request(m)
 
 
 def check_tls(t: TlsHandshakes) -> TlsHandshakes:
@@ -215,6 +218,29 @@ def _order(lo_name: str, lo: float | None, hi_name: str, hi: float | None,
            after: Callable[[float, float], bool]) -> Iterator[str]:
     if lo is not None and hi is not None and not after(lo, hi):
         yield f"{hi_name}: {hi:g} is below {lo_name.rsplit('.', 1)[-1]}, {lo:g}"
+
+
+# ---- a workload's figures per request name ----
+
+def _by_request(m: Measurement) -> Iterator[str]:
+    """Each name once, with its count, its counts and latency holding as the cell's do; the names'
+    requests_total, requests_ok and requests_failed add up to the cell's where all are known."""
+    seen: set[str] = set()
+    for i, figures in enumerate(m.by_request):
+        path = f"by_request[{i}]"
+        if not isinstance(figures.name, str) or not figures.name or figures.name in seen:
+            yield f"{path}.name: {figures.name!r} is not a name, or a name given twice"
+            return
+        seen.add(figures.name)
+        if figures.counts.requests_total is None:
+            yield f"{path}.counts.requests_total: absent; a request name's figures start with its count"
+            return
+        yield from (f"{path}.{problem}" for problem in _counts(figures.counts))
+        yield from _latency(figures.latency, f"{path}.latency")
+    for name in ("requests_total", "requests_ok", "requests_failed") if m.by_request else ():
+        cell, parts = getattr(m.counts, name), [getattr(f.counts, name) for f in m.by_request]
+        if cell is not None and None not in parts and sum(parts) != cell:
+            yield f"by_request: the request names' {name} add up to {sum(parts)}, not the cell's {cell}"
 
 
 # ---- histograms and series ----

@@ -252,3 +252,61 @@ class NetworkCounters:
         shown = ", ".join(f"{f.name} {getattr(self, f.name)}" for f in fields(self)
                           if f.name != "machine" and getattr(self, f.name) is not None)
         return f"{self.machine}: {shown or 'nothing read'}"
+
+
+@dataclass(frozen=True)
+class PathRequests:
+    """The requests of one method and path (the query left out) a target toolbench started served
+    during a cell, from its nginx's access log (toolbench.servers.access_log): how many, by status,
+    and per second of the cell (`per_second[0]` is the second from the cell's start, each request in
+    the second its log line was written, as it was answered)."""
+
+    method: str
+    path: str
+    count: int
+    by_status: dict[int, int] = field(default_factory=dict)
+    per_second: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TargetRequests:
+    """What the target's own access log says a cell sent it, per method and path: kept for the
+    cells of a workload (issue 32), to judge each tool's fidelity to it (the mix, the pace, the
+    stages). toolbench's probe's requests are left out (`probe_requests` says how many);
+    `other_requests` counts those beyond the first MAX_PATHS methods and paths (counted, not kept
+    by path); `lines_unread` the log lines that did not read as one of its lines. `started_epoch_s`:
+    the Unix time of the cell's start, second 0 of every `per_second`."""
+
+    paths: list[PathRequests] = field(default_factory=list)
+    requests: int = 0
+    other_requests: int = 0
+    probe_requests: int = 0
+    lines_unread: int = 0
+    started_epoch_s: float | None = None
+
+    def __post_init__(self) -> None:
+        from toolbench.errors import SchemaError
+
+        for name in ("requests", "other_requests", "probe_requests", "lines_unread"):
+            _whole(getattr(self, name), f"target_requests.{name}")
+        for each in self.paths:
+            where = f"target_requests.paths[{each.method} {each.path}]"
+            for n in (each.count, *each.by_status.values(), *each.per_second):
+                _whole(n, where)
+            if sum(each.by_status.values()) != each.count or sum(each.per_second) != each.count:
+                raise SchemaError(f"{where}: {each.count} requests, but {sum(each.by_status.values())} by status "
+                                  f"and {sum(each.per_second)} by second")
+        if sum(p.count for p in self.paths) + self.other_requests != self.requests:
+            raise SchemaError(f"target_requests: {self.requests} requests, but the paths and the others "
+                              f"add up to {sum(p.count for p in self.paths) + self.other_requests}")
+
+    def count(self, path: str, method: str | None = None) -> int:
+        """The requests to `path` (of `method`, or of any)."""
+        return sum(p.count for p in self.paths if p.path == path and (method is None or p.method == method))
+
+
+def _whole(value: object, where: str) -> None:
+    from toolbench.errors import SchemaError
+
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SchemaError(f"{where}: {value!r} is not a whole number of requests")

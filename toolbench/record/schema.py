@@ -18,6 +18,7 @@ from toolbench.record.observed import (CellMachine, GeneratorCost, ProbeSummary,
                                        TlsHandshakes, cpu_us_per_request)
 from toolbench.record.observed import TargetLogCounts  # noqa: F401
 from toolbench.record.observed import NetworkCounters  # noqa: F401
+from toolbench.record.observed import PathRequests, TargetRequests  # noqa: F401
 
 SCHEMA_VERSION = 5  # 2: the tool's figures moved into RunResult.measurement; 3: Measurement.coordinated_omission;
 #                     4: RunResult.generators, the parts of a cell run on several generators;
@@ -380,6 +381,9 @@ class RunResult:
     # target's and the generator's, or one "both" when they are the same machine. Empty: not read.
     # An older record simply lacks it.
     network: list[NetworkCounters] = field(default_factory=list)
+    # A workload's cell: the requests the target's own access log shows, per method and path, by status
+    # and per second (toolbench.servers.access_log); None: not kept. An older record simply lacks it.
+    target_requests: TargetRequests | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

@@ -11,7 +11,8 @@ from toolbench.report.view import Row, Section, Table, Value, columns, num, text
 CLASSES = (("connect", "could not connect"), ("timeout", "no answer in time"), ("read", "read failed"),
            ("reset", "connection reset by the peer"),
            ("http_4xx", "HTTP 4xx"), ("http_5xx", "HTTP 5xx"), ("http", "HTTP errors the tool does not class"),
-           ("other", "anything else, e.g. a wrong length"))
+           ("other", "anything else, e.g. a wrong length"),
+           ("check", "answered, but failed a check of the workload (status, body text, JSON value or size)"))
 NOT_RUN = groups.NOT_RUN
 FINISHED = (Status.OK, Status.DISTURBED)
 

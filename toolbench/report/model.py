@@ -19,6 +19,9 @@ from toolbench.report.criteria_section import criteria_section
 from toolbench.report.glance import AnswerFigure, Glance, glance
 from toolbench.report.network import network_section
 from toolbench.report.target_log import target_log_section
+from toolbench.report import workload_fit
+from toolbench.report.fidelity_section import fidelity_section
+from toolbench.report.per_request import per_request_section
 from toolbench.report.view import Column, Figure, Link, Row, Section, Value
 from toolbench.scenario.claims import ClaimSet
 
@@ -56,13 +59,14 @@ def build(runs: list[RunView], claims: ClaimSet | None = None) -> ReportData:
     sections = [
         environment.environment_section(ctx),
         *[s for s in (criteria_section(ctx),) if s is not None],
-        *[s for s in (choice.choice_section(ctx),) if s is not None],
+        *workload_fit.with_choice(ctx, choice.choice_section(ctx)),
         ranking.ranking_section(ctx),
         *[s for s in (targets.targets_section(ctx),) if s is not None],
         perf.peaks_section(ctx),
         perf.throughput_section(ctx),
         latency.percentiles_section(ctx),
         latency_views.distribution_section(ctx),
+        *[s for s in (per_request_section(ctx), fidelity_section(ctx)) if s is not None],
         truth.truth_section(ctx),
         cost.cost_section(ctx),
         *[s for s in (handshakes.handshakes_section(ctx),) if s is not None],

@@ -102,19 +102,22 @@ def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: stor
     tls = watched.server.handshakes(len(watched.during.latencies_ms) if watched.during else 0)
     logged = watched.server.target_log()
     network = watched.server.network()  # the kernel's counters over the cell, per machine
+    requests = watched.server.target_requests()  # a workload's: its access log
     unprobed = _unprobed(scenario, cell)
     if measurement is None:
         return RunResult(identity, outcome, Measurement(cell.tool, timing=timing), cost=cost, probe=probed,
-                         notes=warm_notes + hangs + unprobed, server_cost=server_cost, warmup=warm, ramp_s=ramp_s,
-                         machine=machine, tls=tls, target_log=logged, network=network)
+                         notes=warm_notes + hangs + unprobed + list(planned.notes), server_cost=server_cost,
+                         warmup=warm, ramp_s=ramp_s,
+                         machine=machine, tls=tls, target_log=logged, network=network, target_requests=requests)
     identity = dataclasses.replace(identity, tool_version=version or measurement.tool_version)
     short = ([ramp_note(cell.label, timing.duration_s, ramp_s)]
              if ramp_s and timing.duration_s is not None and short_of_ramp(timing.duration_s, ramp_s) else [])
     return RunResult(identity, outcome, dataclasses.replace(measurement, timing=timing), cost=cost, probe=probed,
                      notes=warm_notes + hangs + _short_run_note(cell, completed.wall_s) + short + unprobed
-                     + _trust_note(adapter, cell, measurement.notes) + _logged_503(cell, measurement, logged),
+                     + _trust_note(adapter, cell, measurement.notes) + _logged_503(cell, measurement, logged)
+                     + list(planned.notes),  # each workload feature the tool approximates (run.workload_plan)
                      server_cost=server_cost, warmup=warm, ramp_s=ramp_s, machine=machine, tls=tls,
-                     target_log=logged, network=network)
+                     target_log=logged, network=network, target_requests=requests)
 
 
 def _logged_503(cell: Cell, measurement: Measurement, logged: TargetLogCounts | None) -> list[str]:
@@ -194,3 +197,4 @@ def _parse(adapter: Adapter, raw: RawOutput) -> tuple[Measurement | None, str | 
         return parse_checked(adapter, raw), None
     except ParseError as exc:
         return None, str(exc)
+

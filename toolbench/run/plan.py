@@ -2,6 +2,7 @@
 planned as unsupported with the tool's reason."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from dataclasses import dataclass
@@ -12,13 +13,17 @@ from toolbench.contract import ramp, registry
 from toolbench.contract.adapter import PROTOCOL_NAMES, Adapter, Support
 from toolbench.contract.cell import Cell
 from toolbench.errors import ScenarioError
-from toolbench.scenario.read import Scenario
+from toolbench.run import workload_plan
+from toolbench.scenario.read import RequestSpec, Scenario
 
 
 @dataclass(frozen=True)
 class PlannedCell:
     cell: Cell
     support: Support
+    # What the cell's result says of how it ran, known before it runs: each workload feature its
+    # tool approximates (toolbench.run.workload_plan).
+    notes: tuple[str, ...] = ()
 
 
 def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
@@ -46,12 +51,18 @@ def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
         for concurrency, keepalive, rate, name, protocol in combos:
             adapter, options = resolved[name]
             cell = Cell(scenario=scenario.name, tool=adapter.name, concurrency=concurrency, keepalive=keepalive,
-                        repetition=rep, request=scenario.request, stop=scenario.stop,
+                        repetition=rep, request=_request(scenario, target), stop=scenario.stop,
                         timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options,
                         variant=name if name != adapter.name else None, target=target, target_in_id=several,
-                        warmup_s=warmups[name], protocol=protocol)
-            planned.append(PlannedCell(cell, _support(adapter, cell, scenario)))
+                        warmup_s=warmups[name], protocol=protocol, workload=scenario.workload)
+            planned.append(PlannedCell(cell, _support(adapter, cell, scenario), _workload_notes(adapter, cell)))
     return planned
+
+
+def _request(scenario: Scenario, target: str) -> RequestSpec:
+    """The scenario's request, at the target's own path when it gives one (`targets.X.path`)."""
+    path = scenario.targets[target].path
+    return scenario.request if path is None else dataclasses.replace(scenario.request, path=path)
 
 
 def _support(adapter: Adapter, cell: Cell, scenario: Scenario) -> Support:
@@ -63,7 +74,15 @@ def _support(adapter: Adapter, cell: Cell, scenario: Scenario) -> Support:
         return Support(False, f"{PROTOCOL_NAMES[cell.protocol]}: toolbench serves it from a bundled target on "
                               "this machine only, not yet on hosts.target")
     speaks = adapter.protocol_support(cell.protocol)
-    return adapter.supports(cell) if speaks.ok else speaks
+    if not speaks.ok:
+        return speaks
+    refused = workload_plan.refusal_and_notes(adapter, cell.workload)[0] if cell.workload is not None else None
+    return Support(False, refused) if refused else adapter.supports(cell)
+
+
+def _workload_notes(adapter: Adapter, cell: Cell) -> tuple[str, ...]:
+    """A note per workload feature the tool approximates (the planned cell carries them to its result)."""
+    return workload_plan.refusal_and_notes(adapter, cell.workload)[1] if cell.workload is not None else ()
 
 
 def _resolve(scenario: Scenario, index: int, name: str, known: dict[str, Adapter]) -> tuple[Adapter, dict[str, Any]]:

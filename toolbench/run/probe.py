@@ -30,6 +30,7 @@ from toolbench.errors import ToolbenchError
 from toolbench.record.schema import Latency, ProbeSummary
 from toolbench.run import probe_h2
 from toolbench.scenario.observation import ProbeSpec
+from toolbench.servers.access_log import PROBE_AGENT
 from toolbench.scenario.read import RequestSpec
 
 MAX_ERRORS_KEPT = 5
@@ -48,7 +49,9 @@ class ProbeTarget:
 
     @classmethod
     def of(cls, url: str, request: RequestSpec, protocol: str = "http1", ca_file: str | None = None) -> "ProbeTarget":
-        headers = dict(request.headers)
+        # The probe names itself, so that a target's access log tells its requests from the tool's.
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "user-agent"}
+        headers["User-Agent"] = PROBE_AGENT
         if request.body is not None and request.content_type:
             headers.setdefault("Content-Type", request.content_type)
         # UTF-8, as every tool sends it (http.client would encode a str as Latin-1).

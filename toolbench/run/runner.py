@@ -153,7 +153,8 @@ def _run_on(scenario: Scenario, reports_root: Path, resume: Path | None, observe
             for said in ([f"stopped what the earlier run left running: {', '.join(left)}"] if left else []) + (
                     [repaired] if repaired else []):
                 warnings.warn(Notice(said), stacklevel=2)
-            starter = start_target or serving.local_starter(life, placement.target_pin if placement else None)
+            starter = start_target or serving.local_starter(life, placement.target_pin if placement else None,
+                                                            scenario.prerequisites.ulimit)
             return _run_locked(scenario, cells, run_dir, observer, host, starter, checked, resumed if resume else None,
                                _Progress(fail_fast=fail_fast, fleet=fleet, seed=seed, retry_disturbed=retry_disturbed,
                                          placement=placement, system_check=system_check))

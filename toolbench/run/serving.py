@@ -30,6 +30,8 @@ from toolbench.scenario.read import Scenario
 from toolbench.scenario.targets import TargetSpec
 from toolbench.servers import cost, remote, stacks, tls_log
 from toolbench.servers import target_log as error_logs
+from toolbench.servers import access_log
+from toolbench.record.observed import TargetRequests
 from toolbench.servers.process import RunningTarget, Sampler
 from toolbench.servers.ready import wait_until_ready
 
@@ -38,13 +40,14 @@ TargetStarter = Callable[[TargetSpec, Path, int], ContextManager[RunningTarget]]
 TLS_HANDSHAKE_TIMEOUT_S = 5.0
 
 
-def local_starter(life: Lifeline | None, pin: Pin | None = None) -> TargetStarter:
+def local_starter(life: Lifeline | None, pin: Pin | None = None,
+                  limits: Mapping[str, int] | None = None) -> TargetStarter:
     """Targets started on this machine, every process recorded in the run's lifeline and, when
-    placed, on the target's CPUs (`pin`)."""
+    placed, on the target's CPUs (`pin`), with the scenario's ulimits raised (`limits`)."""
 
     @contextlib.contextmanager
     def start(spec: TargetSpec, workdir: Path, max_concurrency: int) -> Iterator[RunningTarget]:
-        with watching(life), stacks.start(spec, workdir, max_concurrency, pin) as target:
+        with watching(life), stacks.start(spec, workdir, max_concurrency, pin, limits) as target:
             yield target
 
     return start
@@ -110,8 +113,10 @@ class Batch:
 
     @property
     def served(self) -> TargetSpec:
-        """The spec, asked to serve the protocols of these cells."""
-        return dataclasses.replace(self.spec, serve=frozenset(p.cell.protocol for p in self.cells))
+        """The spec, asked to serve the protocols of these cells, and to log every request when one
+        of them runs a workload (toolbench.servers.access_log)."""
+        return dataclasses.replace(self.spec, serve=frozenset(p.cell.protocol for p in self.cells),
+                                   access_log=any(p.cell.workload is not None for p in self.cells))
 
 
 def batches(scenario: Scenario, todo: list[PlannedCell], targets_dir: Path) -> list[Batch]:
@@ -244,11 +249,16 @@ class CellWatch:
         # The target's own error logs (toolbench.servers.target_log), where they stood at start and stop.
         self._error_logs = list(target.logs) if target.sampler is None else []
         self._error_spans: list[error_logs.Span] = []
+        # The log of every request, kept for a workload's cells (toolbench.servers.access_log).
+        self._access = target.access_log if target.sampler is None else None
+        self._access_window: access_log.Window | None = None
 
     def start(self) -> None:
         if self._log is not None:  # before the monitor: the probe's baseline lines settle first
             self._log_from = tls_log.settled_size(self._log)
         self._error_spans = error_logs.mark(self._error_logs)
+        if self._access is not None:
+            self._access_window = access_log.mark(self._access)
         for counters in self._network:
             counters.start()
         if self._monitor is not None:
@@ -263,6 +273,8 @@ class CellWatch:
             self._log_to = tls_log.settled_size(self._log)
         if self._error_spans and self._error_spans[0].end is None:
             self._error_spans = error_logs.ended(self._error_spans)
+        if self._access_window is not None and self._access_window.end is None:
+            self._access_window = access_log.ended(self._access_window)
 
     def summary(self, requests_total: int | None) -> ServerCost | None:
         if self.report is None:
@@ -281,6 +293,11 @@ class CellWatch:
         """The lines the target wrote to its error logs from start to stop, by kind; None: a target
         toolbench did not start here, or a log that could not be read."""
         return error_logs.read(self._error_spans)
+
+    def target_requests(self) -> TargetRequests | None:
+        """The requests the target's access log shows from start to stop, per method and path, the
+        probe's counted apart; None: no access log kept (a cell without a workload), or unreadable."""
+        return access_log.read(self._access_window) if self._access_window is not None else None
 
     def network(self) -> list[NetworkCounters]:
         """The kernel's network counters over the cell, one per machine read (the target's with its

@@ -7,6 +7,8 @@ What a profile may override, and how:
 - `matrix`, `probe`, `monitor`, `tools`: merged one level deep; a key the profile gives
   (an axis such as `matrix.concurrency`, a probe setting, a whole tool's options) replaces
   the scenario's, the others stay.
+- `workload`: merged one level deep too, so that a profile can give shorter `stages` (or think
+  time) while the requests, the data and the checks stay the scenario's.
 - `stop`, `repeat`, `cooldown`, `warmup`, `warm_target`, `settle`, `timeout`: replaced whole
   (`stop` holds exactly one way to stop, so merging it would make two).
 
@@ -20,7 +22,7 @@ from toolbench.errors import ScenarioError
 from toolbench.scenario import names
 from toolbench.scenario.yamlread import Node
 
-MERGED = ("matrix", "probe", "monitor", "tools")
+MERGED = ("matrix", "probe", "monitor", "tools", "workload")
 REPLACED = ("stop", "repeat", "cooldown", "warmup", "warm_target", "settle", "timeout")
 OVERRIDABLE = MERGED + REPLACED
 

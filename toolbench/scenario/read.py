@@ -17,13 +17,14 @@ from toolbench.scenario.hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, Host
 from toolbench.scenario.method import METHOD_KEYS, MethodSpec, PlacementSpec, parse_method, parse_placement
 from toolbench.scenario.observation import MonitorSpec, ProbeSpec, parse_monitor, parse_probe
 from toolbench.scenario.targets import TargetSpec, parse_target
+from toolbench.scenario.workload import Workload
 from toolbench.scenario.yamlread import Node, attempt
 
 __all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]
 
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
-            "criteria", "claims", "missing_tools", "placement", *METHOD_KEYS)
+            "criteria", "claims", "missing_tools", "placement", "workload", *METHOD_KEYS)
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 # The question a scenario asks: which tool, which target, or which tool for which purpose.
 COMPARES = ("tools", "targets", "purposes")
@@ -120,6 +121,9 @@ class Scenario:
     missing_tools: str = "fail"  # one of MISSING_TOOLS
     placement: PlacementSpec = field(default_factory=PlacementSpec)
     method: MethodSpec = field(default_factory=MethodSpec)
+    # Several named requests, data, think time, checks, stages (toolbench.scenario.workload_read);
+    # with one, `request` is its first request, and its stages set the matrix's load and `stop`.
+    workload: Workload | None = None
 
     @property
     def generator(self) -> HostSpec:
@@ -174,6 +178,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         return attempt(lambda: read(top[name]), default) if name in top else default
 
     matrix = key("matrix", lambda node: _matrix(node, locations, targets), None)
+    workload, matrix, stop = _workload(path, top, matrix)
     return Scenario(
         name=key("name", Node.name, ""),
         source=str(path),
@@ -183,9 +188,9 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         generators_key=hosts.key,
         prerequisites=key("prerequisites", _prerequisites, Prerequisites()),
         targets=targets or {},
-        request=key("request", _request, RequestSpec()),
+        request=_first_request(workload) if workload else key("request", _request, RequestSpec()),
         matrix=matrix,
-        stop=key("stop", _stop, StopSpec(duration_s=10.0)),
+        stop=stop,
         timeout_s=key("timeout", Node.duration_s, None),
         repeat=key("repeat", lambda node: node.positive_int(yamlread.MAX_REPEAT), 1),
         cooldown_s=key("cooldown", Node.duration_s, 0.0),
@@ -206,7 +211,31 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         claims=key("claims", lambda node: scenario_claims.from_node(
             node, matrix.tool, {name: spec.display for name, spec in (targets or {}).items()}), ())
         if matrix is not None else (),
+        workload=workload,
     )
+
+
+def _workload(path: Path, top: dict[str, Node], matrix: Matrix | None) -> tuple[Workload | None, Matrix | None,
+                                                                               StopSpec]:
+    """`workload:` (exclusive with `request:`), and the matrix and stop once its stages set them."""
+    from toolbench.scenario import workload_read  # it reads METHODS, Matrix and RequestSpec from here
+
+    default = StopSpec(duration_s=10.0)
+    stop = attempt(lambda: _stop(top["stop"]), default) if "stop" in top else default
+    if "workload" not in top:
+        return None, matrix, stop
+    if "request" in top:
+        yamlread.soft(top["workload"].error("give either `request` or `workload`, not both"))
+    workload = attempt(lambda: workload_read.parse(top["workload"], path.parent), None)
+    if workload is not None and workload.stages:
+        matrix, stop = workload_read.staged(workload, top, matrix)
+    return workload, matrix, stop
+
+
+def _first_request(workload: Workload) -> RequestSpec:
+    from toolbench.scenario import workload_read
+
+    return workload_read.first_request(workload)
 
 
 def _prerequisites(node: Node) -> Prerequisites:

@@ -15,19 +15,25 @@ FLASK_KINDS = ("flask-dev", "gunicorn", "uwsgi", "nginx-uwsgi")
 SOCKET_KINDS = ("socket-threads", "socket-gevent")
 BUNDLED = NGINX_KINDS + FLASK_KINDS + SOCKET_KINDS
 WORKER_CLASSES = ("sync", "gevent", "gthread")
+# The app the Python stacks serve (`app:`): study 000's hello app, or issue 32's workload target
+# (toolbench.servers.apps.workload_app: a login, a JSON search, a POST endpoint and a page).
+APPS = ("hello", "workload")
 
 _NGINX_KEYS = ("workers", "worker_connections", "keepalive_requests")
 _UWSGI_KEYS = ("processes", "threads", "gevent", "listen")
+UWSGI_SOCKETS = ("unix", "tcp")  # how nginx reaches uWSGI: a unix socket (the default) or TCP on loopback
 OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "nginx-static": _NGINX_KEYS,
     "flask-dev": (),
     "gunicorn": ("worker_class", "workers", "threads", "worker_connections"),
     "uwsgi": _UWSGI_KEYS,
-    "nginx-uwsgi": _NGINX_KEYS + _UWSGI_KEYS + ("limit_req",),
+    "nginx-uwsgi": _NGINX_KEYS + _UWSGI_KEYS + ("limit_req", "socket"),
     "socket-threads": ("sleep", "backlog"),
-    "socket-gevent": ("sleep", "backlog"),
+    "socket-gevent": ("sleep", "backlog", "pool"),
 }
-COMMON_KEYS = ("label", "ready", "restart")
+# Every stack that runs the Flask app may pick which (APPS).
+OPTION_KEYS.update({kind: OPTION_KEYS[kind] + ("app",) for kind in FLASK_KINDS})
+COMMON_KEYS = ("label", "ready", "restart", "path")
 RESTARTS = ("once", "per-cell")
 READY_KEYS = ("http", "path", "status", "tcp", "wait", "timeout")
 
@@ -71,6 +77,9 @@ class UwsgiOptions:
     threads: int = 1
     gevent: int | None = None  # async cores per process with the gevent loop
     listen: int = 100  # the accept queue, uWSGI's default
+    # nginx-uwsgi only: "unix" (a unix socket), or "tcp" (the uwsgi protocol on a loopback port,
+    # as study 000's `socket = 0.0.0.0:5000` and `uwsgi_pass 127.0.0.1:5000`).
+    socket: str = "unix"
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,9 @@ class SocketOptions:
 
     sleep_s: float = 0.5
     backlog: int = 500  # the study's listen(500)
+    # socket-gevent only: at most this many connections handled at once (gevent.pool.Pool(N), the
+    # article's bounded variant); None: a greenlet per connection, unbounded, as the study ran it.
+    pool: int | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,13 @@ class TargetSpec:
     command_at: str = ""  # `file:line: key` of `command`: a program the scenario starts (run --allow-commands)
     # What one start of it must serve: the protocols of the cells it serves (the runner sets it).
     serve: frozenset[str] = frozenset({"http1"})
+    # The request path of this target's cells, over the scenario's `request.path` (study 000 loaded
+    # hello2's `/hello/libai` on the same servers as hello1's `/`); None: `request.path`.
+    path: str | None = None
+    app: str = "hello"  # APPS: what a Python stack serves
+    # Whether its nginx keeps a log of every request (toolbench.servers.access_log): the runner sets it
+    # for the cells of a workload; off otherwise, as writing it costs nginx CPU.
+    access_log: bool = False
 
     @property
     def display(self) -> str:
@@ -157,7 +176,7 @@ def parse_target(node: Node, name: str | None = None) -> TargetSpec:
         keys = node.items(("server",) + COMMON_KEYS + OPTION_KEYS[kind])
         ready = _ready(keys["ready"]) if "ready" in keys else ReadySpec()
         return TargetSpec(kind=kind, name=name, label=label, ready=ready, restart=restart, where=where,
-                          **_options(kind, keys))
+                          path=_request_path(keys), **_options(kind, keys))
     if "url" not in keys:
         raise node.error("expected `server` (one of " + ", ".join(BUNDLED)
                          + "), or `url` with an optional `command` that serves it")
@@ -166,7 +185,8 @@ def parse_target(node: Node, name: str | None = None) -> TargetSpec:
     command = keys["command"].string() if "command" in keys else None
     at = f"{keys['command'].file}:{keys['command'].line}: {keys['command'].path}" if command else ""
     return TargetSpec(kind="command" if command else "url", name=name, label=label, ready=ready,
-                      restart=restart, command=command, url=_url(keys["url"]), where=where, command_at=at)
+                      restart=restart, command=command, url=_url(keys["url"]), where=where, command_at=at,
+                      path=_request_path(keys))
 
 
 def _options(kind: str, keys: dict[str, Node]) -> dict[str, object]:
@@ -174,7 +194,8 @@ def _options(kind: str, keys: dict[str, Node]) -> dict[str, object]:
         sleep = keys["sleep"].duration_s() if "sleep" in keys else SocketOptions.sleep_s
         if sleep > 60:
             raise keys["sleep"].error(f"expected at most 60s, got {sleep:g}s")
-        return {"socket": SocketOptions(sleep_s=sleep, backlog=_int(keys, "backlog", 500, 65535))}
+        return {"socket": SocketOptions(sleep_s=sleep, backlog=_int(keys, "backlog", 500, 65535),
+                                        pool=_optional_int(keys, "pool", 100_000))}
     found: dict[str, object] = {}
     if kind in ("nginx-static", "nginx-uwsgi"):
         found["nginx"] = NginxOptions(workers=_optional_int(keys, "workers", 1024),
@@ -182,13 +203,16 @@ def _options(kind: str, keys: dict[str, Node]) -> dict[str, object]:
                                       keepalive_requests=_int(keys, "keepalive_requests", 1_000_000, 10**9))
     if kind in ("uwsgi", "nginx-uwsgi"):
         found["uwsgi"] = UwsgiOptions(processes=_int(keys, "processes", 1, 1024), threads=_int(keys, "threads", 1, 1024),
-                                      gevent=_optional_int(keys, "gevent", 100_000), listen=_int(keys, "listen", 100, 65535))
+                                      gevent=_optional_int(keys, "gevent", 100_000), listen=_int(keys, "listen", 100, 65535),
+                                      socket=keys["socket"].choice(UWSGI_SOCKETS) if "socket" in keys else "unix")
         if "gevent" in keys and "threads" in keys:
             raise keys["threads"].error("uWSGI runs either `threads` or `gevent` cores per process, not both")
     if kind == "gunicorn":
         found["gunicorn"] = _gunicorn(keys)
     if "limit_req" in keys:
         found["limit_req"] = _limit_req(keys["limit_req"])
+    if "app" in keys:
+        found["app"] = keys["app"].choice(APPS)
     return found
 
 
@@ -261,6 +285,16 @@ def _status(node: Node) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 599:
         raise node.error(f"expected `any` or an HTTP status from 100 to 599, got {value!r}")
     return value
+
+
+def _request_path(keys: dict[str, Node]) -> str | None:
+    """A target's own request path, checked as `request.path` is (toolbench.scenario.httpvalues)."""
+    if "path" not in keys:
+        return None
+    try:
+        return httpvalues.request_path(keys["path"].string())
+    except httpvalues.ValueProblem as exc:
+        raise keys["path"].error(str(exc)) from None
 
 
 def _url(node: Node) -> str:

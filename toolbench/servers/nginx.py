@@ -1,5 +1,5 @@
 """nginx, as the static-file server of the reference study (`nginx-static`) and as the
-front of uWSGI over a unix socket (study 000's `nginx-uwsgi`). Each gets a config of its own
+front of uWSGI over a unix socket or TCP (study 000's `nginx-uwsgi`). Each gets a config of its own
 in its work folder; every path and value in it goes through `quote`."""
 from __future__ import annotations
 
@@ -80,6 +80,20 @@ class TlsListen:
     def urls(self, host: str) -> dict[str, str]:
         return {"https": f"https://{host}:{self.tls_port}", "h2": f"https://{host}:{self.tls_port}",
                 "h2c": f"http://{host}:{self.h2c_port}"}
+
+# A log of every request, for a workload's cells only (TargetSpec.access_log; read per cell by
+# toolbench.servers.access_log): writing it costs nginx CPU, so no other cell pays for it. With
+# escape=json a value's `"`, `\` and control characters (a tab, a newline) are escaped: whatever a
+# client sends, a line stays one line of seven tab-separated fields. Every server of the config (the
+# TLS and h2c ones too) writes it; the handshakes log beside it is unchanged.
+ACCESS_LOG_FORMAT = ("    log_format toolbench_requests escape=json '$msec\\t$request_method\\t$request_uri\\t"
+                     "$status\\t$bytes_sent\\t$connection_requests\\t$http_user_agent';\n")
+
+
+def access_logged(server: str, http_extra: str, log: PurePath) -> tuple[str, str]:
+    """A `server` body and `http` extra lines (as uwsgi_server gives them) that log every request to `log`."""
+    return f"        access_log {quote(str(log))} toolbench_requests;\n" + server, http_extra + ACCESS_LOG_FORMAT
+
 
 STATIC_SERVER = """\
         root {www};
@@ -162,8 +176,9 @@ def static_server(www: PurePath) -> str:
     return STATIC_SERVER.format(www=quote(str(www)))
 
 
-def uwsgi_server(socket_path: PurePath, limit_req: LimitReq | None) -> tuple[str, str]:
-    """The `server` block's body and the `http` block's extra lines for nginx in front of uWSGI."""
+def uwsgi_server(socket_path: PurePath | tuple[str, int], limit_req: LimitReq | None) -> tuple[str, str]:
+    """The `server` block's body and the `http` block's extra lines for nginx in front of uWSGI,
+    reached at a unix socket's path or at a TCP (IPv4 address, port)."""
     lines = []
     http_extra = ""
     if limit_req is not None:
@@ -173,8 +188,21 @@ def uwsgi_server(socket_path: PurePath, limit_req: LimitReq | None) -> tuple[str
         lines.append(f"limit_req zone=perclient{burst}{' nodelay' if limit_req.nodelay else ''};")
     lines += ["location / {"]
     lines += [f"    uwsgi_param {param};" for param in UWSGI_PARAMS]
-    lines += [f"    uwsgi_pass {quote('unix:' + str(socket_path))};", "    uwsgi_read_timeout 100;", "}"]
+    lines += [f"    uwsgi_pass {_uwsgi_upstream(socket_path)};", "    uwsgi_read_timeout 100;", "}"]
     return "".join(f"        {line}\n" for line in lines), http_extra
+
+
+def _uwsgi_upstream(where: PurePath | tuple[str, int]) -> str:
+    if not isinstance(where, tuple):
+        return quote("unix:" + str(where))
+    host, port = where
+    try:
+        address = ipaddress.IPv4Address(host)  # a literal address and a port number, never text pasted
+    except ValueError:
+        raise TargetError(f"nginx: reaches uWSGI at an IPv4 address, not {host!r}") from None
+    if not 0 < int(port) < 65536:
+        raise TargetError(f"nginx: not a port: {port!r}")
+    return quote(f"{address}:{int(port)}")
 
 
 def recipe(nginx: str, folder: PurePath, conf: str) -> Recipe:
@@ -185,7 +213,7 @@ def recipe(nginx: str, folder: PurePath, conf: str) -> Recipe:
 
 @contextlib.contextmanager
 def run(workdir: Path, label: str, ready: ReadySpec, conf_for_port: Callable[..., str],
-        host: str = "127.0.0.1", serve: frozenset[str] = frozenset({"http1"})
+        host: str = "127.0.0.1", serve: frozenset[str] = frozenset({"http1"}), access_log: Path | None = None
         ) -> Iterator[tuple[RunningTarget, subprocess.Popen[bytes]]]:
     """Writes the config for a free port, starts nginx and waits until it is ready. With
     `serve` naming a protocol beyond plain HTTP/1.1, also on TLS (a certificate made now, in
@@ -205,7 +233,8 @@ def run(workdir: Path, label: str, ready: ReadySpec, conf_for_port: Callable[...
         yield RunningTarget(base_url=url, label=label, pid=proc.pid, version=said, pids=(proc.pid,),
                             urls=tls.urls(host) if tls else {}, ca_file=str(tls.cert) if tls else None,
                             handshake_log=str(tls.log) if tls else None, logs=(str(workdir / "error.log"),),
-                            components=(("nginx", said.removeprefix("nginx ")),) if said else ()), proc
+                            components=(("nginx", said.removeprefix("nginx ")),) if said else (),
+                            access_log=str(access_log) if access_log else None), proc
 
 
 # The files nginx-static serves.
@@ -232,14 +261,17 @@ def static_files() -> Iterator[Path]:
 @contextlib.contextmanager
 def nginx_static(workdir: Path, workers: int = 1, host: str = "127.0.0.1", *, options: NginxOptions | None = None,
                  max_concurrency: int = 0, label: str = "nginx-static", ready: ReadySpec = ReadySpec(),
-                 cores: int | None = None, serve: frozenset[str] = frozenset({"http1"})) -> Iterator[RunningTarget]:
+                 cores: int | None = None, serve: frozenset[str] = frozenset({"http1"}),
+                 access_log: bool = False) -> Iterator[RunningTarget]:
     """A real nginx with its own config on a free loopback port: / is "Hello, World!",
     /1k.bin, /100k.bin, and /nope answers 404; also over TLS and h2c when `serve` asks. `cores`: the CPUs it was given (one worker each
     on `auto`); None: this process's."""
     # Without options, what nginx_static has always run: `workers` and room for 16384 connections.
     options = options or NginxOptions(workers=workers, worker_connections=LEGACY_WORKER_CONNECTIONS)
+    log = workdir.resolve() / "access.log" if access_log else None  # a log of every request: access_logged
     with static_files() as www:
-        conf = functools.partial(render, workdir=workdir.resolve(), host=host, options=options,
-                                 max_concurrency=max_concurrency, server=static_server(www), cores_there=cores)
-        with run(workdir, label, ready, conf, host, serve) as (target, _):
+        server, http_extra = access_logged(static_server(www), "", log) if log else (static_server(www), "")
+        conf = functools.partial(render, workdir=workdir.resolve(), host=host, options=options, http_extra=http_extra,
+                                 max_concurrency=max_concurrency, server=server, cores_there=cores)
+        with run(workdir, label, ready, conf, host, serve, log) as (target, _):
             yield target

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol
 
 from toolbench.errors import TargetError
 from toolbench.hosts import lifeline
-from toolbench.hosts.local import placed_child
+from toolbench.hosts.local import inherited_limits, placed_child
 from toolbench.hosts.placement import Pin
 
 if TYPE_CHECKING:
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 KILL_WAIT_S = 5.0
 # Where the servers started within `placing()` go: the target's side of the placement.
 _PIN: contextvars.ContextVar[Pin | None] = contextvars.ContextVar("toolbench_target_pin", default=None)
+# The ulimits the servers started within `limiting()` get: the scenario's `prerequisites.ulimit`,
+# as the tools get them (a thread per connection needs `nproc`, study 003).
+_LIMITS: contextvars.ContextVar[Mapping[str, int]] = contextvars.ContextVar("toolbench_target_limits", default={})
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class RunningTarget:
     # What it is made of: (name, version) of each program and library its stack runs, as found when
     # it started (nginx, uWSGI, gunicorn, gevent, Flask, Werkzeug, Python); empty: not known.
     components: tuple[tuple[str, str], ...] = ()
+    # The log of every request its nginx serves on this machine, kept for a workload's cells
+    # (toolbench.servers.access_log); None: not kept.
+    access_log: str | None = None
 
     def url_for(self, protocol: str) -> str:
         """Where a cell in `protocol` sends; a target with one URL (a command, a URL) serves on it
@@ -116,6 +122,17 @@ def placing(pin: Pin | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def limiting(wanted: Mapping[str, int]) -> Iterator[None]:
+    """Every server process started within the block gets these ulimits raised (never lowered;
+    toolbench.hosts.local.inherited_limits), as a target on another machine does."""
+    token = _LIMITS.set(dict(wanted))
+    try:
+        yield
+    finally:
+        _LIMITS.reset(token)
+
+
+@contextlib.contextmanager
 def launched_recipe(recipe: Recipe, workdir: Path, grace_s: float = 3.0) -> Iterator[subprocess.Popen[bytes]]:
     """A recipe run on this machine, in `workdir`."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -135,8 +152,9 @@ def launched(argv: list[str], workdir: Path, label: str, stop_signal: int = sign
     try:
         # Killed by the kernel should toolbench die without stopping it (see toolbench.hosts.lifeline);
         # on the target's CPUs when placed, from before its program runs.
-        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=placed_child(_PIN.get()))
+        with inherited_limits(_LIMITS.get()):
+            proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, preexec_fn=placed_child(_PIN.get()))
     except (OSError, subprocess.SubprocessError) as exc:
         out.close()
         err.close()

@@ -10,6 +10,7 @@ import importlib.metadata
 import json
 import platform
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -26,6 +27,10 @@ from toolbench.servers.ready import wait_until_ready
 
 APP = "toolbench.servers.apps.flask_hello:create_app()"  # gunicorn and uWSGI both call a factory so named
 HOST = "127.0.0.1"
+# The app a stack serves, by TargetSpec.app (toolbench.scenario.targets.APPS).
+APP_FACTORIES = {"hello": APP, "workload": "toolbench.servers.apps.workload_app:create_app()"}
+# The workload app's token key (toolbench.servers.apps.workload_app.SECRET_ENV), not imported: it brings Flask.
+WORKLOAD_SECRET_ENV = "TOOLBENCH_WORKLOAD_SECRET"
 _INI_SAFE = re.compile(r"^[A-Za-z0-9_./:+=,()-]+$")
 
 
@@ -86,32 +91,44 @@ def components(kind: str, options: GunicornOptions | UwsgiOptions | None = None,
     return tuple(found) + (("Python", python_version or platform.python_version()),)
 
 
-def flask_dev_recipe(folder: PurePath, python: str, host: str, port: int) -> Recipe:
+def app_env(app: str) -> dict[str, str]:
+    """The environment `app` needs in every worker process, made anew at each start: the workload
+    app's token key (each worker checks the tokens the others made); nothing for the hello app."""
+    return {WORKLOAD_SECRET_ENV: secrets.token_hex(32)} if app == "workload" else {}
+
+
+def flask_dev_recipe(folder: PurePath, python: str, host: str, port: int, app: str = "hello") -> Recipe:
+    config: dict[str, object] = {"host": host, "port": port}
+    if app != "hello":
+        config.update(app=app, env=app_env(app))
     return Recipe("flask-dev", (python, "-m", "toolbench.servers.apps.flask_dev", str(folder / "flask-dev.json")),
-                  files={"flask-dev.json": json.dumps({"host": host, "port": port})})
+                  files={"flask-dev.json": json.dumps(config)})
 
 
-def gunicorn_conf(port: int, options: GunicornOptions, host: str = HOST) -> str:
+def gunicorn_conf(port: int, options: GunicornOptions, host: str = HOST, app: str = "hello") -> str:
     settings = {
-        "wsgi_app": APP, "bind": [f"{host}:{port}"], "workers": options.workers,
+        "wsgi_app": APP_FACTORIES[app], "bind": [f"{host}:{port}"], "workers": options.workers,
         "worker_class": options.worker_class, "threads": options.threads,
         "worker_connections": options.worker_connections,
         "graceful_timeout": 3,  # on SIGTERM, the longest a worker may finish its requests
         "accesslog": None, "errorlog": "-", "pidfile": None,
         "control_socket_disable": True,  # else every gunicorn shares ~/.gunicorn/gunicorn.ctl
     }
+    if env := app_env(app):
+        settings["raw_env"] = [f"{key}={value}" for key, value in env.items()]
     return "".join(f"{key} = {value!r}\n" for key, value in settings.items())
 
 
-def gunicorn_recipe(folder: PurePath, python: str, host: str, port: int, options: GunicornOptions) -> Recipe:
+def gunicorn_recipe(folder: PurePath, python: str, host: str, port: int, options: GunicornOptions,
+                    app: str = "hello") -> Recipe:
     return Recipe("gunicorn", (python, "-m", "gunicorn", "-c", str(folder / "gunicorn.conf.py")),
-                  files={"gunicorn.conf.py": gunicorn_conf(port, options, host)})
+                  files={"gunicorn.conf.py": gunicorn_conf(port, options, host, app)})
 
 
 def socket_recipe(folder: PurePath, python: str, host: str, port: int, mode: str, options: SocketOptions) -> Recipe:
     name = f"socket-{mode}"
     config = json.dumps({"mode": mode, "host": host, "port": port, "sleep_s": options.sleep_s,
-                         "backlog": options.backlog})
+                         "backlog": options.backlog, "pool": options.pool})
     return Recipe(name, (python, "-m", "toolbench.servers.apps.socket_server", str(folder / f"{name}.json")),
                   files={f"{name}.json": config})
 
@@ -130,18 +147,19 @@ def _served(recipe: Recipe, workdir: Path, label: str, ready: ReadySpec, port: i
 
 
 @contextlib.contextmanager
-def flask_dev(workdir: Path, label: str, ready: ReadySpec) -> Iterator[RunningTarget]:
+def flask_dev(workdir: Path, label: str, ready: ReadySpec, app: str = "hello") -> Iterator[RunningTarget]:
     port = free_port(HOST)
-    recipe = flask_dev_recipe(workdir, sys.executable, HOST, port)
+    recipe = flask_dev_recipe(workdir, sys.executable, HOST, port, app)
     with _served(recipe, workdir, label, ready, port, stack_version("flask-dev", None, ""),
                  components("flask-dev")) as target:
         yield target
 
 
 @contextlib.contextmanager
-def gunicorn(workdir: Path, label: str, ready: ReadySpec, options: GunicornOptions) -> Iterator[RunningTarget]:
+def gunicorn(workdir: Path, label: str, ready: ReadySpec, options: GunicornOptions,
+             app: str = "hello") -> Iterator[RunningTarget]:
     port = free_port(HOST)
-    recipe = gunicorn_recipe(workdir, sys.executable, HOST, port, options)
+    recipe = gunicorn_recipe(workdir, sys.executable, HOST, port, options, app)
     with _served(recipe, workdir, label, ready, port, stack_version("gunicorn", options, ""),
                  components("gunicorn", options)) as target:
         yield target
@@ -156,17 +174,23 @@ def ini_value(value: object) -> str:
     return text
 
 
-def uwsgi_ini(listen_on: str, options: UwsgiOptions, unix_socket: bool) -> str:
+def uwsgi_ini(listen_on: str, options: UwsgiOptions, behind_nginx: bool, app: str = "hello") -> str:
+    """`listen_on`: HOST:PORT, or behind nginx with `options.socket` "unix" a socket's path."""
     settings: list[tuple[str, object]] = [
-        ("master", "true"), ("need-app", "true"), ("module", APP), ("processes", options.processes),
+        ("master", "true"), ("need-app", "true"), ("module", APP_FACTORIES[app]), ("processes", options.processes),
         ("listen", options.listen), ("buffer-size", 32768), ("disable-logging", "true"),
     ]
-    # Straight from the generator over HTTP, or behind nginx speaking the uwsgi protocol.
-    settings += [("socket", listen_on), ("chmod-socket", 666)] if unix_socket else [("http-socket", listen_on)]
+    # Straight from the generator over HTTP, or behind nginx speaking the uwsgi protocol (on a
+    # unix socket nginx's unprivileged workers must be able to open, or on TCP).
+    if not behind_nginx:
+        settings.append(("http-socket", listen_on))
+    else:
+        settings += [("socket", listen_on)] + ([("chmod-socket", 666)] if options.socket == "unix" else [])
     if options.threads > 1:
         settings.append(("threads", options.threads))
     if options.gevent:
         settings += [("gevent", options.gevent), ("gevent-monkey-patch", "true")]
+    settings += [("env", f"{key}={value}") for key, value in app_env(app).items()]  # set before the app loads
     return "[uwsgi]\n" + "".join(f"{key} = {ini_value(value)}\n" for key, value in settings)
 
 
@@ -194,15 +218,17 @@ def uwsgi_version_in(answer: str) -> str | None:
 UWSGI_STOP = signal.SIGINT
 
 
-def uwsgi_recipe(folder: PurePath, uwsgi: str, listen_on: str, options: UwsgiOptions, unix_socket: bool) -> Recipe:
+def uwsgi_recipe(folder: PurePath, uwsgi: str, listen_on: str, options: UwsgiOptions, behind_nginx: bool,
+                 app: str = "hello") -> Recipe:
     return Recipe("uwsgi", (uwsgi, "--ini", str(folder / "uwsgi.ini")),
-                  files={"uwsgi.ini": uwsgi_ini(listen_on, options, unix_socket)}, stop_signal=UWSGI_STOP)
+                  files={"uwsgi.ini": uwsgi_ini(listen_on, options, behind_nginx, app)}, stop_signal=UWSGI_STOP)
 
 
 @contextlib.contextmanager
-def uwsgi(workdir: Path, label: str, ready: ReadySpec, options: UwsgiOptions) -> Iterator[RunningTarget]:
+def uwsgi(workdir: Path, label: str, ready: ReadySpec, options: UwsgiOptions,
+          app: str = "hello") -> Iterator[RunningTarget]:
     port = free_port(HOST)
-    recipe = uwsgi_recipe(workdir, str(uwsgi_binary()), f"{HOST}:{port}", options, unix_socket=False)
+    recipe = uwsgi_recipe(workdir, str(uwsgi_binary()), f"{HOST}:{port}", options, behind_nginx=False, app=app)
     said = uwsgi_version()
     with _served(recipe, workdir, label, ready, port, said,
                  components("uwsgi", options, said.removeprefix("uWSGI ") if said else None)) as target:
@@ -210,26 +236,30 @@ def uwsgi(workdir: Path, label: str, ready: ReadySpec, options: UwsgiOptions) ->
 
 
 @contextlib.contextmanager
-def uwsgi_on_unix_socket(workdir: Path, path: Path, options: UwsgiOptions,
-                         timeout_s: float) -> Iterator[subprocess.Popen[bytes]]:
-    """uWSGI behind nginx: started first, ready once its socket accepts a connection."""
-    with launched_recipe(uwsgi_recipe(workdir, str(uwsgi_binary()), str(path), options, unix_socket=True),
+def uwsgi_behind_nginx(workdir: Path, where: Path | tuple[str, int], options: UwsgiOptions,
+                       timeout_s: float, app: str = "hello") -> Iterator[subprocess.Popen[bytes]]:
+    """uWSGI behind nginx, at a unix socket's path or a TCP (host, port) as `options.socket`
+    says: started first, ready once its socket accepts a connection."""
+    listen_on = f"{where[0]}:{where[1]}" if isinstance(where, tuple) else str(where)
+    with launched_recipe(uwsgi_recipe(workdir, str(uwsgi_binary()), listen_on, options, behind_nginx=True, app=app),
                          workdir) as proc:
         deadline = time.monotonic() + timeout_s
-        while not _unix_accepts(path):
+        while not _accepts(where):
             if proc.poll() is not None:
                 raise TargetError(f"uwsgi: exited with code {proc.returncode} before it was ready"
                                   + log_tail(workdir / "uwsgi.stderr.txt"))
             if time.monotonic() >= deadline:
-                raise TargetError(f"uwsgi: {path} accepted no connection within ready.timeout = {timeout_s:g}s")
+                raise TargetError(f"uwsgi: {listen_on} accepted no connection within ready.timeout = {timeout_s:g}s")
             time.sleep(0.05)
         yield proc
 
 
-def _unix_accepts(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+def _accepts(where: Path | tuple[str, int]) -> bool:
+    family = socket.AF_INET if isinstance(where, tuple) else socket.AF_UNIX
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
         try:
-            sock.connect(str(path))
+            sock.connect(where if isinstance(where, tuple) else str(where))
             return True
         except OSError:
             return False

@@ -129,20 +129,23 @@ def recipes(spec: TargetSpec, there: Machine, folder: PurePosixPath, port: int,
         files = {**front.files, **{f"www/{name}": content for name, content in nginx.STATIC_FILES.items()}}
         return [("", dataclasses.replace(front, files=files))]
     if kind == "nginx-uwsgi":
+        if (spec.uwsgi or UwsgiOptions()).socket != "unix":
+            raise TargetError(f"{spec.display}: socket: tcp runs on this machine only, not yet on hosts.target")
         sock = folder / "uwsgi.sock"
         back = py.uwsgi_recipe(folder / "uwsgi", there.program("uwsgi"), str(sock), spec.uwsgi or UwsgiOptions(),
-                               unix_socket=True)
+                               behind_nginx=True, app=spec.app)
         server, http_extra = nginx.uwsgi_server(sock, spec.limit_req)
         conf = nginx.render(port, workdir=folder / "nginx", host=listen, server=server, http_extra=http_extra,
                             per_client=2, **render)
         return [("uwsgi", back), ("nginx", nginx.recipe(there.program("nginx"), folder / "nginx", conf))]
     if kind == "uwsgi":
         return [("", py.uwsgi_recipe(folder, there.program("uwsgi"), f"{listen}:{port}",
-                                     spec.uwsgi or UwsgiOptions(), unix_socket=False))]
+                                     spec.uwsgi or UwsgiOptions(), behind_nginx=False, app=spec.app))]
     if kind == "flask-dev":
-        return [("", py.flask_dev_recipe(folder, python, listen, port))]
+        return [("", py.flask_dev_recipe(folder, python, listen, port, spec.app))]
     if kind == "gunicorn":
-        return [("", py.gunicorn_recipe(folder, python, listen, port, spec.gunicorn or GunicornOptions()))]
+        return [("", py.gunicorn_recipe(folder, python, listen, port, spec.gunicorn or GunicornOptions(),
+                                        spec.app))]
     if kind in ("socket-threads", "socket-gevent"):
         return [("", py.socket_recipe(folder, python, listen, port, kind.split("-")[1],
                                       spec.socket or SocketOptions()))]
