@@ -200,7 +200,8 @@ def _shape(workload: Workload, series: list[int], total: int, user_s: float | No
 def _stage_fits(stages: tuple[Stage, ...], series: list[int], shift: int, per_unit: float) -> tuple[StageFit, ...]:
     fits, start, before = [], 0.0, 0.0
     for i, (stage, a, b) in enumerate(_segments(stages), 1):
-        seconds = [series[t] for t in range(len(series)) if start <= t - shift and t - shift + 1 <= start + stage.duration_s]
+        end = start + stage.duration_s
+        seconds = [series[t] for t in range(len(series)) if start <= t - shift and t - shift + 1 <= end]
         kind = "ramp up" if b > a else ("ramp down" if b < a else "hold")
         expected = per_unit * (a + b) / 2.0
         observed = sum(seconds) / len(seconds) if seconds else None

@@ -100,7 +100,8 @@ def _signed(value: float | None) -> Value:
 
 def _cells_table(ctx: Context, fits: list[tuple[RunView, CellFit]]) -> Table:
     cols = ([Column("run")] if ctx.several else []) + [
-        Column("tool"), Column("cell"), Column("users", True), Column("logged", True, "requests to the workload's paths"),
+        Column("tool"), Column("cell"), Column("users", True),
+        Column("logged", True, "requests to the workload's paths"),
         Column("mix within", title="every request's share within its tolerance"),
         Column("counts within", title="every name's count within the users of the target's"),
         Column("req/s per user", True, "achieved: logged requests over the asked user-seconds"),
@@ -136,11 +137,11 @@ def _figure(ctx: Context, run: RunView, fit: CellFit) -> Figure:
                          tips=tuple(f"second {t}: {y:,} requests" for t, y in enumerate(shape.series))),
              charts.Line("asked stages, scaled", xs, shape.expected, charts.Style(style.index, ":", hollow=True))]
     axes = charts.Axes("seconds from the cell's start", "requests/s", y_from_zero=True, x_integer=True)
-    alt = (f"Requests per second the target logged for {_who(r)}, against the asked stages scaled: "
-           f"{stages_said(shape)}.")
+    said = stages_said(shape)
+    alt = f"Requests per second the target logged for {_who(r)}, against the asked stages scaled: {said}."
     svg = charts.line_chart(anchors.cell("fidelity-" + run.label, r.identity.cell_id), lines, axes, alt)
     caption = (f"{_who(r)}: requests/s the target logged (solid) and the asked users scaled by the achieved rate per "
-               f"user (dotted), shifted {shape.shift_s} s. {stages_said(shape).capitalize()}.")
+               f"user (dotted), shifted {shape.shift_s} s. {said[:1].upper()}{said[1:]}.")
     return Figure(svg, caption, alt, title=f"Stages: {r.identity.label}, {r.identity.cell_id}")
 
 

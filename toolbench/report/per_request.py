@@ -18,7 +18,7 @@ INTRO = ("Each request of the workload by name, the tools side by side, as each 
          "(its figures per request name, which add up to the cell's totals). One table per request and load: "
          "only cells with the same concurrency (with stages: the same peak users), keep-alive and protocol "
          "are compared. A dash: the tool gives no such figure per name (the row's note says why), never 0. "
-         "The rate is the tool's own requests/s for the name, or († ) the name's requests over the cell's "
+         "The rate is the tool's own requests/s for the name, or (†) the name's requests over the cell's "
          "duration where the tool gives none.")
 NO_FIGURES = "no figures per request name"
 GroupKey = tuple[str, str, "bool | None", str, "int | None"]
