@@ -22,6 +22,8 @@ LISTED = 4  # cells named in a sentence; the results table has them all
 MARK_STYLE = charts.Style(6, "none", hollow=False)
 MARK_LABEL = "disturbed (left out)"
 THROUGHPUT = "throughput"  # the section whose chart draws the disturbed cells (report.perf)
+# Sections whose every chart is one cell's own, which says itself when that cell was disturbed.
+PER_CELL_CHARTS = frozenset({THROUGHPUT, "fidelity"})
 
 
 def of(results: Iterable[RunResult]) -> list[RunResult]:
@@ -60,7 +62,7 @@ def with_chart_notes(sections: list[Section], ctx: Context) -> list[Section]:
     note = (f" {len(found)} {'cell' if len(found) == 1 else 'cells'} disturbed by other work on the machine "
             f"{'is' if len(found) == 1 else 'are'} left out of this chart: {named(found)}.")
     return [dataclasses.replace(s, figures=tuple(dataclasses.replace(f, caption=f.caption + note)
-                                                 for f in s.figures)) if s.figures and s.id != THROUGHPUT else s
+                                                 for f in s.figures)) if s.figures and s.id not in PER_CELL_CHARTS else s
             for s in sections]
 
 

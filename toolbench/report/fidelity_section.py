@@ -142,6 +142,8 @@ def _figure(ctx: Context, run: RunView, fit: CellFit) -> Figure:
     svg = charts.line_chart(anchors.cell("fidelity-" + run.label, r.identity.cell_id), lines, axes, alt)
     caption = (f"{_who(r)}: requests/s the target logged (solid) and the asked users scaled by the achieved rate per "
                f"user (dotted), shifted {shape.shift_s} s. {said[:1].upper()}{said[1:]}.")
+    if r.outcome.status is Status.DISTURBED:  # its pace may be the machine's; what it sent is still its own
+        caption += " Other work on the machine disturbed this cell: its rate may be the machine's, not the tool's."
     return Figure(svg, caption, alt, title=f"Stages: {r.identity.label}, {r.identity.cell_id}")
 
 
