@@ -14,6 +14,7 @@ from toolbench.contract import registry
 from toolbench.errors import ScenarioError
 from toolbench.install import recipes as installs
 from toolbench.record import store
+from toolbench.scenario.workload import FEATURES
 from toolbench.record.schema import Status
 from toolbench.report import choice, render
 from toolbench.report.context import Context
@@ -158,3 +159,26 @@ def test_one_tool_far_ahead_is_said_alone_and_ahead_not_as_a_tie(tmp_path):
     assert [e.tool for e in again[0].tiers[0]] == [alone]
     first = said.split(". ")[0]
     assert f"): {alone} (" in first and ", ahead of " in first and "a tie" not in first
+
+
+def test_a_purposes_run_records_and_shows_what_each_tool_can_express_of_a_workload(tmp_path, nginx):
+    """choose-a-tool's question includes "can it express your workload": the run records, for every
+    tool, each feature a workload may ask for as its adapter declared it, and the report shows it."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""\
+name: purposes
+compare: purposes
+target: {{url: "{nginx.base_url}"}}
+matrix: {{tool: [ab, engine], concurrency: [2]}}
+stop: {{requests: 50}}
+probe: {{enabled: false}}
+""")
+    assert main(["run", str(path), "--reports-dir", str(tmp_path / "out"), "--quiet", "--allow-commands",
+                 "--fail-on", "none"]) == 0
+    (run_dir,) = (tmp_path / "out").iterdir()
+    recorded = {t.tool: t.workload for t in store.RunDir.open(run_dir).manifest().tools}
+    assert set(recorded["ab"]) == set(recorded["engine"]) == set(FEATURES)
+    assert recorded["ab"]["mix"].level == "unsupported" and "one URL" in recorded["ab"]["mix"].how
+    assert {r.level for r in recorded["engine"].values()} == {"honoured"}
+    html = (run_dir / "report.html").read_text()
+    assert "Can it express your workload" in html and "sends one URL" in html

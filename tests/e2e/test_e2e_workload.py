@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.integration,
                                  reason="nginx or wrk is not installed (scripts/install.sh installs them)")]
 
 USERS = 4
+MANIFESTS: list = []  # each run's, in order
 SCENARIO = """\
 name: workload-e2e
 target: {server: nginx-uwsgi, app: workload, processes: 2}
@@ -67,6 +68,7 @@ def _run(folder: Path, page_text: str) -> dict[str, RunResult]:
     path.write_text(SCENARIO.replace("PAGE_TEXT", page_text).replace("TOOLS", ", ".join(TOOLS))
                     .replace("USERS", str(USERS)))
     run_dir = runner.run(scenario.load(path), folder / "reports", system_check=False).run_dir
+    MANIFESTS.append(store.RunDir.open(run_dir).manifest())
     return {r.identity.tool: r for r in store.RunDir.open(run_dir).results()}
 
 
@@ -80,6 +82,16 @@ def test_every_tool_that_expresses_it_runs_it(passing: dict[str, RunResult]) -> 
     for tool, result in passing.items():
         assert result.outcome.status is Status.OK, (tool, result.outcome.error)
         assert result.measurement.counts.requests_ok, tool
+
+
+def test_the_run_records_what_each_tool_said_it_could_express(passing: dict[str, RunResult]) -> None:
+    asked = {"sequence", "data", "extract", "think", "checks", "per_request"}
+    recorded = {t.tool: t.workload for t in MANIFESTS[0].tools}
+    assert set(recorded) == set(TOOLS)
+    for tool, features in recorded.items():
+        assert set(features) == asked, (tool, set(features))
+    assert {f: r.level for f, r in recorded["engine"].items()} == dict.fromkeys(asked, "honoured")
+    assert recorded["wrk"]["per_request"].level == "approximated" and recorded["wrk"]["per_request"].how
 
 
 def test_what_each_tool_counts_per_name_is_what_reached_the_target(passing: dict[str, RunResult]) -> None:

@@ -178,6 +178,27 @@ def test_the_choice_section_says_what_each_tool_can_express_of_the_stored_worklo
     assert "siege, vegeta cannot express some of it" in choice.intro
 
 
+def test_the_table_shows_what_the_run_recorded_not_what_the_adapters_say_today(tmp_path: Path) -> None:
+    """A run records what each adapter declared when it was planned (manifest tools[].workload): its
+    report shows that, whatever a later toolbench's adapters would say; a run from before shows the
+    adapters' present declaration and says so."""
+    copy = tmp_path / "mix"
+    shutil.copytree(MIX, copy)
+    before = rows_by_tool(next(t for t in sections(copy)["choice"].tables if t.caption == "Can it express your workload"))
+    assert before["engine"].note.startswith("the run did not record it")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for tool in manifest["tools"]:
+        if tool["tool"] == "engine":
+            tool["workload"] = {"mix": {"level": "honoured", "how": ""}, "think": {"level": "approximated", "how": "as recorded"},
+                                "checks": {"level": "unsupported", "how": "recorded reason"},
+                                "per_request": {"level": "honoured", "how": ""}}
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    fit = rows_by_tool(next(t for t in sections(copy)["choice"].tables if t.caption == "Can it express your workload"))
+    assert [v.text for v in fit["engine"].values] == ["engine", "honoured", "approximated", "unsupported", "honoured"]
+    assert "recorded reason" in fit["engine"].note and "did not record" not in fit["engine"].note
+    assert fit["vegeta"].note.startswith("the run did not record it")  # no record for it: the adapter's
+
+
 def test_the_table_stands_alone_where_there_is_no_choice_section(tmp_path: Path) -> None:
     copy = tmp_path / "mix"
     shutil.copytree(MIX, copy)

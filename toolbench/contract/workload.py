@@ -38,9 +38,11 @@ def unsupported(why: str) -> FeatureSupport:
 def support_for(declared: Mapping[str, FeatureSupport], tool: str, workload: Workload) -> dict[str, FeatureSupport]:
     """Each feature the workload asks for, as the adapter declared it; one it did not declare is
     unsupported, because toolbench has no translation of it for this tool."""
-    out = {}
-    for feature in FEATURES:
-        if feature in workload.features():
-            out[feature] = declared.get(feature) or unsupported(
-                f"toolbench does not translate {FEATURE_TEXT[feature]} for {tool}")
-    return out
+    return support_of(declared, tool, workload.features())
+
+
+def support_of(declared: Mapping[str, FeatureSupport], tool: str,
+               features: frozenset[str] = frozenset(FEATURES)) -> dict[str, FeatureSupport]:
+    """Each of `features` (by default every one), in FEATURES' order, as the adapter declared it."""
+    return {feature: declared.get(feature) or unsupported(f"toolbench does not translate {FEATURE_TEXT[feature]} for {tool}")
+            for feature in FEATURES if feature in features}

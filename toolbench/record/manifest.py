@@ -49,9 +49,21 @@ class Environment:
 
 
 @dataclass(frozen=True)
+class FeatureRecord:
+    """One feature of a workload as a tool's adapter declared it (toolbench.contract.workload)."""
+
+    level: str  # honoured | approximated | unsupported
+    how: str = ""  # approximated: how; unsupported: why
+
+
+@dataclass(frozen=True)
 class ToolRecord:
     tool: str
     version: str | None = None  # None: not found on the host
+    # What its adapter said, when the run was planned, it can express of a workload: each feature
+    # (toolbench.scenario.workload.FEATURES) the scenario's workload asks for, or every feature for a
+    # scenario that asks which tool fits which purpose. Empty: neither, or a run from before.
+    workload: dict[str, FeatureRecord] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,21 @@
 """Can it express your workload (issue 32): per tool of the run, each feature the stored workload asks
-for, honoured, approximated (with how) or unsupported (with why), as each tool's adapter declares it
-(toolbench.contract.workload.support_for: the same declarations the plan used). A table in the
-"Which tool for which purpose" section, or a section of its own where that one is not shown, in any
-report whose scenario has a workload. The tools are the run's cells' tools, variants as their tool
-(options do not change what a tool can express); a tool whose adapter is not installed where the
-report is made is said to be unknown here."""
+for, honoured, approximated (with how) or unsupported (with why), as each tool's adapter declared it
+when the run was planned (the manifest's `tools[].workload`). A table in the "Which tool for which
+purpose" section, or a section of its own where that one is not shown, in any report whose scenario
+has a workload; in a report of choose-a-tool (`compare: purposes`), every feature a workload may ask
+for. A run from before toolbench recorded it is shown as the adapters here declare it, and says so.
+The tools are the run's cells' tools, variants as their tool (options do not change what a tool can
+express); a tool with neither a record nor an adapter here is said to be unknown."""
 from __future__ import annotations
 
 import dataclasses
 
 from toolbench.contract import registry
-from toolbench.contract.workload import FeatureSupport, Level, support_for
+from toolbench.contract.workload import FeatureSupport, Level, support_of
 from toolbench.report.context import Context
 from toolbench.report.view import Column, Row, Section, Table, text
 from toolbench.report.workload_source import of_run
-from toolbench.scenario.workload import FEATURE_TEXT, FEATURES, Workload
+from toolbench.scenario.workload import FEATURE_TEXT, FEATURES
 
 TITLE = "Can it express your workload"
 INTRO = ("Each feature the workload asks for, per tool, as the tool's adapter declares it: honoured, approximated "
@@ -26,32 +27,49 @@ INTRO = ("Each feature the workload asks for, per tool, as the tool's adapter de
 class ToolFit:
     label: str
     tool: str
-    features: dict[str, FeatureSupport] | None  # None: no adapter of that name here
+    features: dict[str, FeatureSupport] | None  # None: no record and no adapter of that name here
+    recorded: bool = True  # as the run recorded it; False: as the adapters here declare it
 
 
-def fits(ctx: Context) -> tuple[Workload | None, list[ToolFit]]:
-    """The first run's workload (a report compares runs of one scenario) and each tool's fit to it."""
-    workload = next((w for run in ctx.runs if (w := of_run(run)) is not None), None)
-    if workload is None:
-        return None, []
+def fits(ctx: Context) -> tuple[frozenset[str], list[ToolFit]]:
+    """The features to show (the first run's workload's, or every one for a run that asks which tool
+    fits which purpose; none: no table) and each tool's fit, as the run recorded it."""
+    run = ctx.runs[0] if ctx.runs else None
+    workload = next((w for r in ctx.runs if (w := of_run(r)) is not None), None)
+    if run is None or (workload is None and run.manifest.scenario.compare != "purposes"):
+        return frozenset(), []
+    features = workload.features() if workload is not None else frozenset(FEATURES)
+    records = {t.tool: t.workload for t in run.manifest.tools if t.workload}
+    if workload is None and not records:
+        return frozenset(), []  # a choose-a-tool run from before toolbench recorded it
     known = registry.adapters()
     tools = dict.fromkeys((r.identity.label, r.identity.tool) for _, r in ctx.results)
-    return workload, [ToolFit(label, tool, support_for(known[tool].workload_features, tool, workload)
-                              if tool in known else None) for label, tool in tools]
+    return features, [_fit(label, tool, records.get(tool), known, features) for label, tool in tools]
 
 
-def table(workload: Workload, found: list[ToolFit]) -> Table:
-    features = [f for f in FEATURES if f in workload.features()]
+def _fit(label: str, tool: str, record: dict | None, known: dict, features: frozenset[str]) -> ToolFit:
+    if record:
+        return ToolFit(label, tool, {f: FeatureSupport(Level(r.level), r.how) for f, r in record.items() if f in features})
+    if tool not in known:
+        return ToolFit(label, tool, None)
+    return ToolFit(label, tool, support_of(known[tool].workload_features, tool, features), recorded=False)
+
+
+def table(features_asked: frozenset[str], found: list[ToolFit]) -> Table:
+    features = [f for f in FEATURES if f in features_asked]
     cols = (Column("tool"), *[Column(f.replace("_", " "), title=FEATURE_TEXT[f]) for f in features])
     rows = []
     for fit in found:
         if fit.features is None:
             rows.append(Row((text(fit.label), *[text("unknown") for _ in features]),
-                            note=f"no adapter named {fit.tool} where this report was made"))
+                            note=f"the run did not record it, and no adapter named {fit.tool} is here"))
             continue
         said = [f"{FEATURE_TEXT[f]}: {s.level.value}: {s.how}" for f, s in fit.features.items()
                 if s.level is not Level.HONOURED and s.how]
-        rows.append(Row((text(fit.label), *[text(fit.features[f].level.value) for f in features]),
+        if not fit.recorded:
+            said.insert(0, "the run did not record it: as this toolbench's adapter declares it")
+        rows.append(Row((text(fit.label), *[text(fit.features.get(f, FeatureSupport(Level.UNSUPPORTED)).level.value)
+                                            for f in features]),
                         note="; ".join(said)))
     return Table(tuple(cols), tuple(rows), caption=TITLE, sortable=False, css="workload-fit")
 
@@ -78,10 +96,10 @@ def summary(found: list[ToolFit]) -> str:
 def with_choice(ctx: Context, choice: Section | None) -> list[Section]:
     """The choice section with the table and its sentence added; the table as a section of its own
     when there is no choice section but the run has a workload; the choice section alone otherwise."""
-    workload, found = fits(ctx)
-    if workload is None or not found:
+    features, found = fits(ctx)
+    if not features or not found:
         return [choice] if choice is not None else []
     if choice is None:
-        return [Section("workload-fit", TITLE, intro=f"{INTRO} {summary(found)}", tables=(table(workload, found),))]
+        return [Section("workload-fit", TITLE, intro=f"{INTRO} {summary(found)}", tables=(table(features, found),))]
     return [dataclasses.replace(choice, intro=f"{choice.intro} {summary(found)}".strip(),
-                                tables=choice.tables + (table(workload, found),))]
+                                tables=choice.tables + (table(features, found),))]

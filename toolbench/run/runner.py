@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from toolbench.contract import registry, workload
 from toolbench.contract.adapter import Detection, Found
 from toolbench.contract.cell import Cell
 from toolbench.contract.host import Host
@@ -340,6 +341,18 @@ def _same_profile(scenario: Scenario, run_dir: store.RunDir) -> None:
         raise ToolbenchError(f"{run_dir.path}: this run was started with {said}; resume it the same way")
 
 
+def _workload_record(scenario: Scenario, tool: str) -> dict[str, manifest.FeatureRecord]:
+    """What `tool`'s adapter says it can express of the scenario's workload, as the plan saw it, or
+    of any workload when the scenario asks which tool fits which purpose; kept so that the report
+    shows what the run was planned with, not what a later toolbench would say."""
+    adapter = registry.adapters().get(tool)
+    if adapter is None or (scenario.workload is None and scenario.compare != "purposes"):
+        return {}
+    said = (workload.support_for(adapter.workload_features, tool, scenario.workload) if scenario.workload is not None
+            else workload.support_of(adapter.workload_features, tool))
+    return {feature: manifest.FeatureRecord(s.level.value, s.how) for feature, s in said.items()}
+
+
 def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection], prerequisites: manifest.Prerequisites,
               fleet: scaleout.Fleet | None, seed: int | None) -> manifest.Manifest:
     facts = host.facts()
@@ -350,7 +363,7 @@ def _manifest(scenario: Scenario, host: Host, found: dict[str, Detection], prere
         started_at=store.utc_now(),
         environment=manifest.Environment(host=host.label, **dataclasses.asdict(facts),
                                          python=platform.python_version(), argv=list(sys.argv)),
-        tools=[manifest.ToolRecord(tool, version_of(f)) for tool, f in sorted(found.items())],
+        tools=[manifest.ToolRecord(tool, version_of(f), _workload_record(scenario, tool)) for tool, f in sorted(found.items())],
         generators=fleet.records() if fleet is not None else [],
         prerequisites=prerequisites,
         observation=manifest.Observation(monitor=manifest.MonitorSettings(**dataclasses.asdict(scenario.monitor)),
