@@ -14,6 +14,7 @@ What httperf is, and what follows for its results:
 - its errors are counted by cause; a reply is counted by status class only;
 - HTTP/1.1, in clear or over TLS with `--ssl` (an https:// URL; its summary is the same); no
   HTTP/2. It never checks the server's certificate and has no option to (`HttperfAdapter.TLS_TRUST`).
+A workload is its session file (--wsesslog: toolbench.adapters.httperf_workload), sessions at a rate.
 Its output from runs of its own, with several calls per connection or sessions, is read too
 (toolbench.adapters.httperf_summary: its requests are the counts, not its connections), and
 output appended to by run after run gives one result per run."""
@@ -25,7 +26,7 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolbench.adapters import appended, httperf_summary, workload_single
+from toolbench.adapters import appended, httperf_summary, httperf_workload
 from toolbench.contract.adapter import (SUPPORTED, Adapter, Detection, Found, Invocation, RawOutput, Support,
                                         found_by_version, option)
 from toolbench.contract.recipe import TESTS, Apt, Install
@@ -42,12 +43,7 @@ FAILURE_TABLE = httperf_summary.FAILURE_TABLE  # where it always was
 
 class HttperfAdapter(Adapter):
     name = "httperf"
-    workload_features = workload_single.one_request(
-        "toolbench sends one request per httperf connection (--uri)",
-        sequence="toolbench does not write httperf's session file (--wsesslog), which would send a sequence "
-                 "per session",
-        think="toolbench does not write httperf's session file (--wsesslog), which has think times between "
-              "bursts")
+    workload_features = httperf_workload.FEATURES  # its session file (--wsesslog)
     install = Install((Apt(("httperf",), program="httperf"),), TESTS)
     option_types = {"timeout_s": int}
     protocols = frozenset({"http1", "https"})
@@ -61,6 +57,8 @@ class HttperfAdapter(Adapter):
         return found_by_version(host, path or "httperf", ["-V", "--num-conns=x"], _VERSION)
 
     def supports(self, cell: "Cell") -> Support:
+        if cell.workload is not None:
+            return httperf_workload.supports(cell) or SUPPORTED
         if cell.rate_rps is None:
             return Support(False, "httperf has no closed model: it starts connections at a fixed rate (--rate)")
         if cell.keepalive:
@@ -79,6 +77,8 @@ class HttperfAdapter(Adapter):
     def build(self, cell: "Cell", workdir: Path, found: Found) -> Invocation:
         assert cell.url is not None and cell.rate_rps is not None, "supports() and the runner see to both"
         url = urllib.parse.urlsplit(cell.url)
+        if cell.workload is not None:
+            return _workload_invocation(cell, found, url)
         if cell.stop.duration_s is not None:
             conns = max(1, math.ceil(cell.rate_rps * cell.stop.duration_s))
         else:
@@ -107,6 +107,17 @@ class HttperfAdapter(Adapter):
 
     def parse(self, raw: RawOutput) -> Measurement:
         return parse(raw)
+
+
+def _workload_invocation(cell: "Cell", found: Found, url: urllib.parse.SplitResult) -> Invocation:
+    """A workload: sessions from the session file (adapters/httperf_workload.py)."""
+    text, sessions = httperf_workload.session_file(cell)
+    argv = [found.path, "--hog", "--server", url.hostname or "127.0.0.1",
+            "--port", str(url.port or (443 if url.scheme == "https" else 80)),
+            *httperf_workload.args(cell, sessions), "--timeout", str(option(cell, "timeout_s", 30))]
+    if url.scheme == "https":
+        argv.append("--ssl")
+    return Invocation(argv=argv, files={httperf_workload.SESSIONS_FILE: text})
 
 
 def parse(raw: RawOutput) -> Measurement:

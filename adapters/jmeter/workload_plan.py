@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 from xml.sax.saxutils import escape
 
+from toolbench.adapters.jmeter import stages as jmeter_stages
 from toolbench.adapters.jmeter.plan import _XML_ENTITIES, NOT_XML, jmx_value
 from toolbench.contract.adapter import SUPPORTED, Support, option
-from toolbench.contract.workload import FeatureSupport, approximated, honoured, unsupported
+from toolbench.contract.workload import FeatureSupport, approximated, honoured
 from toolbench.errors import AdapterError
 from toolbench.scenario.workload import VARIABLE, Checks, Workload, WorkloadRequest
 
@@ -46,8 +47,7 @@ FEATURES: dict[str, FeatureSupport] = {
     "think": approximated("a Constant or Uniform Random Timer pauses before every request, a user's first too, "
                           "in whole milliseconds"),
     "checks": honoured(),  # Response Assertions (on the body, the status or a JSON Extractor's value), Size Assertion
-    "stages": unsupported("JMeter's stock Thread Group has a ramp-up but no stages or ramp-down, and the Concurrency "
-                          "Thread Group plugin (jmeter-plugins) is not installed by toolbench"),
+    "stages": approximated(jmeter_stages.HOW),  # the Concurrency Thread Group plugin is not installed
     "per_request": honoured(),  # the JTL's label
 }
 
@@ -56,8 +56,8 @@ def supports(cell: "Cell", workload: Workload) -> Support:
     if cell.stop.duration_s is None:
         return Support(False, "a JMeter workload runs for a duration (the scheduler's): its loops do not "
                               "count requests")
-    if workload.stages:
-        return Support(False, FEATURES["stages"].how)
+    if (refused := jmeter_stages.refusal(workload)) is not None:
+        return Support(False, refused)
     names = {r.name for r in workload.requests}
     for request in workload.requests:
         if request.method not in METHODS:
@@ -326,7 +326,7 @@ def test_plan(cell: "Cell", workload: Workload, host: str, port: int, protocol: 
             + (_data(cell, workload) if per_iteration else "") + _think(workload) + body + "</hashTree>")
     group = ('<ThreadGroup guiclass="ThreadGroupGui" testclass="ThreadGroup" testname="tg">'
              + _prop("stringProp", "ThreadGroup.num_threads", str(cell.concurrency))
-             + _prop("stringProp", "ThreadGroup.ramp_time", "0")
+             + _prop("stringProp", "ThreadGroup.ramp_time", str(jmeter_stages.ramp_s(workload)))
              + _prop("stringProp", "ThreadGroup.on_sample_error", "continue")
              + '<elementProp name="ThreadGroup.main_controller" elementType="LoopController" '
                'guiclass="LoopControlPanel" testclass="LoopController" testname="once per user">'

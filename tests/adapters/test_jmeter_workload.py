@@ -98,9 +98,10 @@ def test_what_jmeter_cannot_express_is_refused_or_declared_with_the_reason():
     requests = (WorkloadRequest("page"), WorkloadRequest("page-2"))
     assert "sub-result" in ADAPTER.supports(workload_cell("jmeter", Workload("sequence", requests))).reason
     staged = Workload("sequence", (WorkloadRequest("a"), WorkloadRequest("b")), stages=(Stage(2.0, users=2),))
-    assert "Concurrency Thread Group" in ADAPTER.supports(workload_cell("jmeter", staged)).reason
+    assert ADAPTER.supports(workload_cell("jmeter", staged)).ok  # a ramp up to the peak, then held: approximated
     support = support_for(ADAPTER.workload_features, "jmeter", staged)
-    assert support["stages"].level is Level.UNSUPPORTED and support["per_request"].level is Level.HONOURED
+    assert support["stages"].level is Level.APPROXIMATED and "ramp down is not run" in support["stages"].how
+    assert support["per_request"].level is Level.HONOURED
     bad = Workload("sequence", (WorkloadRequest("a", headers={"X": "a\x01b"}),))
     assert "control characters" in ADAPTER.supports(workload_cell("jmeter", bad)).reason
     budget = workload_cell("jmeter", Workload("sequence", requests[:1]), stop=StopSpec(requests=10))

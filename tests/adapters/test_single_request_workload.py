@@ -8,7 +8,7 @@ from toolbench.contract import registry
 from toolbench.contract.workload import Level, support_for
 from toolbench.scenario.workload import FEATURE_TEXT, FEATURES, Checks, Stage, ThinkTime, Workload, WorkloadRequest
 
-TOOLS = ("ab", "hey", "h2load", "bombardier", "oha", "httperf", "http_load", "k6")
+TOOLS = ("ab", "hey", "h2load", "bombardier", "oha", "http_load", "k6")  # httperf: its session file (test_httperf_workload)
 EVERYTHING = Workload("sequence", (WorkloadRequest("a", checks=Checks(status=(200,))), WorkloadRequest("b")),
                       think=ThinkTime(0.1, 0.1), stages=(Stage(1.0, users=2),))
 
@@ -25,6 +25,5 @@ def test_every_feature_is_declared_unsupported_with_the_tools_own_reason(tool: s
 
 def test_the_reasons_name_what_the_tool_has_instead():
     assert "one URL with one method and body" in registry.get("ab").workload_features["mix"].how
-    assert "--wsesslog" in registry.get("httperf").workload_features["sequence"].how
     assert "-q" in registry.get("hey").workload_features["think"].how
     assert "read-only" in registry.get("k6").workload_features["checks"].how

@@ -35,6 +35,7 @@ public class ToolbenchWorkload extends Simulation {
   private static final String STARTED = "TB_STARTED";
   private static final String NO_ROW = "TB_NO_ROW";
   private static final String CHECK = "toolbench check ";
+  private static final long PARK_MS = 20;  // how often a parked user looks at the profile again
 
   private static JsonNode params() {
     String path = System.getProperty("toolbench.params", "gatling_workload.json");
@@ -46,9 +47,9 @@ public class ToolbenchWorkload extends Simulation {
   }
 
   // When the first user started (Gatling's injection clock starts just before: a profile read
-  // from this one is never ahead of Gatling's), and the users looping now (closed model).
+  // from this one is never ahead of Gatling's), and the users sending now (closed model).
   private final AtomicLong startNanos = new AtomicLong();
-  private final AtomicInteger active = new AtomicInteger();
+  private final AtomicInteger sending = new AtomicInteger();
   private long[] stepEndsMs;
   private int[] stepFrom;
   private int[] stepTo;
@@ -56,7 +57,7 @@ public class ToolbenchWorkload extends Simulation {
 
   private Session started(Session session) {
     startNanos.compareAndSet(0L, System.nanoTime());
-    active.incrementAndGet();
+    sending.incrementAndGet();
     return session;
   }
 
@@ -64,11 +65,14 @@ public class ToolbenchWorkload extends Simulation {
     return (System.nanoTime() - startNanos.get()) / 1_000_000L;
   }
 
-  // The users the profile asks for now, rounded up so that a user never leaves before
-  // Gatling's own ramp would have it gone (else Gatling starts another at once).
+  // The most users the profile lets send now: on a rise, Gatling starts them itself (a stage's
+  // level is its end's); on a fall, the level rounded up.
   private int target(long at) {
     long begin = 0;
     for (int i = 0; i < stepEndsMs.length; i++) {
+      if (at < stepEndsMs[i] && stepTo[i] >= stepFrom[i]) {
+        return stepTo[i];
+      }
       if (at < stepEndsMs[i]) {
         double span = stepEndsMs[i] - begin;
         double done = span > 0 ? (at - begin) / span : 1.0;
@@ -79,26 +83,41 @@ public class ToolbenchWorkload extends Simulation {
     return 0;
   }
 
-  // A looping user leaves when more users loop than the profile asks for now.
-  private boolean leaves() {
+  // Gatling's closed model ends no user on a ramp down, and replaces one that ends while its
+  // own level (updated in steps of its own) is higher: a looping user that would leave would be
+  // replaced at once, again and again. So, at the top of an iteration, a user beyond the level
+  // stops sending and waits (parks), until the level rises again or the profile ends.
+  private boolean parks() {
     int want = target(elapsedMs());
     while (true) {
-      int now = active.get();
+      int now = sending.get();
       if (now <= want) {
         return false;
       }
-      if (active.compareAndSet(now, now - 1)) {
+      if (sending.compareAndSet(now, now - 1)) {
+        return true;
+      }
+    }
+  }
+
+  private boolean resumes() {
+    if (pastEnd()) {
+      return true;  // to leave
+    }
+    int want = target(elapsedMs());
+    while (true) {
+      int now = sending.get();
+      if (now >= want) {
+        return false;
+      }
+      if (sending.compareAndSet(now, now + 1)) {
         return true;
       }
     }
   }
 
   private boolean pastEnd() {
-    if (elapsedMs() < totalMs) {
-      return false;
-    }
-    active.decrementAndGet();
-    return true;
+    return elapsedMs() >= totalMs;
   }
 
   // ---- values: pieces of text and ${variables} filled from the session ----
@@ -270,15 +289,21 @@ public class ToolbenchWorkload extends Simulation {
     boolean hasData = data != null && !data.isNull();
     boolean perIteration = hasData && data.get("per").asText().equals("iteration");
     boolean closed = p.get("model").asText().equals("closed");
-    ChainBuilder fed = hasData ? feeding(data).exitHereIf(session -> session.contains(NO_ROW) && pastEndOrLeave())
+    // A user left without a row stops; in the closed model it waits for the end, as Gatling
+    // would replace a user that ends at once.
+    ChainBuilder stop = closed ? asLongAs(session -> !pastEnd()).on(pause(Duration.ofMillis(PARK_MS))).exitHere()
+        : exitHere();
+    ChainBuilder fed = hasData ? feeding(data).doIf(session -> session.contains(NO_ROW)).then(stop)
         : exec(session -> session);
 
     ChainBuilder one = iteration(p);
     ChainBuilder user;
     if (closed) {
-      // Each user loops over the workload until the profile asks for fewer users, or its end.
+      // Each user loops over the workload, parked while the profile asks for fewer, to its end.
+      ChainBuilder park = doIf(session -> parks()).then(
+          asLongAs(session -> !resumes()).on(pause(Duration.ofMillis(PARK_MS))));
       ChainBuilder loop = forever().on(
-          exitHereIf(session -> leaves()).exec(perIteration ? fed.exec(one) : one));
+          exec(park).exitHereIf(session -> pastEnd()).exec(perIteration ? fed.exec(one) : one));
       user = exec(this::started).exec(perIteration ? loop : fed.exec(loop));
     } else {
       // The open model: a new user for each iteration, on the profile's schedule.
@@ -305,12 +330,6 @@ public class ToolbenchWorkload extends Simulation {
     }
     setUp(closed ? scenario.injectClosed(closedSteps(steps)) : scenario.injectOpen(openSteps(steps)))
         .protocols(protocol);
-  }
-
-  // A user with no row left leaves, and counts as gone.
-  private boolean pastEndOrLeave() {
-    active.decrementAndGet();
-    return true;
   }
 
   private static List<ClosedInjectionStep> closedSteps(JsonNode steps) {
