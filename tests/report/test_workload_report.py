@@ -224,3 +224,26 @@ def test_the_stored_profile_is_applied_and_a_run_of_one_request_has_none_of_it(t
     data = model.build(render.load_views([store.RunDir.open(copy)], copy))
     ids = {s.id for s in data.sections}
     assert not ids & {"per-request", "fidelity", "workload-fit"}
+
+
+def test_users_stopped_together_at_the_end_are_not_a_ramp_down(tmp_path: Path) -> None:
+    """A ramp down of 3 s or more must fall as asked, not hold and then stop at once: the falling
+    last second alone is a cliff (JMeter's Thread Group stops its users so), not a ramp."""
+    def shaped(series: list[int]) -> Callable[[dict[str, Any]], None]:
+        def edit(logged: dict[str, Any]) -> None:
+            for p in logged["paths"]:  # each path its share of the series, the counts kept
+                share = [v * p["count"] // sum(series) for v in series]
+                share[series.index(max(series))] += p["count"] - sum(share)
+                p["per_second"] = share
+        return edit
+
+    copy = edited_copy(tmp_path / "a", QUICK, "engine", shaped([15, 100, 190, 195, 200, 195, 195, 195, 195, 190, 5]))
+    copy = edited_copy(tmp_path / "b", copy, "locust", shaped([60, 150, 185, 180, 190, 185, 165, 120, 70, 25]))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    text = manifest["scenario"]["text"]
+    assert text.count("{duration: 1s, users: 0}") == 1  # the quick profile's ramp down
+    manifest["scenario"]["text"] = text.replace("{duration: 1s, users: 0}", "{duration: 4s, users: 0}")
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    captions = {f.title: f.caption.lower() for f in sections(copy)["fidelity"].figures}
+    assert "did not ramp down in stage 3" in captions["Stages: engine, engine-c10-ka-rep1"]
+    assert "held, ramped down" in captions["Stages: locust, locust-c10-ka-rep1"]

@@ -16,7 +16,11 @@ rules, each stated where the report shows it (toolbench.report.fidelity_section)
 - The stages: the per-second series against the asked users, scaled by the achieved rate per user,
   after the whole-second shift (at most MAX_SHIFT_S) that fits best (a tool takes a moment to
   start); a ramp up must rise (its second half above its first, or above the stage before when it
-  lasts under 2 s), a ramp down fall, and a hold stay within HOLD_TOLERANCE_PCT of the asked level."""
+  lasts under 2 s), a ramp down fall, and a hold stay within HOLD_TOLERANCE_PCT of the asked level.
+  A ramp down of RAMP_MEAN_MIN_S whole seconds or more must also have its mean, over the level the
+  tool held in the stage before, within RAMP_TOLERANCE_PCT of the asked ratio (a half for a ramp to 0): a tool that holds its users to the end and then stops them all at once falls in the stage's
+  last second, which the trend alone would take for a ramp down. (A ramp up is not held to its mean:
+  a tool's start-up makes its first seconds partial, and the shift is whole seconds.)"""
 from __future__ import annotations
 
 import math
@@ -29,6 +33,8 @@ from toolbench.scenario.workload import Stage, Workload
 MIX_TOLERANCE_PP = 2.0
 PACE_TOLERANCE_PCT = 20.0
 HOLD_TOLERANCE_PCT = 25.0
+RAMP_TOLERANCE_PCT = 35.0  # wider than a hold's: a ramp's first and last seconds are partly the next stage's
+RAMP_MEAN_MIN_S = 3  # whole seconds a ramp down needs before its mean tells a ramp from a cliff
 MAX_SHIFT_S = 3
 
 
@@ -205,18 +211,24 @@ def _stage_fits(stages: tuple[Stage, ...], series: list[int], shift: int, per_un
         kind = "ramp up" if b > a else ("ramp down" if b < a else "hold")
         expected = per_unit * (a + b) / 2.0
         observed = sum(seconds) / len(seconds) if seconds else None
-        fits.append(StageFit(i, kind, observed, expected, _followed(kind, seconds, before, expected)))
+        ratio = (a + b) / (2.0 * a) if a else None  # a ramp's asked mean over the level it starts from
+        fits.append(StageFit(i, kind, observed, expected, _followed(kind, seconds, before, expected, ratio)))
         before = observed if observed is not None else before
         start += stage.duration_s
     return tuple(fits)
 
 
-def _followed(kind: str, seconds: list[int], before: float, expected: float) -> bool | None:
+def _followed(kind: str, seconds: list[int], before: float, expected: float, ratio: float | None = None) -> bool | None:
     if not seconds:
         return None
     mean = sum(seconds) / len(seconds)
     if kind == "hold":
         return abs(mean - expected) <= HOLD_TOLERANCE_PCT / 100.0 * expected if expected else mean == 0
+    # Against the level the tool itself held before (not the asked one scaled by its total, which a
+    # tool that holds through the ramp inflates).
+    if (kind == "ramp down" and len(seconds) >= RAMP_MEAN_MIN_S and ratio and before
+            and abs(mean / before - ratio) > RAMP_TOLERANCE_PCT / 100.0 * ratio):
+        return False
     if len(seconds) >= 2:
         half = len(seconds) // 2
         first, second = sum(seconds[:half]) / half, sum(seconds[-half:]) / half

@@ -9,7 +9,8 @@ from __future__ import annotations
 from toolbench.record.schema import RunResult, Status
 from toolbench.report import anchors, charts, fmt
 from toolbench.report.context import Context, RunView
-from toolbench.report.fidelity import (HOLD_TOLERANCE_PCT, MAX_SHIFT_S, MIX_TOLERANCE_PP, PACE_TOLERANCE_PCT, CellFit,
+from toolbench.report.fidelity import (HOLD_TOLERANCE_PCT, MAX_SHIFT_S, MIX_TOLERANCE_PP, PACE_TOLERANCE_PCT,
+                                       RAMP_MEAN_MIN_S, RAMP_TOLERANCE_PCT, CellFit,
                                        NameFit, Shape, cell_fit)
 from toolbench.report.groups import NOT_RUN
 from toolbench.report.view import Column, Figure, Link, Row, Section, Table, Value, num, text
@@ -27,7 +28,7 @@ INTRO = ("What reached the target, from its own access log (nginx's, per method,
          f"against what the think time allows, 1 / (think mean + the tool's mean latency), within "
          f"{PACE_TOLERANCE_PCT:g} %. The stages: requests/s per second against the asked users scaled by the "
          f"achieved rate per user, shifted by the whole seconds (at most {MAX_SHIFT_S}) the tool took to start; a "
-         "ramp must rise or fall, a hold stay within "
+         f"ramp must rise or fall (a ramp down of {RAMP_MEAN_MIN_S} s or more falling, against the level held before it, within {RAMP_TOLERANCE_PCT:g} % of as asked), a hold stay within "
          f"{HOLD_TOLERANCE_PCT:g} % of its level. A dash: not measured.")
 WORDS = {True: "yes", False: "no", None: fmt.ABSENT}
 
