@@ -41,10 +41,8 @@ FEATURES = {
 
 
 def _headers(cell: "Cell") -> dict[str, str] | None:
-    """The one set of headers every request sends; None when they differ."""
     assert cell.workload is not None
-    sets = {tuple(sorted(r.headers.items())) for r in cell.workload.requests}
-    return dict(sets.pop()) if len(sets) == 1 else None
+    return workload_requests.common_headers(cell.workload)
 
 
 def supports(cell: "Cell") -> Support | None:

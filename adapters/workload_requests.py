@@ -74,6 +74,30 @@ def literal(req: WorkloadRequest, base_url: str, values: Mapping[str, str]) -> L
     return Literal(req.name, req.method, url, headers, body)
 
 
+def whole_weights(requests: tuple[WorkloadRequest, ...], precision: int, cap: int, tool: str) -> list[int]:
+    """The weights as whole numbers in the same proportion (to 1/`precision` of each), in smallest
+    terms; beyond `cap` in all, rounded to about `cap`, each at least once (for the tools that take
+    whole weights: Locust's task weights, JMeter's sampler copies)."""
+    fractions = [Fraction(r.weight).limit_denominator(precision) for r in requests]
+    if any(f <= 0 for f in fractions):
+        raise AdapterError(f"{tool}: a request's weight must be positive")
+    scale = math.lcm(*(f.denominator for f in fractions))
+    whole = [int(f * scale) for f in fractions]
+    common = math.gcd(*whole)
+    whole = [w // common for w in whole]
+    if sum(whole) > cap:
+        total = sum(whole)
+        whole = [max(1, round(w * cap / total)) for w in whole]
+    return whole
+
+
+def common_headers(workload: Workload) -> dict[str, str] | None:
+    """The one set of headers every request sends; None when they differ (for the tools that send
+    one set with every URL: siege's -H, httperf's --add-header)."""
+    sets = {tuple(sorted(r.headers.items())) for r in workload.requests}
+    return dict(sets.pop()) if len(sets) == 1 else None
+
+
 def cycle(requests: tuple[WorkloadRequest, ...], bound: int = MAX_CYCLE) -> list[int] | None:
     """A mix as one cycle of request indexes, each as often as its weight says, interleaved (smooth
     weighted round-robin: no request waits a whole cycle); None when the weights are not in

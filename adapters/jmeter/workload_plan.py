@@ -16,13 +16,12 @@ Assertion's custom message; a JSON check is a JSON Extractor and a Response Asse
 variable) or the Size Assertion's own message (labels.CHECK_MESSAGES)."""
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 from xml.sax.saxutils import escape
 
+from toolbench.adapters import workload_requests
 from toolbench.adapters.jmeter import stages as jmeter_stages
 from toolbench.adapters.jmeter.plan import _XML_ENTITIES, NOT_XML, jmx_value
 from toolbench.contract.adapter import SUPPORTED, Support, option
@@ -112,18 +111,8 @@ def _url_part(text: str) -> str:
 def copies(requests: tuple[WorkloadRequest, ...]) -> list[int]:
     """How often each request appears under the Random Controller: whole weights in the asked
     proportion (to 1/100 of each), in smallest terms; beyond MAX_COPIES in all, rounded to about
-MAX_COPIES, each at least once."""
-    fractions = [Fraction(r.weight).limit_denominator(100) for r in requests]
-    if any(f <= 0 for f in fractions):
-        raise AdapterError("jmeter: a request's weight must be positive")
-    scale = math.lcm(*(f.denominator for f in fractions))
-    whole = [int(f * scale) for f in fractions]
-    common = math.gcd(*whole)
-    whole = [w // common for w in whole]
-    if sum(whole) > MAX_COPIES:
-        total = sum(whole)
-        whole = [max(1, round(w * MAX_COPIES / total)) for w in whole]
-    return whole
+    MAX_COPIES, each at least once."""
+    return workload_requests.whole_weights(requests, 100, MAX_COPIES, "jmeter")
 
 
 # ---- the plan's parts ----

@@ -10,13 +10,12 @@ the parser (output.classify_errors) counts as the `check` class."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict
-from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolbench.adapters import workload_requests
 from toolbench.contract.adapter import SUPPORTED, Found, Invocation, Support, option
 from toolbench.contract.workload import FeatureSupport, honoured
 from toolbench.errors import AdapterError
@@ -63,17 +62,7 @@ def supports(cell: "Cell", workload: Workload) -> Support:
 
 def whole_weights(requests: tuple[WorkloadRequest, ...]) -> list[int]:
     """The weights as whole numbers in the same proportion (to 1/1000 of each), smallest terms."""
-    fractions = [Fraction(r.weight).limit_denominator(1000) for r in requests]
-    if any(f <= 0 for f in fractions):
-        raise AdapterError("locust: a request's weight must be positive")
-    scale = math.lcm(*(f.denominator for f in fractions))
-    whole = [int(f * scale) for f in fractions]
-    common = math.gcd(*whole)
-    whole = [w // common for w in whole]
-    if sum(whole) > MAX_WEIGHT_SUM:  # in proportion to about 1 in MAX_WEIGHT_SUM
-        total = sum(whole)
-        whole = [max(1, round(w * MAX_WEIGHT_SUM / total)) for w in whole]
-    return whole
+    return workload_requests.whole_weights(requests, 1000, MAX_WEIGHT_SUM, "locust")
 
 
 def workload_json(cell: "Cell", workload: Workload, user_class: str) -> str:
