@@ -109,6 +109,8 @@ def test_without_stages_the_scenario_keeps_its_matrix_and_stop(tmp_path: Path) -
 
 
 REFUSED = [
+    ("target: {server: nginx-static}", "target: {server: nginx-static, path: /x}",
+     r"2: target: path: a workload gives each request its own path"),
     ("      method: POST", "      methd: POST", r"13: workload\.requests\[0\]\.methd: unknown key"),
     ("      method: POST", "      method: FETCH", r"13: workload\.requests\[0\]\.method: expected one of GET, POST"),
     ("name: search", "name: login", r"19: workload\.requests\[1\]\.name: a second request named 'login'"),

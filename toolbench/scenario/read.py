@@ -178,7 +178,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         return attempt(lambda: read(top[name]), default) if name in top else default
 
     matrix = key("matrix", lambda node: _matrix(node, locations, targets), None)
-    workload, matrix, stop = _workload(path, top, matrix)
+    workload, matrix, stop = _workload(path, top, matrix, targets)
     return Scenario(
         name=key("name", Node.name, ""),
         source=str(path),
@@ -215,8 +215,8 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
     )
 
 
-def _workload(path: Path, top: dict[str, Node], matrix: Matrix | None) -> tuple[Workload | None, Matrix | None,
-                                                                               StopSpec]:
+def _workload(path: Path, top: dict[str, Node], matrix: Matrix | None,
+              targets: dict[str, TargetSpec] | None) -> tuple[Workload | None, Matrix | None, StopSpec]:
     """`workload:` (exclusive with `request:`), and the matrix and stop once its stages set them."""
     from toolbench.scenario import workload_read  # it reads METHODS, Matrix and RequestSpec from here
 
@@ -227,6 +227,7 @@ def _workload(path: Path, top: dict[str, Node], matrix: Matrix | None) -> tuple[
     if "request" in top:
         yamlread.soft(top["workload"].error("give either `request` or `workload`, not both"))
     workload = attempt(lambda: workload_read.parse(top["workload"], path.parent), None)
+    workload_read.no_target_paths(top, targets or {})
     if workload is not None and workload.stages:
         matrix, stop = workload_read.staged(workload, top, matrix)
     return workload, matrix, stop

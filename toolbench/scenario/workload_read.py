@@ -15,11 +15,12 @@ import math
 import re
 import urllib.parse
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from toolbench.errors import ScenarioError
 from toolbench.scenario import httpvalues, yamlread
 from toolbench.scenario.read import METHODS, Matrix, RequestSpec, StopSpec
+from toolbench.scenario.targets import TargetSpec
 from toolbench.scenario.workload import (JSON_PATH, ORDERS, REQUEST_NAME, VARIABLE, Checks, Extract, Workload,
                                          WorkloadRequest)
 from toolbench.scenario.workload_parts import NAME, NAME_RULE, data_file, file_under, stages, think
@@ -355,3 +356,12 @@ def _check_variables(read: list[tuple[Node, WorkloadRequest] | None], columns: t
             elif extract.variable in before:
                 yamlread.soft(node.error(f"extract {extract.variable!r}: already extracted by an earlier request"))
             before.add(extract.variable)
+
+
+def no_target_paths(top: dict[str, Node], targets: Mapping[str, TargetSpec]) -> None:
+    """A workload gives each request its own path: a target's `path` (which replaces the one
+    request's path) has no request to apply to, so it is an error, not silently dropped."""
+    for name, spec in targets.items():
+        if spec.path is not None:
+            node = top["targets"].items()[name] if "targets" in top else top["target"]
+            yamlread.soft(node.error("path: a workload gives each request its own path; leave the target's out"))
