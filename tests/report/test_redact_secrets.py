@@ -166,3 +166,22 @@ def test_a_rendered_page_keeps_its_markup() -> None:
     page = b"<style>:root { --fg: #1d1f21; } a ~ b {}</style><p>ssh root@h runs as root</p>"
     out = Redactor([], Secrets(users=("root",)), private_addresses=True).page(page)
     assert out == b"<style>:root { --fg: #1d1f21; } a ~ b {}</style><p>ssh [user]@h runs as [user]</p>"
+
+
+def test_a_workloads_credentials_are_read_from_its_requests() -> None:
+    """A workload's requests carry headers and query parameters too: a literal credential in any of
+    them is a known value, and a query value named like a credential is one."""
+    text = """\
+workload:
+  requests:
+    - name: a
+      path: /a
+      headers: {X-Api-Key: wk-111, X-Plain: shown}
+      query: {api_key: qk-222, page: "3"}
+    - name: b
+      path: /b
+      headers: {Authorization: "Bearer ${token}"}
+"""
+    found = secrets.of_manifest({"scenario": {"text": text}})
+    assert {"wk-111", "qk-222", "Bearer ${token}"} <= set(found.values)
+    assert "shown" not in found.values and "3" not in found.values

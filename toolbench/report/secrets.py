@@ -88,6 +88,8 @@ def _take(key: tuple[str, ...], value: Any, headers: set[str], values: set[str],
     name = key[-1]
     if name.lower() in {h.lower() for h in headers}:
         values.add(text.strip())
+    elif "query" in key[:-1] and any(word in name.lower() for word in secret_text.SECRET_QUERY_WORDS):
+        values.add(text.strip())  # a workload request's query parameter named like a credential
     elif "hosts" in key and name == "user":
         users.add(text)
     elif "hosts" in key and name in _HOST_SECRETS:
