@@ -94,7 +94,7 @@ def test_validate_reports_every_error_with_file_and_line(tmp_path: Path, capsys:
     assert err.splitlines() == [f"toolbench: error: {bad}:{line}" for line in (
         "3: colour: unknown key (expected one of name, description, hosts, prerequisites, target, targets, request, "
         "matrix, stop, timeout, repeat, cooldown, warmup, probe, monitor, tools, compare, profiles, criteria, "
-        "claims, missing_tools, placement, order, seed, settle, warm_target, calibrate, disturbed)",
+        "claims, missing_tools, placement, workload, order, seed, settle, warm_target, calibrate, disturbed)",
         "6: matrix.concurrency[1]: expected a positive integer, got 'two'",
         "6: matrix.concurrency[2]: expected a positive integer, got '-3'",
         "7: matrix.keepalive: expected true or false, got 'maybe'",
