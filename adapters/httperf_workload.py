@@ -52,11 +52,6 @@ FEATURES = {
 }
 
 
-def _headers(cell: "Cell") -> dict[str, str] | None:
-    assert cell.workload is not None
-    return workload_requests.common_headers(cell.workload)
-
-
 def supports(cell: "Cell") -> Support | None:
     """Why httperf cannot run this cell's workload; None: it can."""
     workload = cell.workload
@@ -68,7 +63,7 @@ def supports(cell: "Cell") -> Support | None:
     if not cell.keepalive:
         return Support(False, "an httperf session sends its requests on a persistent connection: keep-alive "
                               "cannot be turned off")
-    headers = _headers(cell)
+    headers = workload_requests.common_headers(workload)
     if headers is None:
         return Support(False, "httperf sends one set of headers (--add-header) with every request: the requests' "
                               "headers differ")
@@ -129,6 +124,6 @@ def args(cell: "Cell", sessions_in_file: int) -> list[str]:
         count = min(count, sessions_in_file)
     think = (workload.think.min_s + workload.think.max_s) / 2 if workload.think is not None else 0.0
     out = ["--rate", f"{rate:g}", f"--wsesslog={count},{think:g},{SESSIONS_FILE}"]
-    for key, value in (_headers(cell) or {}).items():
+    for key, value in (workload_requests.common_headers(workload) or {}).items():
         out += ["--add-header", f"{key}: {value}\\n"]  # httperf turns the two characters \n into a newline
     return out

@@ -40,16 +40,11 @@ FEATURES = {
 }
 
 
-def _headers(cell: "Cell") -> dict[str, str] | None:
-    assert cell.workload is not None
-    return workload_requests.common_headers(cell.workload)
-
-
 def supports(cell: "Cell") -> Support | None:
     """Why siege cannot run this cell's workload; None: it can."""
     workload = cell.workload
     assert workload is not None
-    if _headers(cell) is None:
+    if workload_requests.common_headers(workload) is None:
         return Support(False, "siege sends one set of headers (-H) with every URL: the requests' headers differ")
     for req in workload.requests:
         if req.body is not None and req.method not in ("POST", "PUT", "PATCH"):
@@ -91,7 +86,7 @@ def args(cell: "Cell") -> list[str]:
     the delay for think time (which siege takes only outside benchmark mode)."""
     workload = cell.workload
     assert workload is not None
-    headers = _headers(cell) or {}
+    headers = workload_requests.common_headers(workload) or {}
     out = ["-f", URLS_FILE] + (["-i"] if workload.order == "mix" else [])
     content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
     if content_type is not None:

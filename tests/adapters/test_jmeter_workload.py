@@ -4,31 +4,22 @@ real run against a real HTTP server (tests/helpers/workload_server.py) that coun
 per-name figures from the JTL's labels, data rows, the extracted token, and failed checks."""
 from __future__ import annotations
 
-import csv
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from helpers.workload_live import run, workload_cell
+from helpers.workload_live import data_file, run, workload_cell
 from helpers.workload_server import USERS, workload_server
 from toolbench.adapters.jmeter import adapter as jmeter
 from toolbench.adapters.jmeter import workload_plan
 from toolbench.contract.adapter import Found
 from toolbench.contract.workload import Level, support_for
 from toolbench.scenario.read import StopSpec
-from toolbench.scenario.workload import Checks, DataFile, Extract, Stage, ThinkTime, Workload, WorkloadRequest
+from toolbench.scenario.workload import Checks, Extract, Stage, ThinkTime, Workload, WorkloadRequest
 
 ADAPTER = jmeter.ADAPTER
 HOSTILE = 'a"b\'c\\d\r\n<x>&amp; ${__groovy(System.exit(1))} ${__char(36)} ]]>'
 LITERAL = HOSTILE.replace("\\", "\\\\").replace("$", "${__char(36)}")  # as JMeter reads it back: HOSTILE
 
-
-def data_file(tmp_path: Path, rows: list[dict[str, str]], per: str = "user") -> DataFile:
-    path = tmp_path / "users.csv"
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return DataFile(path=str(path), given="users.csv", columns=tuple(rows[0]), rows=len(rows), per=per)
 
 
 def plan(cell) -> ET.Element:

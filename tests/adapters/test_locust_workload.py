@@ -3,11 +3,10 @@ short real runs against a real HTTP server (tests/helpers/workload_server.py) th
 it served: per-name figures, data rows, the extracted token, checks, a mix and stages."""
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
-from helpers.workload_live import run, workload_cell
+from helpers.workload_live import data_file, run, workload_cell
 from helpers.workload_server import USERS, workload_server
 from toolbench.adapters.locust import adapter as locust
 from toolbench.adapters.locust import output as locust_out
@@ -20,14 +19,6 @@ from toolbench.scenario.workload import Checks, DataFile, Extract, Stage, ThinkT
 ADAPTER = locust.ADAPTER
 HOSTILE = 'a"b\'c\\d\r\nX-Evil: 1 <x> ${__groovy(1)} """ \'\'\' \x00'
 
-
-def data_file(tmp_path: Path, rows: list[dict[str, str]], per: str = "user", at_end: str = "recycle") -> DataFile:
-    path = tmp_path / "users.csv"
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return DataFile(path=str(path), given="users.csv", columns=tuple(rows[0]), rows=len(rows), per=per, at_end=at_end)
 
 
 def build(cell) -> dict[str, str]:

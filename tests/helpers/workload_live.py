@@ -1,6 +1,6 @@
 """A workload cell run for real through its adapter (the tool, then its steps) against a logged
-nginx-static, and the target's access log counted per request line: what the workload tests of
-vegeta, wrk and siege share."""
+nginx-static, and the target's access log counted per request line, and a data file as the
+boundary reads it: what the workload tests of the adapters share."""
 from __future__ import annotations
 
 import collections
@@ -57,11 +57,11 @@ def served(lines: list[str]) -> collections.Counter[str]:
     return collections.Counter(line.split('"')[1] for line in lines if line.count('"') >= 2)
 
 
-def data_file(folder: Path, rows: list[dict[str, str]], at_end: str = "recycle") -> DataFile:
+def data_file(folder: Path, rows: list[dict[str, str]], per: str = "user", at_end: str = "recycle") -> DataFile:
     """A data file of these rows (the header row from the first's keys), as the boundary reads it."""
     path = folder / "data.csv"
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    return DataFile(path=str(path), given="data.csv", columns=tuple(rows[0]), rows=len(rows), at_end=at_end)
+    return DataFile(path=str(path), given="data.csv", columns=tuple(rows[0]), rows=len(rows), per=per, at_end=at_end)
