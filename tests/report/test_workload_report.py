@@ -226,6 +226,30 @@ def test_the_stored_profile_is_applied_and_a_run_of_one_request_has_none_of_it(t
     assert not ids & {"per-request", "fidelity", "workload-fit"}
 
 
+def test_a_stored_workload_reads_its_shape_without_its_files() -> None:
+    """The run folder keeps the scenario's text, not its data and body files: the report reads the
+    shape with the scenario's own reader, which then opens no file and checks no variable."""
+    text = """name: x
+workload:
+  order: mix
+  data: {file: data/nowhere.csv, per: iteration, at_end: stop}
+  requests:
+    - {name: login, method: POST, path: /login, body_file: bodies/nowhere.json, weight: 3,
+       checks: {status: [200, 201]}}
+    - {name: item, path: "/item/${id}", weight: 1, headers: {Authorization: "Bearer ${token}"}}
+"""
+    shape = stored_workload(text, None)
+    assert shape is not None and shape.order == "mix" and shape.data is not None
+    assert (shape.data.given, shape.data.columns, shape.data.per, shape.data.at_end) == (
+        "data/nowhere.csv", (), "iteration", "stop")
+    login, item = shape.requests
+    assert (login.method, login.weight, login.body_file, login.body) == ("POST", 3.0, "bodies/nowhere.json", None)
+    assert login.checks is not None and login.checks.status == (200, 201)
+    assert (item.path, item.weight) == ("/item/${id}", 1.0)
+    # Still checked as the run checked it; only the data's columns are unknown (${id}, ${token}).
+    assert stored_workload(text.replace("weight: 3", "weight: -3"), None) is None
+
+
 def test_users_stopped_together_at_the_end_are_not_a_ramp_down(tmp_path: Path) -> None:
     """A ramp down of 3 s or more must fall as asked, not hold and then stop at once: the falling
     last second alone is a cliff (JMeter's Thread Group stops its users so), not a ramp."""

@@ -2,11 +2,9 @@
 profile the run applied merged in as the scenario reader merges it (toolbench.scenario.profiles).
 
 The report reads only the run folder, and a workload's files (its CSV data, its body files) are
-the scenario's, not the run's: they are not read here. What the report needs of a workload is its
-shape, not those files' contents: the order, each request's name, method, path and weight, which
-requests extract or check, the think time and the stages, read with the scenario's own parsers
-(`workload_parts.think`, `stages`), so a stage or a duration means here what it meant to the run.
-A data file given is kept as present (its columns and rows unknown: 0). A text that does not read
+the scenario's, not the run's. What the report needs of a workload is its shape, not those files'
+contents, so the scenario's own reader reads it in its shape-only mode (no folder: no file
+opened), and a stage or a duration means here what it meant to the run. A text that does not read
 is no workload (None): the sections that need one are then left out."""
 from __future__ import annotations
 
@@ -19,12 +17,9 @@ from toolbench.errors import ScenarioError
 from toolbench.record import yamltext
 from toolbench.record.observed import TargetRequests
 from toolbench.report.context import RunView
-from toolbench.scenario import profiles
-from toolbench.scenario.read import METHODS, TOP_KEYS
-from toolbench.scenario.workload import (DATA_AT_END, DATA_PER, ORDERS, REQUEST_NAME, VARIABLE, Checks, DataFile,
-                                         Extract, Workload, WorkloadRequest)
-from toolbench.scenario.workload_parts import stages, think
-from toolbench.scenario.workload_read import CHECK_KEYS, KEYS, REQUEST_KEYS
+from toolbench.scenario import profiles, workload_read
+from toolbench.scenario.read import TOP_KEYS
+from toolbench.scenario.workload import VARIABLE, Workload
 from toolbench.scenario.yamlread import Node
 
 LABEL = "the stored scenario"
@@ -51,48 +46,9 @@ def _cached(text: str, profile: str | None) -> Workload | None:
         top = Node(composed, LABEL, "").items(TOP_KEYS)
         if profile is not None:
             top = profiles.merged(top, profiles.declared(top, TOP_KEYS), profile, LABEL)
-        return _outline(top["workload"]) if "workload" in top else None
+        return workload_read.parse(top["workload"], None) if "workload" in top else None
     except (ScenarioError, yaml.YAMLError, ValueError, TypeError):
         return None
-
-
-def _outline(node: Node) -> Workload | None:
-    keys = node.items(KEYS)
-    order = keys["order"].choice(ORDERS) if "order" in keys else "sequence"
-    requests = tuple(_request(child) for child in keys["requests"].elements())
-    if not requests:
-        return None
-    return Workload(order=order, requests=requests, data=_data(keys["data"]) if "data" in keys else None,
-                    think=think(keys["think"]) if "think" in keys else None,
-                    stages=stages(keys["stages"]) if "stages" in keys else ())
-
-
-def _data(node: Node) -> DataFile:
-    keys = node.items(("file", "per", "at_end"))
-    return DataFile(path="", given=keys["file"].string() if "file" in keys else "", columns=(), rows=0,
-                    per=keys["per"].choice(DATA_PER) if "per" in keys else "user",
-                    at_end=keys["at_end"].choice(DATA_AT_END) if "at_end" in keys else "recycle")
-
-
-def _request(node: Node) -> WorkloadRequest:
-    keys = node.items(REQUEST_KEYS)
-    name = keys["name"].string() if "name" in keys else ""
-    if not REQUEST_NAME.match(name):
-        raise node.error(f"not a request name: {name[:40]!r}")
-    method = keys["method"].choice(METHODS) if "method" in keys else "GET"
-    extract = tuple(Extract(variable) for variable in keys["extract"].items()) if "extract" in keys else ()
-    checks = _checks(keys["checks"]) if "checks" in keys else None
-    return WorkloadRequest(name=name, method=method, path=keys["path"].string() if "path" in keys else "/",
-                           weight=keys["weight"].number() if "weight" in keys else 1.0,
-                           extract=extract, checks=checks)
-
-
-def _checks(node: Node) -> Checks:
-    """Only which checks there are: the report counts their failures, it does not apply them."""
-    keys = node.items(CHECK_KEYS)
-    status = tuple(int(child.scalar()) for child in keys["status"].elements()) if "status" in keys else ()
-    return Checks(status=status, contains="" if "contains" in keys else None,
-                  json_path="$" if "json" in keys else None, max_bytes=1 if "max_bytes" in keys else None)
 
 
 def asked_shares(workload: Workload) -> dict[str, float]:

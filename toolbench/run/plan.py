@@ -22,7 +22,7 @@ class PlannedCell:
     cell: Cell
     support: Support
     # What the cell's result says of how it ran, known before it runs: each workload feature its
-    # tool approximates (toolbench.run.workload_plan).
+    # tool approximates (toolbench.run.workload_plan.refusal_and_notes).
     notes: tuple[str, ...] = ()
 
 
@@ -40,6 +40,9 @@ def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
     warmups = {name: _warmup_s(scenario, name, adapter.name) for name, (adapter, _) in resolved.items()}
     _check_tools_section(scenario, known)
     _check_tool_paths(scenario, known)
+    # A workload's refusal and notes depend on the tool alone: worked out once per tool.
+    expressed = {name: workload_plan.refusal_and_notes(adapter, scenario.workload)
+                 if scenario.workload is not None else (None, ()) for name, (adapter, _) in resolved.items()}
     m = scenario.matrix
     planned = []
     several = len(scenario.targets) > 1
@@ -55,7 +58,8 @@ def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
                         timeout_s=scenario.cell_timeout_s(), rate_rps=rate, options=options,
                         variant=name if name != adapter.name else None, target=target, target_in_id=several,
                         warmup_s=warmups[name], protocol=protocol, workload=scenario.workload)
-            planned.append(PlannedCell(cell, _support(adapter, cell, scenario), _workload_notes(adapter, cell)))
+            refused, notes = expressed[name]
+            planned.append(PlannedCell(cell, _support(adapter, cell, scenario, refused), notes))
     return planned
 
 
@@ -65,8 +69,9 @@ def _request(scenario: Scenario, target: str) -> RequestSpec:
     return scenario.request if path is None else dataclasses.replace(scenario.request, path=path)
 
 
-def _support(adapter: Adapter, cell: Cell, scenario: Scenario) -> Support:
-    """The protocol first (the target's, then the tool's), then what the tool itself says."""
+def _support(adapter: Adapter, cell: Cell, scenario: Scenario, workload_refused: str | None) -> Support:
+    """The protocol first (the target's, then the tool's), then the workload (`workload_refused`:
+    why the tool cannot express it, or None), then what the tool itself says."""
     spec = scenario.targets[cell.target]
     if cell.protocol not in spec.protocols:
         return Support(False, f"the target {spec.display} does not serve {PROTOCOL_NAMES[cell.protocol]}")
@@ -76,13 +81,7 @@ def _support(adapter: Adapter, cell: Cell, scenario: Scenario) -> Support:
     speaks = adapter.protocol_support(cell.protocol)
     if not speaks.ok:
         return speaks
-    refused = workload_plan.refusal_and_notes(adapter, cell.workload)[0] if cell.workload is not None else None
-    return Support(False, refused) if refused else adapter.supports(cell)
-
-
-def _workload_notes(adapter: Adapter, cell: Cell) -> tuple[str, ...]:
-    """A note per workload feature the tool approximates (the planned cell carries them to its result)."""
-    return workload_plan.refusal_and_notes(adapter, cell.workload)[1] if cell.workload is not None else ()
+    return Support(False, workload_refused) if workload_refused else adapter.supports(cell)
 
 
 def _resolve(scenario: Scenario, index: int, name: str, known: dict[str, Adapter]) -> tuple[Adapter, dict[str, Any]]:

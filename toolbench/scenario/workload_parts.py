@@ -20,13 +20,17 @@ NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")  # a variable's name: toolbench.scena
 NAME_RULE = "a lower-case letter, then lower-case letters, digits or '_', at most 32 characters"
 
 
-def data_file(node: Node, folder: Path) -> DataFile:
+def data_file(node: Node, folder: Path | None) -> DataFile:
+    """The data file; with no `folder` (a stored workload's shape) it is not opened: no columns, 0 rows."""
     keys = node.items(("file", "per", "at_end"))
     if "file" not in keys:
         raise node.error("missing required key 'file'")
-    path, data = file_under(keys["file"], folder, MAX_CSV_BYTES, "a data file")
-    columns, rows = _csv(keys["file"], data)
-    return DataFile(path=str(path), given=keys["file"].string(), columns=columns, rows=rows,
+    path, columns, rows = "", (), 0
+    if folder is not None:
+        found, data = file_under(keys["file"], folder, MAX_CSV_BYTES, "a data file")
+        path = str(found)
+        columns, rows = _csv(keys["file"], data)
+    return DataFile(path=path, given=keys["file"].string(), columns=columns, rows=rows,
                     per=keys["per"].choice(DATA_PER) if "per" in keys else "user",
                     at_end=keys["at_end"].choice(DATA_AT_END) if "at_end" in keys else "recycle")
 

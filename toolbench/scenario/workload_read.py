@@ -36,9 +36,13 @@ MAX_CHECK_BYTES = 1 << 30
 MAX_WEIGHT = 1e6
 
 
-def parse(node: Node, folder: Path) -> Workload | None:
+def parse(node: Node, folder: Path | None) -> Workload | None:
     """The workload under `node`; `folder` is the scenario file's folder, where its files are. None
-    when no request read (while yamlread collects errors: each request's are kept)."""
+    when no request read (while yamlread collects errors: each request's are kept).
+
+    With no `folder`, its shape only, as a report reads back a stored run's workload (the run
+    folder holds the scenario's text, not its files): no file is opened (a data file has no
+    columns, a body_file's body is unknown) and no variable is checked against the data."""
     keys = node.items(KEYS)
     if "requests" not in keys:
         raise node.error("missing required key 'requests'")
@@ -48,7 +52,7 @@ def parse(node: Node, folder: Path) -> Workload | None:
     profile = attempt(lambda: stages(keys["stages"]), ()) if "stages" in keys else ()
     read = _requests(keys["requests"], order, folder)
     # A part that did not read leaves its variables unknown: checking against it would only add noise.
-    if None not in read and ("data" not in keys or data is not None):
+    if folder is not None and None not in read and ("data" not in keys or data is not None):
         _check_variables(read, data.columns if data is not None else ())
     requests = tuple(request for _, request in filter(None, read))
     if not requests:  # each was refused with its errors, kept while collecting
@@ -87,7 +91,7 @@ def staged(workload: Workload, top: dict[str, Node], matrix: Matrix | None) -> t
 
 # ---- requests ----
 
-def _requests(node: Node, order: str, folder: Path) -> list[tuple[Node, WorkloadRequest] | None]:
+def _requests(node: Node, order: str, folder: Path | None) -> list[tuple[Node, WorkloadRequest] | None]:
     """Each request with its node; None for one that did not read (its errors are kept)."""
     children = list(node.elements())
     if not children:
@@ -102,7 +106,7 @@ def _requests(node: Node, order: str, folder: Path) -> list[tuple[Node, Workload
     return read
 
 
-def _request(node: Node, order: str, folder: Path, seen: set[str]) -> WorkloadRequest:
+def _request(node: Node, order: str, folder: Path | None, seen: set[str]) -> WorkloadRequest:
     """The request, or its first error raised once each key has been read (the others kept)."""
     keys = node.items(REQUEST_KEYS)
     if "name" not in keys:
@@ -225,8 +229,10 @@ def _body(node: Node) -> str:
     return _template(node, text, lambda literal: literal)
 
 
-def _body_file(node: Node, folder: Path) -> tuple[str, str]:
-    """The file's name as given and its text."""
+def _body_file(node: Node, folder: Path | None) -> tuple[str, str | None]:
+    """The file's name as given and its text (None: not opened, no folder given)."""
+    if folder is None:
+        return node.string(), None
     _, data = file_under(node, folder, MAX_BODY_BYTES, "a body")
     try:
         text = data.decode("utf-8")
