@@ -2,13 +2,15 @@
 target) listens with a backlog of 1 and accepts one connection at a time, slowly; ab at c=200
 for 2 s fills its accept queue, and the kernel drops the SYNs beyond it. The cell's network
 counters (RunResult.network, toolbench.hosts.netcounters) show the overflows, the report says
-so in a sentence; a plain nginx cell of the same run has its counters too.
+so in a sentence, and a claim comparing the two targets gives them as its evidence; a plain
+nginx cell of the same run has its counters too.
 
 The counters are the machine's, and other tests may run beside this one: the provoked cell is
 held to overflows > 0, the quiet one only to what toolbench guarantees (every counter read,
 whole, not negative), never to 0."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from conftest import need
 from toolbench.contract.host import free_port
 from toolbench.record import store
 from toolbench.record.observed import NetworkCounters
-from toolbench.report import network, render
+from toolbench.report import claims_check, network, render
 from toolbench.run import runner
 from toolbench.scenario import read as scenario
 
@@ -78,8 +80,13 @@ probe: {{enabled: false}}
 monitor: {{interval: 500ms}}
 prerequisites:
   ulimit: {{nofile: 4096}}
+claims:
+  - claim: nginx serves more than a server that takes one connection at a time
+    higher: {{target: nginx}}
+    lower: {{target: slow}}
 """)
-    summary = runner.run(scenario.load(path), tmp_path / "reports", allow_commands=True)
+    loaded = scenario.load(path)
+    summary = runner.run(loaded, tmp_path / "reports", allow_commands=True)
     run_dir = store.RunDir.open(summary.run_dir)
     results = {r.identity.target_label: r for r in run_dir.results()}
     assert set(results) == {"slow", "nginx"}
@@ -101,6 +108,11 @@ prerequisites:
         value = getattr(plain, name)
         assert isinstance(value, int) and value >= 0, name
     assert plain.time_wait_at_end is not None and plain.accept_queue_peak is not None
+
+    # The claim's evidence names the overflows, with the slow server's count as its cell recorded it.
+    (checked,) = claims_check.check_all(loaded.claims, run_dir.results())
+    overflows = re.search(r"listen overflows: nginx [\d,]+ vs slow ([\d,]+)", checked.evidence)
+    assert overflows and int(overflows[1].replace(",", "")) == counters.listen_overflows, checked.evidence
 
     # The report shows the counters, and says what the overflows mean.
     said = network.sentence(slow)

@@ -12,7 +12,7 @@ TOOLBENCH = str(REPO / ".venv" / "bin" / "toolbench")
 STUDY_001 = REPO / "docs" / "studies" / "published" / "study-001-tool-comparison-20261130T201044Z"
 SCENARIO_001 = REPO / "scenarios" / "studies" / "001-tool-comparison.yaml"
 AB_ROW = ("| Keep-alive helps a lot: ab | — | ab c200 ka 9,056/s ±18 % vs ab c10 close 3,194/s ±35 % (2.8×) "
-          "| **reproduced** |")
+          "| **reproduced** | no counters recorded |")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -23,7 +23,8 @@ def test_claims_from_a_scenario_print_the_table_of_a_run_made_before_claims():
     done = cli("claims", str(STUDY_001), "--claims-from", str(SCENARIO_001))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "| claim (the study) | the article's figure | ours, with noise | verdict |"
+    assert lines[0] == ("| claim (the study) | the article's figure | ours, with noise | verdict "
+                        "| evidence (this run's counters) |")
     assert AB_ROW in lines
     assert len(lines) == 2 + 18  # the header, its rule, and each of the scenario's 18 claims
 
@@ -75,5 +76,7 @@ def test_run_stores_the_scenarios_claims_with_the_run(tmp_path, nginx):
     assert shown.returncode == 0, shown.stderr
     rows = shown.stdout.splitlines()[2:]
     assert rows[0].startswith("| Keep-alive helps ab | 3,000 -> 9,000/s | ab ka ")
-    assert rows[1] == "| Not checked here | — | — | **not checked by a run** |"
+    assert rows[1] == "| Not checked here | — | — | **not checked by a run** | — |"
+    evidence = rows[0].split(" | ")[-1]  # this machine's counters over each side's cell, read
+    assert evidence.startswith(("none on either side: ", "listen overflows: ", "SYN retransmits: ", "resets ")), rows[0]
     assert "Keep-alive helps ab" in (run_dir / "report.html").read_text()

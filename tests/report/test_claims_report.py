@@ -169,4 +169,4 @@ def test_each_study_pages_claims_table_is_the_one_toolbench_claims_prints(page, 
 def test_the_markdown_table_escapes_what_would_break_a_row():
     found = check(Claim("a | b <i>x</i> \\ c", "line\x1bone"), [])
     assert claims_section.markdown([found]).splitlines()[2] == \
-        "| a \\| b &lt;i>x&lt;/i> \\\\ c | line one | — | **not checked by a run** |"
+        "| a \\| b &lt;i>x&lt;/i> \\\\ c | line one | — | **not checked by a run** | — |"

@@ -8,7 +8,8 @@ the lower beyond the noise of both (stats.differs), and by at least the claim's 
 one; not reproduced when the lower side is higher beyond the noise, or the ratio falls short by
 more than the noise could explain; within the noise otherwise. Two sides said to be alike are
 reproduced within the noise of both, not reproduced beyond it. Cells disturbed by other work on
-the machine are left out (toolbench.report.disturbed) and the figures say how many."""
+the machine are left out (toolbench.report.disturbed) and the figures say how many. Beside the
+verdict, the evidence: what the run recorded of both best points (toolbench.report.claims_evidence)."""
 from __future__ import annotations
 
 import enum
@@ -19,7 +20,7 @@ from typing import Iterable
 
 from toolbench.record import stats
 from toolbench.record.schema import RunResult, Status
-from toolbench.report import fmt, groups
+from toolbench.report import claims_evidence, fmt, groups
 from toolbench.scenario.claims import Claim
 from toolbench.scenario.criteria.figures import read
 from toolbench.scenario.criteria.spec import Selector
@@ -41,6 +42,7 @@ class Side:
     name: str  # the best point, as a reader tells it from the others ("ab c200 ka")
     figure: stats.Estimate
     disturbed: int  # the side's cells left out, disturbed by other work on the machine
+    results: tuple[RunResult, ...] = ()  # the best point's repetitions (the disturbed left out)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Checked:
     ours: str  # both sides' figures with their noise and the ratio, or what was not measured
     higher: Side | None = None
     lower: Side | None = None
+    evidence: str = ""  # what the run recorded of both sides' best points (toolbench.report.claims_evidence)
 
 
 def check_all(claims: Iterable[Claim], results: list[RunResult]) -> list[Checked]:
@@ -74,7 +77,9 @@ def check(claim: Claim, results: list[RunResult], varies: frozenset[str] | None 
         verdict = Verdict.NOT_REPRODUCED if stats.differs(higher.figure, lower.figure) else Verdict.REPRODUCED
     else:
         verdict = judge(higher.figure, lower.figure, claim.sides.by_at_least)
-    return Checked(claim, verdict, ours(claim.figure, higher, lower), higher, lower)
+    found = claims_evidence.said(claims_evidence.SideCells(higher.name, higher.results),
+                                 claims_evidence.SideCells(lower.name, lower.results))
+    return Checked(claim, verdict, ours(claim.figure, higher, lower), higher, lower, found)
 
 
 def judge(higher: stats.Estimate, lower: stats.Estimate, by_at_least: float | None) -> Verdict:
@@ -102,7 +107,7 @@ def side(selector: Selector, figure: str, results: list[RunResult], varies: froz
     if not measured:
         return _why_none(chosen, figure)
     best = (max if figure in HIGHER_IS_BETTER else min)(measured, key=lambda pe: pe[1].value)
-    return Side(point_name(best[0], varies), best[1], disturbed)
+    return Side(point_name(best[0], varies), best[1], disturbed, best[0].results)
 
 
 def estimate(point: groups.Point, figure: str) -> stats.Estimate | None:

@@ -1,5 +1,5 @@
 """The study's claims section: each claim of the scenario, the article's figure, ours with its noise,
-and the verdict (toolbench.report.claims_check); and the same table as Markdown, which the study
+the verdict (toolbench.report.claims_check) and the evidence the run recorded for it; and the same table as Markdown, which the study
 pages (docs/studies/) take from `toolbench claims`, so that the pages and the report say the same.
 
 The claims are those `toolbench run` stored with the run (claims.json), or those of a scenario file
@@ -17,7 +17,10 @@ from toolbench.scenario.claims import ClaimSet
 
 # Marks beside a verdict (render.FLAG_MARKS): never colour alone.
 FLAGS = {Verdict.NOT_REPRODUCED: "disagrees", Verdict.NOT_MEASURED: "unknown"}
-HEADERS = ("claim (the study)", "the article's figure", "ours, with noise", "verdict")
+HEADERS = ("claim (the study)", "the article's figure", "ours, with noise", "verdict", "evidence (this run's counters)")
+EVIDENCE_TITLE = ("what the run recorded of each side's best point, a value per repetition: the target machine's "
+                  "listen overflows, SYN retransmits and resets, the target's error-log lines, failed requests by "
+                  "class and statuses other than 2xx; only what happened is named")
 
 def claims_of(run: RunView, given: ClaimSet | None = None) -> ClaimSet | None:
     """The claims given for this report, else those stored with the run; None when neither."""
@@ -38,7 +41,7 @@ def claims_section(ctx: Context, given: ClaimSet | None = None) -> Section | Non
         Column(HEADERS[0]), Column(HEADERS[1], title="as the article gave it, on its own machine"),
         Column(HEADERS[2], title="each side's best point (all its repetitions merged) and its noise; "
                                  "the higher side first, then the ratio"),
-        Column(HEADERS[3])]
+        Column(HEADERS[3]), Column(HEADERS[4], title=EVIDENCE_TITLE)]
     rows = tuple(_row(ctx, run, c, anchor(i, n, ctx.several)) for n, (i, run, c) in enumerate(checked, 1))
     return Section("claims", "The study's claims", intro=_intro([claims for _, _, claims in found], checked),
                    tables=(Table(tuple(cols), rows, css="claims"),))
@@ -68,15 +71,15 @@ def anchor(run: int, n: int, several: bool) -> str:
 def _row(ctx: Context, run: RunView, c: Checked, row_id: str) -> Row:
     values = ([text(run.label)] if ctx.several else []) + [
         text(c.claim.claim), text(c.claim.article), text(c.ours),
-        Value(c.verdict.value, flag=FLAGS.get(c.verdict, ""))]
+        Value(c.verdict.value, flag=FLAGS.get(c.verdict, "")), text(c.evidence)]
     return Row(tuple(values), bad=c.verdict is Verdict.NOT_REPRODUCED, anchor=row_id)
 
 
 def markdown(checked: list[Checked]) -> str:
     """The claims table as Markdown, a row per claim, each cell one line with its `|` and `<` escaped."""
-    lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---|---|"]
+    lines = ["| " + " | ".join(HEADERS) + " |", "|---" * len(HEADERS) + "|"]
     for c in checked:
-        cells = (c.claim.claim, c.claim.article or "—", c.ours or "—", f"**{c.verdict.value}**")
+        cells = (c.claim.claim, c.claim.article or "—", c.ours or "—", f"**{c.verdict.value}**", c.evidence or "—")
         lines.append("| " + " | ".join(_md(cell) for cell in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -94,7 +94,8 @@ def first_sentence(text: str) -> str:
 
 def claims_tally(section: Section) -> str:
     """"Of the study's 18 claims, 6 were reproduced, …": from the verdict column of its table."""
-    verdicts = Counter(row.values[-1].text for table in section.tables for row in table.rows)
+    verdicts = Counter(row.values[[c.label for c in table.columns].index("verdict")].text
+                       for table in section.tables for row in table.rows)
     n = sum(verdicts.values())
     said = and_list(f"{k} {v}" for v, k in verdicts.most_common())
     return f"Of the study's {_plural(n, 'claim')} checked on this run: {said}." if n else ""

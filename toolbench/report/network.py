@@ -55,8 +55,8 @@ def sentence(r: RunResult) -> str | None:
     """A cell whose listen queue overflowed or whose SYNs were sent again, said plainly: the
     overflows as the target's machine counted them, the retransmissions as the generator's (the
     client sends them) or, when only one was read, as that one counted them. None: neither happened."""
-    overflows = _figure(r.network, "listen_overflows", ("target", "both"))
-    retried = _figure(r.network, "syn_retransmits", ("generator", "both")) or _figure(
+    overflows = figure(r.network, "listen_overflows", ("target", "both"))
+    retried = figure(r.network, "syn_retransmits", ("generator", "both")) or figure(
         r.network, "syn_retransmits", ("target",))
     said = []
     if overflows:
@@ -70,6 +70,7 @@ def sentence(r: RunResult) -> str | None:
     return f"{where} ({r.identity.label}, {r.identity.cell_id}): {' and '.join(said)}{why}."
 
 
-def _figure(counters: list[NetworkCounters], name: str, machines: tuple[str, ...]) -> int | None:
+def figure(counters: list[NetworkCounters], name: str, machines: tuple[str, ...]) -> int | None:
+    """The counter summed over the machines named (one of them read, or "both"); None: not read."""
     found = [getattr(n, name) for n in counters if n.machine in machines and getattr(n, name) is not None]
     return sum(found) if found else None
