@@ -61,6 +61,13 @@ def test_claims_read_into_typed_claims_with_targets_as_their_results_name_them(t
     assert bare == Claim("Could not be made to work", "(not measured)", where=f"{tmp_path / 's.yaml'}:17")
 
 
+def test_criteria_name_a_target_as_the_scenario_does_and_select_it_by_its_label(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE.replace("claims:\n", "criteria:\n  - {expect: error_rate < 0.01, target: threads}\n"))
+    (criterion,) = scenario.load(path).criteria
+    assert criterion.selector.target == ("thread per connection",)  # what the results carry
+
+
 @pytest.mark.parametrize("claims, line, says", [
     ("  - claim: x\n    colour: red\n", 10, "claims[0].colour: unknown key (expected one of claim, article"),
     ("  - claim: x\n    figure: rsp\n    higher: {tool: ab}\n    lower: {tool: fast}\n", 10,

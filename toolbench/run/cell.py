@@ -28,6 +28,8 @@ from toolbench.servers import target_log
 
 
 def identity_of(scenario: Scenario, cell: Cell, version: str | None, target: str) -> Identity:
+    """`target`: the target as its results carry it, its label (TargetSpec.display), which claims
+    and criteria select by and every table shows; the cell's id keeps the scenario's name for it."""
     return Identity(
         scenario=scenario.name, cell_id=cell.id, tool=cell.tool, tool_version=version,
         target_label=target, url=cell.url, concurrency=cell.concurrency, keepalive=cell.keepalive,
@@ -53,7 +55,7 @@ def not_runnable(scenario: Scenario, planned: PlannedCell, found: Detection, ide
 def run_cell(scenario: Scenario, planned: PlannedCell, cell: Cell, run_dir: store.RunDir, host: Host,
              found: Detection, target: Serving, inherited: Inherited | None = None) -> RunResult:
     version = version_of(found)
-    identity = identity_of(scenario, cell, version, target.name)
+    identity = identity_of(scenario, cell, version, target.spec.display)
     skipped = not_runnable(scenario, planned, found, identity)
     if skipped is not None:
         return skipped

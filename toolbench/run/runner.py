@@ -269,7 +269,7 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
                 raise  # it ran, and did not stop cleanly: not a failure of its cells
             recorded[batch.name] = serving.manifest_entry(batch.name, batch.spec, None, str(exc))
             run_dir.update_manifest(targets=list(recorded.values()))
-            _fail_cells(scenario, batch.cells, batch.name, f"the target did not start: {exc}", run_dir, found,
+            _fail_cells(scenario, batch.cells, batch.spec.display, f"the target did not start: {exc}", run_dir, found,
                         observer, progress)
     return False
 
@@ -301,14 +301,14 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
                                       progress.earlier + progress.index + 1)
             if progress.fleet is not None and runnable:
                 result = scaleout.run_cell(scenario, planned, cell, run_dir, progress.fleet, target,
-                                           identity_of(scenario, cell, version_of(found[cell.tool]), target.name))
+                                           identity_of(scenario, cell, version_of(found[cell.tool]), target.spec.display))
             else:
                 result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target,
                                   inherited=inherited)
         except KeyboardInterrupt:
             # Stopped outside the tool's run (its baseline, its parse): the cell is stored as
             # interrupted all the same, so that --resume runs it again.
-            result = RunResult(identity_of(scenario, cell, version_of(found[cell.tool]), target.name),
+            result = RunResult(identity_of(scenario, cell, version_of(found[cell.tool]), target.spec.display),
                                Outcome(Status.INTERRUPTED, error="interrupted before the cell ended"),
                                Measurement(cell.tool, timing=Timing(started_at=started_at, ended_at=store.utc_now())))
         progress.last_ran = runnable

@@ -179,6 +179,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
 
     matrix = key("matrix", lambda node: _matrix(node, locations, targets), None)
     workload, matrix, stop = _workload(path, top, matrix, targets)
+    labels = {name: spec.display for name, spec in (targets or {}).items()}
     return Scenario(
         name=key("name", Node.name, ""),
         source=str(path),
@@ -206,10 +207,10 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         method=attempt(lambda: parse_method({k: top[k] for k in METHOD_KEYS if k in top}), MethodSpec()),
         profile=profile,
         profiles=declared,
-        criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, targets or {}), ())
+        # Both name a target as the scenario does and select it as its results carry it: its label.
+        criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, labels), ())
         if matrix is not None else (),
-        claims=key("claims", lambda node: scenario_claims.from_node(
-            node, matrix.tool, {name: spec.display for name, spec in (targets or {}).items()}), ())
+        claims=key("claims", lambda node: scenario_claims.from_node(node, matrix.tool, labels), ())
         if matrix is not None else (),
         workload=workload,
     )

@@ -11,9 +11,10 @@ criteria: each an expression (toolbench.scenario.criteria.expr) over named figur
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass, field
-from typing import Any, Collection, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import yaml
 
@@ -78,7 +79,8 @@ def parse_expression(text: str, where: str, tools: Collection[str]) -> expr.Comp
 
 
 def from_node(node: Node, tools: Collection[str], targets: Collection[str]) -> tuple[Criterion, ...]:
-    """The scenario's `criteria:` list."""
+    """The scenario's `criteria:` list. `targets`: the names a `target:` may give; a mapping maps
+    each to the label its results carry (TargetSpec.display), which the selector then holds."""
     found = []
     for child in node.elements():
         where = f"{child.file}:{child.line}: {child.path}"
@@ -93,6 +95,8 @@ def from_node(node: Node, tools: Collection[str], targets: Collection[str]) -> t
         text = expect.string()
         comparison = parse_expression(text, f"{expect.file}:{expect.line}: {expect.path}", tools)
         selector = selector_of(keys, tools, targets)
+        if isinstance(targets, Mapping):
+            selector = dataclasses.replace(selector, target=tuple(targets[name] for name in selector.target))
         criterion = Criterion(text, where, comparison, selector)
         if criterion.tool_vs_tool and selector.tool:
             raise keys["tool"].error("every figure of this criterion names its tool: a `tool:` selector "
