@@ -1,6 +1,7 @@
 """The study's claims section: each claim of the scenario, the article's figure, ours with its noise,
-the verdict (toolbench.report.claims_check) and the evidence the run recorded for it; and the same table as Markdown, which the study
-pages (docs/studies/) take from `toolbench claims`, so that the pages and the report say the same.
+the verdict (toolbench.report.claims_check) and the evidence the run recorded for it
+(toolbench.report.claims_evidence); and the same table as Markdown, which the study pages
+(docs/studies/) take from `toolbench claims`, so that the pages and the report say the same.
 
 The claims are those `toolbench run` stored with the run (claims.json), or those of a scenario file
 given for a run made before claims existed (`report --claims-from`), and the section says which
@@ -17,7 +18,8 @@ from toolbench.scenario.claims import ClaimSet
 
 # Marks beside a verdict (render.FLAG_MARKS): never colour alone.
 FLAGS = {Verdict.NOT_REPRODUCED: "disagrees", Verdict.NOT_MEASURED: "unknown"}
-HEADERS = ("claim (the study)", "the article's figure", "ours, with noise", "verdict", "evidence (this run's counters)")
+HEADERS = ("claim (the study)", "the article's figure", "ours, with noise", "verdict",
+           "evidence (this run's counters)")
 EVIDENCE_TITLE = ("what the run recorded of each side's best point, a value per repetition: the target machine's "
                   "listen overflows, SYN retransmits and resets, the target's error-log lines, failed requests by "
                   "class and statuses other than 2xx; only what happened is named")
@@ -79,7 +81,8 @@ def markdown(checked: list[Checked]) -> str:
     """The claims table as Markdown, a row per claim, each cell one line with its `|` and `<` escaped."""
     lines = ["| " + " | ".join(HEADERS) + " |", "|---" * len(HEADERS) + "|"]
     for c in checked:
-        cells = (c.claim.claim, c.claim.article or "—", c.ours or "—", f"**{c.verdict.value}**", c.evidence or "—")
+        cells = (c.claim.claim, c.claim.article or "—", c.ours or "—", f"**{c.verdict.value}**",
+                 c.evidence or "—")
         lines.append("| " + " | ".join(_md(cell) for cell in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -269,8 +269,8 @@ def _serve_targets(scenario: Scenario, todo: list[PlannedCell], run_dir: store.R
                 raise  # it ran, and did not stop cleanly: not a failure of its cells
             recorded[batch.name] = serving.manifest_entry(batch.name, batch.spec, None, str(exc))
             run_dir.update_manifest(targets=list(recorded.values()))
-            _fail_cells(scenario, batch.cells, batch.spec.display, f"the target did not start: {exc}", run_dir, found,
-                        observer, progress)
+            _fail_cells(scenario, batch.cells, batch.spec.display, f"the target did not start: {exc}", run_dir,
+                        found, observer, progress)
     return False
 
 
@@ -300,8 +300,8 @@ def _run_cells(scenario: Scenario, todo: list[PlannedCell], run_dir: store.RunDi
             inherited = settle.settle(_port(cell.url), scenario.method.settle_max_s if runnable else 0.0,
                                       progress.earlier + progress.index + 1)
             if progress.fleet is not None and runnable:
-                result = scaleout.run_cell(scenario, planned, cell, run_dir, progress.fleet, target,
-                                           identity_of(scenario, cell, version_of(found[cell.tool]), target.spec.display))
+                identity = identity_of(scenario, cell, version_of(found[cell.tool]), target.spec.display)
+                result = scaleout.run_cell(scenario, planned, cell, run_dir, progress.fleet, target, identity)
             else:
                 result = run_cell(scenario, planned, cell, run_dir, host, found[cell.tool], target,
                                   inherited=inherited)
