@@ -157,7 +157,8 @@ class TestNet:
             stop_tree(proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
-        for machine in self.machines.values():
+        for index, machine in enumerate(self.machines.values(), 1):
+            _del_veth(self.tag, index)
             _ip("netns", "del", machine.name, check=False)
         _ip("link", "del", self.bridge, check=False)
 
@@ -282,6 +283,7 @@ def down(state: Path = STATE, tag: str = "") -> list[str]:
         inside = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False)
         for pid in (int(word) for word in inside.stdout.split() if word.isdigit()):
             stop_tree(pid)
+        _del_veth(tag, ROLES.index(role) + 1)
         if _ip("netns", "del", name, check=False):
             removed.append(name)
     bridge = TestNet(state, tag=tag).bridge
@@ -289,6 +291,13 @@ def down(state: Path = STATE, tag: str = "") -> list[str]:
         removed.append(bridge)
     shutil.rmtree(state, ignore_errors=True)
     return removed
+
+
+def _del_veth(tag: str, index: int) -> None:
+    """The machine's veth pair, removed now: the kernel frees the pair of a deleted namespace
+    later, in the background, and an `up` right after a `down` on a busy machine then found
+    the old name still taken ("File exists")."""
+    _ip("link", "del", f"{PREFIX}{tag}-{index}", check=False)
 
 
 def _ours(entry: dict) -> bool:
