@@ -1,6 +1,9 @@
 """JMeter's own distributed mode: a JMeter server (`jmeter -s`) started on each generator, the
 controller here with `-R host1:port,host2:port -X` (the servers exit at the end), the result
-from the controller's JTL, read by the JMeter adapter as a single run's.
+from the controller's JTL, read by the JMeter adapter as a single run's. Each server is also
+started with `server.exitaftertest=true`: it ends when its test ends, even where the
+controller's exit call does not reach it (on a loaded machine CI once saw both servers still
+up 60 s after the controller ended).
 
 Every RMI port is pinned, so that a firewall or a forwarded port can let it through: on
 generator i, the registry at `server_port + i` and the server's objects at `rmi_port + i`; on
@@ -61,7 +64,8 @@ class JMeterDistributed:
         servers = []
         try:
             for i, gen in enumerate(generators):
-                argv = [gen.found.path, "-s", "-Jserver.rmi.ssl.disable=true", f"-Jserver_port={ports[i]}",
+                argv = [gen.found.path, "-s", "-Jserver.rmi.ssl.disable=true", "-Jserver.exitaftertest=true",
+                        f"-Jserver_port={ports[i]}",
                         f"-Jserver.rmi.localport={_option(cell, 'rmi_port', RMI_PORT) + i}",
                         f"-Djava.rmi.server.hostname={distributed.host_address(gen)}", "-j", "server.log", *saved]
                 servers.append(distributed.launch(gen, distributed.part_folder(workdir, i, gen), argv, {},

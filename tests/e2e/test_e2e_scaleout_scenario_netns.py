@@ -54,8 +54,8 @@ def test_the_scale_out_scenario_runs_three_tools_on_two_generators_and_reports_e
     path.write_text(text.replace(str(netns.STATE / "client_key"), str(key)))
     since = nginx_there.stat().st_size if nginx_there.exists() else 0
     done, results, _ = run_in_ctl(testnet, path, tmp_path / "reports")
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
     run_dir = next(p for p in (tmp_path / "reports").iterdir() if p.is_dir())
+    assert done.returncode == 0, done.stderr.decode()[-3000:] + _what_the_tools_said(run_dir)
     (run_dir / "report.html").unlink()
     reported = testnet.run("ctl", [*TOOLBENCH, "report", str(run_dir)])
     assert reported.returncode == 0, reported.stderr.decode()
@@ -73,6 +73,17 @@ def test_the_scale_out_scenario_runs_three_tools_on_two_generators_and_reports_e
     recorded = store.RunDir.open(run_dir).manifest().generators
     assert [(g.name, g.host) for g in recorded] == [(g, f"root@{a}:22") for g, a in addresses.items()]
     assert all(g.clock is not None and {t.tool for t in g.tools} == set(AGENT) for g in recorded)
+
+
+def _what_the_tools_said(run_dir: Path) -> str:
+    """The last lines of every output a cell's tool left, controller's and generators': what a
+    failure in CI can be diagnosed from once the run's folder is gone."""
+    said = []
+    for path in sorted(run_dir.rglob("*")):
+        if path.is_file() and path.name in ("stdout.txt", "stderr.txt", "server.log", "jmeter.log"):
+            lines = path.read_text(errors="replace").splitlines()[-15:]
+            said.append(f"\n--- {path.relative_to(run_dir)}\n" + "\n".join(lines))
+    return "".join(said)[-12000:]
 
 
 def _check_cell(result: RunResult, seen: collections.Counter[tuple[str, str]], addresses: dict[str, str]) -> None:
