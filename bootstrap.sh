@@ -15,7 +15,9 @@ case "${1:-}" in
     test)
         shift
         scripts/install.sh --for tests
-        exec .venv/bin/pytest -ra --durations=25 "$@"
+        # Two workers: the integration tests one after another on one of them (tests/conftest.py
+        # groups them), the rest beside them on the other; `-n 0` runs the suite in one process.
+        exec .venv/bin/pytest -ra --durations=25 -n 2 --dist loadgroup "$@"
         ;;
     *)
         echo "usage: ./bootstrap.sh demo|test [extra arguments]" >&2

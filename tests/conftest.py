@@ -21,6 +21,18 @@ def pytest_configure(config: pytest.Config) -> None:
     suites): a scenario that does not give `disturbed:` is not judged for foreign work here
     (toolbench.scenario.method.DISTURBED_ENV). The tests about disturbance give the key."""
     os.environ["TOOLBENCH_DISTURBED"] = "off"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `-n 2 --dist loadgroup` (./bootstrap.sh test) the integration tests are one group,
+    run one after another on one worker, since they share the test net's fixed names, JMeter's
+    pinned RMI ports and the machine they measure; the rest share out over the workers, beside
+    them. The suite holds on a machine that busy (see the README's Tests)."""
+    for item in items:
+        if item.get_closest_marker("integration") is not None:
+            item.add_marker(pytest.mark.xdist_group("integration"))
+
+
 REPO = Path(__file__).parent.parent
 
 
