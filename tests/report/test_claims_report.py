@@ -118,6 +118,8 @@ def test_disturbed_cells_are_left_out_and_said():
     (130.0, 100.0, 1.2, Verdict.REPRODUCED),
     (130.0, 100.0, 1.4, Verdict.WITHIN_NOISE),  # (130 + 6.5) / (100 - 5) = 1.44
     (130.0, 100.0, 1.5, Verdict.NOT_REPRODUCED),
+    (108.0, 100.0, 4.0, Verdict.NOT_REPRODUCED),  # within each other's noise, yet 4x is out of reach
+    (108.0, 100.0, 1.1, Verdict.WITHIN_NOISE),  # (108 + 5) / (100 - 5) = 1.19: within reach
 ])
 def test_the_verdict_on_two_figures_with_their_noise(higher, lower, by, verdict):
     noisy = lambda v: stats.Estimate(v, 5.0, "3 repetitions", 3)  # noqa: E731
