@@ -20,7 +20,8 @@ from toolbench.errors import ToolbenchError
 from toolbench.hosts.local import LocalHost
 from toolbench.record.schema import Measurement
 from toolbench.run import tool_steps as steps
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 # Run by bench_engine.py's own pinned commands (as before), or never run here (k6's licence).
 OWN = ("engine", "wrk", "ab", "locust", "k6")

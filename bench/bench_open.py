@@ -41,7 +41,8 @@ from toolbench.engine.summary import BACKLOG_NOTE
 from toolbench.errors import ToolbenchError
 from toolbench.record import derive
 from toolbench.record.schema import Latency, Measurement, Omission, RunResult
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.servers.nginx import nginx_static
 
 HELD_PCT = 0.5  # a rate is held when the rate sent is within this of the rate asked

@@ -36,7 +36,8 @@ from toolbench.contract import registry
 from toolbench.contract.adapter import Found, RawOutput
 from toolbench.contract.cell import Cell
 from toolbench.hosts.local import LocalHost
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.servers.nginx import nginx_static
 
 VICTIMS = (("ab", True), ("engine", False), ("ab", False), ("engine", True))

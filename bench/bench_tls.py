@@ -41,7 +41,8 @@ from toolbench.contract.adapter import Found
 from toolbench.contract.cell import Cell
 from toolbench.errors import ToolbenchError
 from toolbench.hosts.local import LocalHost
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.servers.nginx import nginx_static
 
 

@@ -16,7 +16,8 @@ from toolbench.contract.checked import parse_checked
 from toolbench.errors import ParseError
 from toolbench.record import histogram
 from toolbench.record.schema import Measurement, Omission
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 FOLDER = FIXTURES / "gatling"
 ADAPTER = registry.get("gatling")

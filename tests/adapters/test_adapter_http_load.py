@@ -14,7 +14,8 @@ from toolbench.contract.host import Captured
 from toolbench.errors import ParseError
 from toolbench.record.derive import cell_status, complete
 from toolbench.record.schema import Fidelity, Status
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 CASES = ("404", "p10_checksum", "p10_fetches", "p10_seconds5", "p1_fetches", "p50_fetches",
          "rate100_seconds5", "refused", "slow_p10")

@@ -22,7 +22,8 @@ from toolbench.hosts.local import LocalHost
 from toolbench.record import histogram
 from toolbench.record.derive import cell_status, complete
 from toolbench.record.schema import Fidelity, Status
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 FOLDER = FIXTURES / "jmeter"
 

@@ -15,7 +15,8 @@ from toolbench.errors import ParseError
 from toolbench.record import histogram
 from toolbench.record.derive import cell_status, complete
 from toolbench.record.schema import Fidelity, Status
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 FOLDER = FIXTURES / "locust"
 CSVS = {"stats_csv": "stats", "history_csv": "stats_history", "failures_csv": "failures",

@@ -15,7 +15,8 @@ from toolbench.contract.checked import parse_checked
 from toolbench.errors import ParseError
 from toolbench.record import migrate
 from toolbench.record.schema import Omission
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 # ---- wrk ----
 

@@ -15,7 +15,8 @@ from toolbench.hosts.local import LocalHost
 from toolbench.record import invariants
 from toolbench.record.derive import cell_status, complete
 from toolbench.record.schema import Fidelity, Status
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 
 def parse(case: str, **files: str):

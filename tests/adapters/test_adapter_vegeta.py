@@ -16,7 +16,8 @@ from toolbench.contract.checked import parse_checked
 from toolbench.errors import ParseError
 from toolbench.record import histogram
 from toolbench.record.schema import Fidelity, Measurement, Omission
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 URL = "http://127.0.0.1:8080/x?y=1"
 HERE = FIXTURES / "vegeta"

@@ -16,7 +16,8 @@ from toolbench.contract.cell import Cell
 from toolbench.contract.checked import parse_checked
 from toolbench.run import plan
 from toolbench.scenario import read as scenario
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 ALL = ("http1", "https", "h2", "h2c")
 SPEAKS = {

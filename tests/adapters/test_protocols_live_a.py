@@ -15,7 +15,8 @@ from toolbench.contract.adapter import Adapter, Found, RawOutput
 from toolbench.contract.cell import Cell
 from toolbench.contract.checked import parse_checked
 from toolbench.hosts.local import LocalHost
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.servers.nginx import nginx_static
 from toolbench.servers.process import RunningTarget
 

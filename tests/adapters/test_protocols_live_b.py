@@ -19,7 +19,8 @@ from toolbench.contract.checked import parse_checked
 from toolbench.hosts.local import LocalHost
 from toolbench.record.schema import Measurement
 from toolbench.run.execute import staged
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.servers import tls
 from toolbench.servers.nginx import nginx_static
 from toolbench.servers.process import RunningTarget

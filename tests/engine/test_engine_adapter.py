@@ -20,7 +20,8 @@ from toolbench.record.schema import Fidelity, RunResult
 from toolbench.report import fmt
 from toolbench.report.context import Context, RunView
 from toolbench.report.latency import percentiles_section
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 ENGINE_FIXTURES = FIXTURES / "engine"
 

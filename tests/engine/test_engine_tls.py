@@ -16,7 +16,8 @@ from toolbench.adapters.engine import ADAPTER
 from toolbench.contract.adapter import Found, RawOutput
 from toolbench.contract.cell import Cell
 from toolbench.record.schema import Measurement
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.servers import tls as certificate
 from toolbench.servers.nginx import nginx_static
 from toolbench.servers.process import RunningTarget

@@ -24,7 +24,8 @@ from toolbench.engine.workload import from_dict, load
 from toolbench.engine.workload_http import at_path, judge, request_bytes
 from toolbench.engine.workload_stages import arrival_s, users_at
 from toolbench.errors import AdapterError
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.scenario.workload import (FEATURES, Checks, DataFile, Extract, Stage, ThinkTime, Workload,
                                          WorkloadRequest)
 

@@ -9,7 +9,8 @@ from toolbench.contract.adapter import Found, raw_from_files
 from toolbench.contract.cell import Cell
 from toolbench.contract.checked import parse_checked
 from toolbench.record.schema import Measurement
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 URL = "http://127.0.0.1:8080/x?y=1"
 

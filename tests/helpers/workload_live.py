@@ -15,7 +15,8 @@ from toolbench.contract.cell import Cell
 from toolbench.contract.checked import parse_checked
 from toolbench.hosts.local import LocalHost
 from toolbench.record.schema import Measurement
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.scenario.workload import DataFile, Workload
 
 

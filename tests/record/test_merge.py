@@ -14,7 +14,8 @@ from toolbench.errors import ScenarioError
 from toolbench.record import histogram, invariants, merge
 from toolbench.record.schema import SecondSample
 from toolbench.run.scaleout import fleet as scaleout
-from toolbench.scenario.read import GeneratorSpec, HostSpec, RequestSpec, StopSpec
+from toolbench.scenario.read import GeneratorSpec, HostSpec, StopSpec
+from toolbench.scenario.request import RequestSpec
 
 
 def parts() -> list:

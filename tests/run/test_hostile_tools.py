@@ -22,7 +22,8 @@ from toolbench.record.schema import Status
 from toolbench.run import runner
 from toolbench.scenario import httpvalues
 from toolbench.scenario import read as scenario
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from toolbench.hosts.local import LocalHost
 from toolbench.record.schema import Latency, Percentiles
 from toolbench.run import probe
 from toolbench.scenario.observation import ProbeSpec
-from toolbench.scenario.read import RequestSpec
+from toolbench.scenario.request import RequestSpec
 
 
 @pytest.mark.integration

@@ -12,7 +12,8 @@ import pytest
 
 from toolbench.contract.cell import Cell
 from toolbench.run import probe, probe_h2, serving
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.scenario.targets import TargetSpec
 from toolbench.servers import tls_log
 from toolbench.servers.nginx import nginx_static

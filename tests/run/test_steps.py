@@ -13,7 +13,8 @@ from toolbench.errors import AdapterError, ParseError
 from toolbench.hosts.local import LocalHost
 from toolbench.record.schema import Counts, Measurement
 from toolbench.run.execute import staged
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 CELL = Cell(scenario="s", tool="stepper", concurrency=1, keepalive=True, repetition=1, request=RequestSpec(),
             stop=StopSpec(duration_s=1.0), timeout_s=10, url="http://127.0.0.1:9/")

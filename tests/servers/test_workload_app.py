@@ -27,7 +27,7 @@ from toolbench.run import probe
 from toolbench.run.plan import PlannedCell
 from toolbench.run.serving import Batch
 from toolbench.scenario import read
-from toolbench.scenario.read import RequestSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.scenario.targets import GunicornOptions, NginxOptions, TargetSpec, UwsgiOptions, parse_target
 from toolbench.scenario.yamlread import Node
 from toolbench.servers import access_log, python_stacks, stacks

@@ -7,7 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 from toolbench.scenario.workload import Workload
 
 

@@ -14,7 +14,8 @@ from toolbench.contract.adapter import PROTOCOL_NAMES, Adapter, Support
 from toolbench.contract.cell import Cell
 from toolbench.errors import ScenarioError
 from toolbench.run import workload_plan
-from toolbench.scenario.read import RequestSpec, Scenario
+from toolbench.scenario.read import Scenario
+from toolbench.scenario.request import RequestSpec
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from toolbench.record.schema import Latency, ProbeSummary
 from toolbench.run import probe_h2
 from toolbench.scenario.observation import ProbeSpec
 from toolbench.servers.access_log import PROBE_AGENT
-from toolbench.scenario.read import RequestSpec
+from toolbench.scenario.request import RequestSpec
 
 MAX_ERRORS_KEPT = 5
 

@@ -16,6 +16,7 @@ from toolbench.scenario.criteria.spec import from_node as criteria_from_node
 from toolbench.scenario.hosts import TARGET_PROGRAMS, GeneratorSpec, Hosts, HostSpec
 from toolbench.scenario.method import METHOD_KEYS, MethodSpec, PlacementSpec, parse_method, parse_placement
 from toolbench.scenario.observation import MonitorSpec, ProbeSpec, parse_monitor, parse_probe
+from toolbench.scenario.request import RequestSpec, parse_request
 from toolbench.scenario.targets import TargetSpec, parse_target
 from toolbench.scenario.workload import Workload
 from toolbench.scenario.yamlread import Node, attempt
@@ -25,7 +26,6 @@ __all__ = ["TARGET_PROGRAMS", "GeneratorSpec", "HostSpec", "Scenario", "load"]
 TOP_KEYS = ("name", "description", "hosts", "prerequisites", "target", "targets", "request", "matrix",
             "stop", "timeout", "repeat", "cooldown", "warmup", "probe", "monitor", "tools", "compare", "profiles",
             "criteria", "claims", "missing_tools", "placement", "workload", *METHOD_KEYS)
-METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 # The question a scenario asks: which tool, which target, or which tool for which purpose.
 COMPARES = ("tools", "targets", "purposes")
 # A tool not installed: its cells fail the run (`fail`), or are skipped with the reason (`skip`,
@@ -38,18 +38,6 @@ class Prerequisites:
     ulimit: dict[str, int] = field(default_factory=dict)
     sysctl: dict[str, str] = field(default_factory=dict)
     required: bool = True  # when unmet, `toolbench run` refuses to start unless told to go on
-
-
-@dataclass(frozen=True)
-class RequestSpec:
-    method: str = "GET"
-    path: str = "/"
-    headers: dict[str, str] = field(default_factory=dict)
-    body: str | None = None
-    content_type: str | None = None
-    # Header names whose values `publish` takes out, besides the credential headers it always does
-    # (toolbench.report.secret_text.SECRET_HEADERS); read back from the stored scenario text.
-    secret_headers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,7 +177,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         generators_key=hosts.key,
         prerequisites=key("prerequisites", _prerequisites, Prerequisites()),
         targets=targets or {},
-        request=_first_request(workload) if workload else key("request", _request, RequestSpec()),
+        request=_first_request(workload) if workload else key("request", parse_request, RequestSpec()),
         matrix=matrix,
         stop=stop,
         timeout_s=key("timeout", Node.duration_s, None),
@@ -219,7 +207,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
 def _workload(path: Path, top: dict[str, Node], matrix: Matrix | None,
               targets: dict[str, TargetSpec] | None) -> tuple[Workload | None, Matrix | None, StopSpec]:
     """`workload:` (exclusive with `request:`), and the matrix and stop once its stages set them."""
-    from toolbench.scenario import workload_read  # it reads METHODS, Matrix and RequestSpec from here
+    from toolbench.scenario import workload_read  # it reads Matrix and StopSpec from here
 
     default = StopSpec(duration_s=10.0)
     stop = attempt(lambda: _stop(top["stop"]), default) if "stop" in top else default
@@ -278,63 +266,6 @@ def _targets(root: Node, top: dict[str, Node]) -> dict[str, TargetSpec]:
     if not entries:
         raise top["targets"].error("expected at least one named target")
     return {name: parse_target(child, name) for name, child in entries.items()}
-
-
-def _request(node: Node) -> RequestSpec:
-    keys = node.items(("method", "path", "headers", "body", "content_type", "secret_headers"))
-    path = _checked(keys["path"], httpvalues.request_path) if "path" in keys else "/"
-    headers = {}
-    if "headers" in keys:
-        for name, child in keys["headers"].items().items():
-            headers[name] = str(child.scalar())
-            _checked(child, lambda value: httpvalues.header(name, value), headers[name])
-    body = None
-    if "body" in keys and not keys["body"].is_null():
-        body = keys["body"].string()
-        if not _utf8(body):
-            raise keys["body"].error("the body is not valid text (it has a lone surrogate)")
-    content_type = None
-    if "content_type" in keys:
-        content_type = keys["content_type"].string()
-        _checked(keys["content_type"], lambda value: httpvalues.header("Content-Type", value), content_type)
-    return RequestSpec(
-        method=keys["method"].choice(METHODS) if "method" in keys else "GET",
-        path=path,
-        headers=headers,
-        body=body,
-        content_type=content_type,
-        secret_headers=_secret_headers(keys["secret_headers"]) if "secret_headers" in keys else (),
-    )
-
-
-def _secret_headers(node: Node) -> tuple[str, ...]:
-    """`secret_headers: [X-Token, ...]`: header names, each an RFC 7230 token."""
-    if not node.is_sequence():
-        raise node.error("expected a list of header names, e.g. [X-Token]")
-    found = []
-    for child in node.elements():
-        name = child.string()
-        if not httpvalues.TOKEN.fullmatch(name):
-            raise child.error(f"not a header name: {name!r} (expected an RFC 7230 token: letters, digits "
-                              "and !#$%&'*+.^_`|~-)")
-        found.append(name)
-    return tuple(found)
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _checked(node: Node, check: Callable[[str], Any], value: str | None = None) -> Any:
-    """`check` applied to the node's string (or to `value`), its complaint as file:line: key: ..."""
-    try:
-        return check(node.string() if value is None else value)
-    except httpvalues.ValueProblem as exc:
-        raise node.error(str(exc)) from None
 
 
 def _axis(node: Node, read: Any, locations: dict[str, str]) -> tuple[Any, ...]:

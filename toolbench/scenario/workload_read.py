@@ -19,7 +19,8 @@ from typing import Any, Callable, Mapping
 
 from toolbench.errors import ScenarioError
 from toolbench.scenario import httpvalues, yamlread
-from toolbench.scenario.read import METHODS, Matrix, RequestSpec, StopSpec
+from toolbench.scenario.read import Matrix, StopSpec
+from toolbench.scenario.request import METHODS, RequestSpec
 from toolbench.scenario.targets import TargetSpec
 from toolbench.scenario.workload import (JSON_PATH, ORDERS, REQUEST_NAME, VARIABLE, Checks, Extract, Workload,
                                          WorkloadRequest)

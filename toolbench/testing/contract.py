@@ -13,7 +13,8 @@ from toolbench.contract.cell import Cell
 from toolbench.contract.host import Host
 from toolbench.errors import ParseError
 from toolbench.scenario import names
-from toolbench.scenario.read import RequestSpec, StopSpec
+from toolbench.scenario.read import StopSpec
+from toolbench.scenario.request import RequestSpec
 
 URL = "http://127.0.0.1:8080/"
 # A path no tool has on this machine: build() must put the one it is given, not one of its own.
