@@ -9,7 +9,7 @@ from typing import Any, Callable
 from toolbench.errors import ScenarioError, ScenarioErrors
 from toolbench.scenario import claims as scenario_claims
 from toolbench.scenario import hosts as scenario_hosts
-from toolbench.scenario import httpvalues, names, profiles, sysctls, yamlread
+from toolbench.scenario import names, profiles, sysctls, yamlread
 from toolbench.scenario.claims import Claim
 from toolbench.scenario.criteria.spec import Criterion
 from toolbench.scenario.criteria.spec import from_node as criteria_from_node
