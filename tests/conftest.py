@@ -26,10 +26,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under `-n 2 --dist loadgroup` (./bootstrap.sh test) the integration tests are one group,
     run one after another on one worker, since they share the test net's fixed names, JMeter's
-    pinned RMI ports and the machine they measure; the rest share out over the workers, beside
-    them. The suite holds on a machine that busy (see the README's Tests)."""
+    pinned RMI ports and the machine they measure; so are the tests that change the machine's
+    kernel settings (`machine_settings`: two at once undo each other's). The rest share out over
+    the workers, beside them. The suite holds on a machine that busy (see the README's Tests)."""
     for item in items:
-        if item.get_closest_marker("integration") is not None:
+        if item.get_closest_marker("integration") or item.get_closest_marker("machine_settings"):
             item.add_marker(pytest.mark.xdist_group("integration"))
 
 

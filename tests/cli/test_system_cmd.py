@@ -13,6 +13,9 @@ from conftest import REPO
 from toolbench.record import codec
 from toolbench.record.machine import SystemCheck
 
+# `system tune` and its fixtures write this machine's THP setting: never beside another such test.
+pytestmark = pytest.mark.machine_settings
+
 TOOLBENCH = str(REPO / ".venv" / "bin" / "toolbench")
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 NAMES = ["foreign_cpu", "load", "governor", "boost", "smt", "steal", "swap", "thp"]

@@ -15,6 +15,9 @@ import pytest
 from toolbench.hosts import system, system_tune
 from toolbench.hosts.system_tune import ALREADY, APPLIED, GONE, NOT_SETTABLE, NOT_VISIBLE, RESTORED
 
+# `system tune` and its fixtures write this machine's THP setting: never beside another such test.
+pytestmark = pytest.mark.machine_settings
+
 NAMES = ["foreign_cpu", "load", "governor", "boost", "smt", "steal", "swap", "thp"]
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
