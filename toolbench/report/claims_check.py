@@ -7,10 +7,10 @@ point's noise (toolbench.record.stats.Estimate). The claim is reproduced when th
 the lower beyond the noise of both (stats.differs), and by at least the claim's ratio when it gives
 one; not reproduced when the lower side is higher beyond the noise, or the ratio falls short by
 more than the noise could explain (whether or not the two figures' noise overlaps); within the
-noise otherwise. Two sides said to be alike are
-reproduced within the noise of both, not reproduced beyond it. Cells disturbed by other work on
-the machine are left out (toolbench.report.disturbed) and the figures say how many. Beside the
-verdict, the evidence: what the run recorded of both best points (toolbench.report.claims_evidence)."""
+noise otherwise. Two sides said to be alike are reproduced within the noise of both, not
+reproduced beyond it. Cells disturbed by other work on the machine are left out
+(toolbench.report.disturbed) and the figures say how many. Beside the verdict, the evidence:
+what the run recorded of both best points (toolbench.report.claims_evidence)."""
 from __future__ import annotations
 
 import enum

@@ -22,7 +22,6 @@ class RequestSpec:
     secret_headers: tuple[str, ...] = ()
 
 
-
 def parse_request(node: Node) -> RequestSpec:
     """A scenario's `request:`: its values checked as HTTP allows them (httpvalues)."""
     keys = node.items(("method", "path", "headers", "body", "content_type", "secret_headers"))
