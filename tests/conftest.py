@@ -23,15 +23,16 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["TOOLBENCH_DISTURBED"] = "off"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Under `-n 2 --dist loadgroup` (./bootstrap.sh test) the integration tests are one group,
     run one after another on one worker, since they share the test net's fixed names, JMeter's
     pinned RMI ports and the machine they measure; so are the tests that change the machine's
     kernel settings (`machine_settings`: two at once undo each other's). The rest share out over
-    the workers, beside them. The suite holds on a machine that busy (see the README's Tests)."""
-    for item in items:
-        if item.get_closest_marker("integration") or item.get_closest_marker("machine_settings"):
-            item.add_marker(pytest.mark.xdist_group("integration"))
+    the workers, beside them. The suite holds on a machine that busy (see the README's Tests).
+    Marked as each test is collected, before any pytest_collection_modifyitems: xdist's reads
+    the groups into the test ids there."""
+    if item.get_closest_marker("integration") or item.get_closest_marker("machine_settings"):
+        item.add_marker(pytest.mark.xdist_group("integration"))
 
 
 REPO = Path(__file__).parent.parent
