@@ -1,9 +1,12 @@
 """The run folder on disk: a torn or unterminated results.jsonl, interrupted cells run
 again, and the lock that keeps a second writer out."""
+import fcntl
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import warnings
 
 import pytest
@@ -124,3 +127,23 @@ def test_the_end_of_a_run_is_recorded_even_without_its_reserve(run):
     assert not (run.path / store.RESERVE).exists()
     manifest = json.loads((run.path / store.MANIFEST).read_text())
     assert manifest["status"] == "failed" and manifest["error"] == "the error" and manifest["ended_at"]
+
+
+def test_a_refused_lock_names_a_holder_that_writes_who_it_is_a_moment_later(tmp_path):
+    """The holder writes its pid and host just after it takes the lock; a second toolbench refused
+    in between waits for that (briefly) rather than saying "another process" (seen in CI)."""
+    lock = tmp_path / store.LOCK
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        said = json.dumps({"pid": 4242, "host": socket.gethostname(), "since": "then"}) + "\n"
+        late = threading.Timer(0.3, lambda: os.pwrite(fd, said.encode(), 0))
+        late.start()
+        with pytest.raises(StoreError, match=r"in use by another toolbench \(pid 4242 on .*, since then\)"):
+            store.RunLock.acquire(tmp_path)
+        late.join()
+        os.ftruncate(fd, 0)  # a holder that never says who it is is "another process", after the wait
+        with pytest.raises(StoreError, match=r"in use by another process; wait for it to end"):
+            store.RunLock.acquire(tmp_path)
+    finally:
+        os.close(fd)

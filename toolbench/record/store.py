@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import sys
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -318,12 +319,22 @@ class RunLock:
         self.release()
 
 
-def _lock_holder(fd: int) -> str:
-    try:
-        found = json.loads(os.pread(fd, 4096, 0).decode())
-        return f"another toolbench (pid {int(found['pid'])} on {found['host']}, since {found['since']})"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "another process"
+HOLDER_WAIT_S = 1.0  # how long a refused lock waits for its holder to say who it is
+
+
+def _lock_holder(fd: int, wait_s: float = HOLDER_WAIT_S) -> str:
+    """Who holds the lock, from what it wrote into the file. A holder writes that just after it
+    took the lock, so a reader refused in between finds the file empty or half written: it
+    reads again for up to `wait_s` (seen on a busy machine) before saying "another process"."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            found = json.loads(os.pread(fd, 4096, 0).decode())
+            return f"another toolbench (pid {int(found['pid'])} on {found['host']}, since {found['since']})"
+        except (OSError, ValueError, KeyError, TypeError):
+            if time.monotonic() >= deadline:
+                return "another process"
+            time.sleep(0.02)
 
 
 class _Torn(StoreError):
