@@ -9,7 +9,7 @@ from conftest import REPO, need
 from toolbench.scenario import claims as scenario_claims
 
 TOOLBENCH = str(REPO / ".venv" / "bin" / "toolbench")
-STUDY_001 = REPO / "docs" / "studies" / "published" / "study-001-tool-comparison-20261130T201044Z"
+STUDY_001 = REPO / "tests" / "fixtures" / "studies" / "study-001-tool-comparison-20261130T201044Z"
 SCENARIO_001 = REPO / "scenarios" / "studies" / "001-tool-comparison.yaml"
 AB_ROW = ("| Keep-alive helps a lot: ab | — | ab c200 ka 9,056/s ±18 % vs ab c10 close 3,194/s ±35 % (2.8×) "
           "| **reproduced** | no counters recorded |")

@@ -19,9 +19,9 @@ from toolbench.scenario import claims as scenario_claims
 from toolbench.scenario.claims import Claim, ClaimSet, Sides
 from toolbench.scenario.criteria.spec import Selector
 
-PUBLISHED = REPO / "docs" / "studies" / "published"
-STUDY_001 = PUBLISHED / "study-001-tool-comparison-20261130T201044Z"
-STUDY_003 = PUBLISHED / "study-003-socket-servers-20261202T173646Z"
+STUDIES = REPO / "tests" / "fixtures" / "studies"  # study runs as they were published
+STUDY_001 = STUDIES / "study-001-tool-comparison-20261130T201044Z"
+STUDY_003 = STUDIES / "study-003-socket-servers-20261202T173646Z"
 RUNS = REPO / "tests" / "fixtures" / "runs"
 AB_KA = Selector(tool=("ab",), keepalive=(True,))
 AB_CLOSE = Selector(tool=("ab",), keepalive=(False,))

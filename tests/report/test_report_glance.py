@@ -13,7 +13,7 @@ from toolbench.report import glance_text, render
 
 REPO = Path(__file__).resolve().parents[2]
 STORED = sorted(p.parent for p in (REPO / "tests/fixtures/runs").glob("*/manifest.json")) + sorted(
-    p.parent for p in (REPO / "docs/studies/published").glob("*/manifest.json"))
+    p.parent for folder in ("tests/fixtures/studies", "docs/studies/published") for p in (REPO / folder).glob("*/manifest.json"))
 PAIR = [REPO / "tests/fixtures/runs/pair-a", REPO / "tests/fixtures/runs/pair-b"]
 # A sentence ends at . ! or ? followed by a space and a capital (or the end): "1.5", "c10." inside
 # a sentence, "e.g." never appear in a headline.

@@ -28,6 +28,26 @@ def ids(cells: list[plan.PlannedCell]) -> list[str]:
     return [p.cell.id for p in cells]
 
 
+TARGETS = ("name: t\ntargets: {a: {url: 'http://127.0.0.1:9'}, b: {url: 'http://127.0.0.1:10'}, "
+           "c: {url: 'http://127.0.0.1:11'}}\nrequest: {path: /}\nmatrix: {tool: [ab], concurrency: [1, 2]}\n"
+           "repeat: 4\n")
+
+
+def test_each_repetition_runs_every_target_in_turn_in_an_order_of_its_own(tmp_path):
+    s = load(tmp_path, TARGETS)
+    orders = []
+    for seed in range(10):
+        cells = plan.expand(s, seed)
+        assert [p.cell.repetition for p in cells] == [r for r in (1, 2, 3, 4) for _ in range(6)]
+        # Each target's cells of a repetition together: one start of it serves them.
+        targets = [p.cell.target for p in cells]
+        assert targets[::2] == targets[1::2]
+        orders += [tuple(targets[i:i + 6:2]) for i in range(0, 24, 6)]
+    assert {tuple(sorted(o)) for o in orders} == {("a", "b", "c")}  # every target in every repetition
+    assert len(set(orders)) > 1 and len({o[0] for o in orders}) == 3  # no target always first
+    assert [p.cell.target for p in plan.expand(s)][::2] == list("abc") * 4  # as written: in their order
+
+
 def test_a_seed_draws_a_new_order_for_each_repetition_and_the_same_seed_the_same_orders(tmp_path):
     s = load(tmp_path, MATRIX)
     written = ids(plan.expand(s))

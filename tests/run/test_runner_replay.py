@@ -92,6 +92,17 @@ def test_each_target_starts_once_for_its_cells_sized_for_their_highest_concurren
                                             url="http://127.0.0.1:9", version="slow 1.0")
 
 
+def test_compared_targets_start_for_each_repetition_in_turn_each_in_a_folder_of_its_own(tmp_path):
+    targets = ReplayTargets()
+    run_dir, _ = run(two_targets(load(tmp_path, ONE + "repeat: 2\n")), tmp_path, [AB_OK] * 8, targets)
+    assert [e[:2] for e in targets.events] == [("start", "fast"), ("stop", "fast"), ("start", "slow"),
+                                               ("stop", "slow")] * 2
+    assert [r.identity.cell_id for r in run_dir.results()][2:5] == [
+        "slow-ab-c4-ka-rep1", "slow-ab-c8-ka-rep1", "fast-ab-c4-ka-rep2"]
+    for name in ("fast", "slow"):
+        assert sorted(p.name for p in (run_dir.path / "targets" / name).iterdir()) == ["rep1", "rep2"]
+
+
 def test_a_target_restarted_per_cell_starts_for_each_cell(tmp_path):
     targets = ReplayTargets()
     run(two_targets(load(tmp_path, ONE), restart="per-cell"), tmp_path, [AB_OK] * 4, targets)

@@ -65,7 +65,7 @@ def test_bundled_targets_run_on_the_target_host_with_their_cost_sampled_there(ss
         assert groups and not any(alive_remotely(sshd, pid) for pid in groups)
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", int(record.url.rsplit(":", 1)[1])), timeout=1).close()
-        assert list(folder.glob("*.stderr.txt")), "the server's logs were fetched"
+        assert list(folder.glob("**/*.stderr.txt")), "the server's logs were fetched"
 
 
 @pytest.mark.integration
@@ -94,7 +94,7 @@ def test_without_toolbench_there_the_cost_is_absent_with_a_note_and_a_missing_pr
     never = results["never"]
     assert never.outcome.status is Status.FAILED and never.outcome.error is not None
     assert "was not ready within ready.timeout = 2s (HTTP 404, not 200)" in never.outcome.error
-    groups = [int(p.read_text().split()[-1]) for p in (summary.run_dir / "targets" / "never").glob("*.pgid")]
+    groups = [int(p.read_text().split()[-1]) for p in (summary.run_dir / "targets" / "never").glob("**/*.pgid")]
     assert groups and not any(alive_remotely(sshd, pid) for pid in groups)
 
 

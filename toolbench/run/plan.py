@@ -28,11 +28,14 @@ class PlannedCell:
 
 
 def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
-    """Targets are the outer loop (each target starts once for its cells), then repetitions,
-    so that drift over time hits every tool alike. With a `seed`, the cells of each repetition
-    run in an order drawn from it, a new one per repetition (`shuffled`, toolbench.run.runner
-    draws and records the seed): no cell always follows the same one, so what a cell inherits
-    from the one before it becomes noise the repetitions measure, not a bias of one cell.
+    """Repetitions are the outer loop, then targets, each target's cells together (one start of
+    it serves them, toolbench.run.serving.batches): so drift over time, and what one start of a
+    server happens to give, hit every target alike and become noise the repetitions measure (with
+    all of a target's repetitions in one start, they measured that start's noise only:
+    docs/measurement.md). With a `seed`, the targets of each
+    repetition, and each target's cells, run in an order drawn from it, a new one per repetition
+    (`shuffled`, toolbench.run.runner draws and records the seed): no cell always follows the same
+    one, so what a cell inherits from the one before it becomes noise too, not a bias of one cell.
 
     A matrix entry is a tool, or a variant declared under `tools:` with `use: <tool>`,
     which runs that tool with its own options on top of the tool's."""
@@ -47,7 +50,7 @@ def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
     m = scenario.matrix
     planned = []
     several = len(scenario.targets) > 1
-    for target, rep in itertools.product(m.target or tuple(scenario.targets), range(1, scenario.repeat + 1)):
+    for rep, target in _targets_by_repetition(m.target or tuple(scenario.targets), scenario.repeat, seed):
         combos = list(itertools.product(m.concurrency, m.keepalive, m.rate, m.tool, m.protocol))
         if seed is not None:
             # A string seed is hashed the same way on every Python: the order is reproducible from the manifest.
@@ -62,6 +65,18 @@ def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
             refused, notes = expressed[name]
             planned.append(PlannedCell(cell, _support(adapter, cell, scenario, refused), notes))
     return planned
+
+
+def _targets_by_repetition(targets: tuple[str, ...], repeat: int, seed: int | None) -> list[tuple[int, str]]:
+    """(repetition, target) in the order they run: each repetition every target, in an order of
+    its own when shuffled."""
+    order = []
+    for rep in range(1, repeat + 1):
+        these = list(targets)
+        if seed is not None:
+            random.Random(f"{seed}:targets:{rep}").shuffle(these)
+        order += [(rep, target) for target in these]
+    return order
 
 
 def _request(scenario: Scenario, target: str) -> RequestSpec:

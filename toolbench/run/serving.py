@@ -120,14 +120,18 @@ class Batch:
 
 
 def batches(scenario: Scenario, todo: list[PlannedCell], targets_dir: Path) -> list[Batch]:
-    """The plan orders cells target-outermost: consecutive cells of one target share a start,
-    unless it restarts per cell."""
+    """Consecutive cells of one target share a start, unless it restarts per cell. The plan runs
+    each repetition's targets in turn (toolbench.run.plan.expand): with one target that is one
+    start for the run; with several, one per target and repetition, each in a folder of its own."""
+    several = len(scenario.matrix.target or scenario.targets) > 1
     found = []
     for name, group in itertools.groupby(todo, key=lambda p: p.cell.target):
         spec = scenario.targets[name]
         cells = list(group)
         if spec.restart == "per-cell":
             found += [Batch(name, spec, [p], targets_dir / name / p.cell.id) for p in cells]
+        elif several:
+            found.append(Batch(name, spec, cells, targets_dir / name / f"rep{cells[0].cell.repetition}"))
         else:
             found.append(Batch(name, spec, cells, targets_dir / name))
     return found

@@ -114,7 +114,7 @@ class TargetSpec:
     limit_req: LimitReq | None = None
     command: str | None = None
     url: str | None = None
-    restart: str = "once"  # "once": started once for all its cells; "per-cell": before each cell
+    restart: str = "once"  # "once": one start for its cells (of each repetition, when targets are compared); "per-cell": each
     where: str = ""  # file:line of the entry, for errors found when it starts
     command_at: str = ""  # `file:line: key` of `command`: a program the scenario starts (run --allow-commands)
     # What one start of it must serve: the protocols of the cells it serves (the runner sets it).
