@@ -32,10 +32,10 @@ def expand(scenario: Scenario, seed: int | None = None) -> list[PlannedCell]:
     it serves them, toolbench.run.serving.batches): so drift over time, and what one start of a
     server happens to give, hit every target alike and become noise the repetitions measure (with
     all of a target's repetitions in one start, they measured that start's noise only:
-    docs/measurement.md). With a `seed`, the targets of each
-    repetition, and each target's cells, run in an order drawn from it, a new one per repetition
-    (`shuffled`, toolbench.run.runner draws and records the seed): no cell always follows the same
-    one, so what a cell inherits from the one before it becomes noise too, not a bias of one cell.
+    docs/measurement.md). With a `seed`, the targets of each repetition, and each target's cells,
+    run in an order drawn from it, a new one per repetition (`shuffled`, toolbench.run.runner
+    draws and records the seed): no cell always follows the same one, so what a cell inherits
+    from the one before it becomes noise too, not a bias of one cell.
 
     A matrix entry is a tool, or a variant declared under `tools:` with `use: <tool>`,
     which runs that tool with its own options on top of the tool's."""
