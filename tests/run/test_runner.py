@@ -249,7 +249,10 @@ def test_two_bundled_targets_each_serve_their_cells_and_are_watched(tmp_path):
     s = dataclasses.replace(s, targets=specs, matrix=dataclasses.replace(s.matrix, target=("nginx", "gevent")))
     summary = runner.run(s, tmp_path / "reports")
     run = store.RunDir.open(summary.run_dir)
-    nginx, gevent = run.results()
+    # Repetitions shuffle the targets' order, so the results are taken by target, not by position.
+    by_target = {r.identity.target_label: r for r in run.results()}
+    assert sorted(by_target) == ["gevent", "nginx"]
+    nginx, gevent = by_target["nginx"], by_target["gevent"]
     assert (nginx.identity.cell_id, nginx.identity.target_label) == ("nginx-engine-c4-close-rep1", "nginx")
     assert (gevent.identity.cell_id, gevent.identity.target_label) == ("gevent-engine-c4-close-rep1", "gevent")
     for result in (nginx, gevent):
