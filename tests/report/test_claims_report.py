@@ -16,7 +16,7 @@ from toolbench.report import claims_section, groups, model, render
 from toolbench.report.claims_check import Verdict, check, judge
 from toolbench.report.context import Context
 from toolbench.scenario import claims as scenario_claims
-from toolbench.scenario.claims import Claim, ClaimSet, Sides
+from toolbench.scenario.claims import Claim, ClaimSet, Relation, Sides
 from toolbench.scenario.criteria.spec import Selector
 
 STUDIES = REPO / "tests" / "fixtures" / "studies"  # study runs as they were published
@@ -33,8 +33,8 @@ def results(run: Path) -> list:
 
 
 def claim(higher: Selector, lower: Selector, figure: str = "rps", by_at_least: float | None = None,
-          alike: bool = False) -> Claim:
-    return Claim("a claim", figure=figure, sides=Sides(higher, lower, by_at_least, alike))
+          relation: Relation = Relation.HIGHER) -> Claim:
+    return Claim("a claim", figure=figure, sides=Sides(higher, lower, by_at_least, relation))
 
 
 def test_keep_alive_helps_ab_in_study_001_beyond_the_noise_of_both():
@@ -84,20 +84,31 @@ def test_a_latency_sides_best_point_is_its_lowest():
 def test_sides_said_alike_are_reproduced_within_the_noise_and_not_beyond_it():
     pool = Selector(target=("gevent Pool(500)",))
     flat = claim(dataclasses.replace(pool, concurrency=(1000,)), dataclasses.replace(pool, concurrency=(1500,)),
-                 alike=True)
+                 relation=Relation.ALIKE)
     found = check(flat, results(STUDY_003))
     assert found.verdict is Verdict.REPRODUCED
     assert found.ours.startswith("gevent Pool(500) c1000 902/s ±0.0 % vs gevent Pool(500) c1500 863/s ±4.4 %")
     at_500 = claim(Selector(target=("thread per connection",), concurrency=(500,)),
-                   Selector(target=("gevent",), concurrency=(500,)), alike=True)
+                   Selector(target=("gevent",), concurrency=(500,)), relation=Relation.ALIKE)
     apart = check(at_500, results(STUDY_003))  # 855/s ±2.2 % against 926/s ±0.2 %: beyond both noises
     assert apart.verdict is Verdict.NOT_REPRODUCED, apart.ours
-    assert check(claim(AB_KA, AB_CLOSE, alike=True), results(STUDY_001)).verdict is Verdict.NOT_REPRODUCED
+    assert check(claim(AB_KA, AB_CLOSE, relation=Relation.ALIKE), results(STUDY_001)).verdict is Verdict.NOT_REPRODUCED
+
+
+def test_a_side_said_at_most_the_other_is_reproduced_below_it_or_within_the_noise_not_above_it():
+    # Study 001, ab: keep-alive c200 9,056/s ±3.1 % against close c10 3,194/s ±2.0 %, far apart.
+    assert check(claim(AB_CLOSE, AB_KA, relation=Relation.AT_MOST), results(STUDY_001)).verdict is Verdict.REPRODUCED
+    assert check(claim(AB_KA, AB_CLOSE, relation=Relation.AT_MOST), results(STUDY_001)).verdict \
+        is Verdict.NOT_REPRODUCED
+    tie = results(RUNS / "tie")  # ab and the engine, the same load, within the noise of each other
+    for first, second in ((("ab",), ("engine",)), (("engine",), ("ab",))):
+        found = check(claim(Selector(tool=first), Selector(tool=second), relation=Relation.AT_MOST), tie)
+        assert found.verdict is Verdict.REPRODUCED, found.ours
 
 
 def test_a_sides_repetitions_are_merged_into_its_point():
     tie = results(RUNS / "tie")  # ab and the engine, two repetitions each, the same load
-    found = check(claim(Selector(tool=("ab",)), Selector(tool=("engine",)), alike=True), tie)
+    found = check(claim(Selector(tool=("ab",)), Selector(tool=("engine",)), relation=Relation.ALIKE), tie)
     point = next(p for p in groups.points([("", tie)]) if p.key.tool == "ab")
     assert found.higher.figure == point.rate and found.higher.figure.repetitions == 2
     assert found.verdict is Verdict.REPRODUCED

@@ -11,7 +11,7 @@ from conftest import REPO
 from toolbench.errors import ScenarioError, StoreError
 from toolbench.scenario import claims as scenario_claims
 from toolbench.scenario import read as scenario
-from toolbench.scenario.claims import Claim, ClaimSet, Sides
+from toolbench.scenario.claims import Claim, ClaimSet, Relation, Sides
 from toolbench.scenario.criteria.spec import Selector
 
 BASE = """name: s
@@ -50,13 +50,16 @@ def test_claims_read_into_typed_claims_with_targets_as_their_results_name_them(t
     alike: [{tool: ab}, {tool: fast}]
   - claim: Could not be made to work
     article: "(not measured)"
+  - claim: fast does not go past ab
+    at_most: [{tool: fast}, {tool: ab}]
 """)
-    first, alike, bare = loaded.claims
+    first, alike, bare, at_most = loaded.claims
     assert first == Claim("gevent beats threads", "1890", "p99_ms",
                           Sides(Selector(target=("thread per connection",), concurrency=(500, 1000)),
                                 Selector(target=("gevent",), keepalive=(False,)), 1.5),
                           where=f"{tmp_path / 's.yaml'}:9")
-    assert alike.sides == Sides(Selector(tool=("ab",)), Selector(tool=("fast",)), alike=True)
+    assert alike.sides == Sides(Selector(tool=("ab",)), Selector(tool=("fast",)), relation=Relation.ALIKE)
+    assert at_most.sides == Sides(Selector(tool=("fast",)), Selector(tool=("ab",)), relation=Relation.AT_MOST)
     assert alike.figure == "rps"
     assert bare == Claim("Could not be made to work", "(not measured)", where=f"{tmp_path / 's.yaml'}:17")
 
@@ -88,7 +91,11 @@ def test_criteria_name_a_target_as_the_scenario_does_and_select_it_by_its_label(
     ("  - claim: x\n    figure: p99_ms\n", 10, "claims[0].figure: only with `higher` and `lower`"),
     ("  - claim: x\n    alike: [{tool: ab}]\n", 10, "claims[0].alike: expected two selectors"),
     ("  - claim: x\n    alike: [{tool: ab}, {tool: fast}]\n    higher: {tool: ab}\n", 11,
-     "claims[0].higher: `alike` compares two sets of cells without an order"),
+     "claims[0].higher: `alike` names both sides of the claim: no `higher` beside it"),
+    ("  - claim: x\n    alike: [{tool: ab}, {tool: fast}]\n    at_most: [{tool: ab}, {tool: fast}]\n", 11,
+     "claims[0].at_most: `alike` names both sides of the claim: no `at_most` beside it"),
+    ("  - claim: x\n    at_most: [{tool: ab}, {tool: ab}]\n", 10,
+     "claims[0].at_most[1]: both selectors of `at_most` select the same cells"),
     ("  - article: 5\n", 9, "claims[0]: missing required key 'claim'"),
     ("  - claim: '" + "x" * 301 + "'\n", 9, "claims[0].claim: expected at most 300 characters"),
     ("  - claim: \"two\\nlines\"\n", 9, "claims[0].claim: expected one line of printable text"),
@@ -141,6 +148,7 @@ def stored(tmp_path: Path, **change) -> Path:
     ({"lower": {"concurrency": [True]}}, "claims[0].lower.concurrency: not a list"),
     ({"by_at_least": 0.5}, "claims[0].by_at_least: expected a ratio above 1"),
     ({"alike": [{"tool": ["ab"]}]}, "claims[0].alike: expected two selectors"),
+    ({"at_most": [{"tool": ["ab"]}, {"tool": "fast"}]}, "claims[0].at_most.tool: not a list"),
 ])
 def test_a_stored_claims_file_is_read_as_untrusted(tmp_path, change, says):
     with pytest.raises(StoreError, match=re.escape(f"unreadable: {says}")):
@@ -148,8 +156,8 @@ def test_a_stored_claims_file_is_read_as_untrusted(tmp_path, change, says):
 
 
 def test_a_claims_file_of_another_version_is_refused(tmp_path):
-    (tmp_path / scenario_claims.FILE).write_text(json.dumps({"claims_version": 2, "source": "s", "claims": []}))
-    with pytest.raises(StoreError, match="claims_version 2, this toolbench reads 1"):
+    (tmp_path / scenario_claims.FILE).write_text(json.dumps({"claims_version": 3, "source": "s", "claims": []}))
+    with pytest.raises(StoreError, match="claims_version 3, this toolbench reads 1 and 2"):
         scenario_claims.load(tmp_path)
 
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 from helpers.cli import cli
 from helpers.scenarios import write
+from helpers.tool_cells import argv
 from toolbench.errors import ScenarioError, ScenarioErrors, TargetError
 from toolbench.run import plan
 from toolbench.scenario import read as scenario
@@ -89,7 +90,10 @@ def test_study_000_runs_hello2_and_reaches_uwsgi_over_tcp_as_the_article_did():
     assert t["nginx-uwsgi"].uwsgi.socket == t["nginx-uwsgi-limit"].uwsgi.socket == "tcp"
     assert (t["uwsgi"].uwsgi.processes, t["uwsgi"].uwsgi.threads) == (4, 2)
     assert t["nginx-uwsgi-limit"].limit_req.rate == "50r/s" and t["nginx-uwsgi-limit"].limit_req.burst == 20
-    assert s.matrix.concurrency == (100, 200, 1000) and s.stop.requests_per_connection == 10
+    assert s.matrix.concurrency == (100, 200, 1000) and s.stop.requests == 10000
+    # siege is asked for 10,000 requests a cell: the article's own `-r 10` at c 1000.
+    runs_each = {c: argv("siege", concurrency=c, stop=s.stop) for c in s.matrix.concurrency}
+    assert {c: args[args.index("-r") + 1] for c, args in runs_each.items()} == {100: "100", 200: "50", 1000: "10"}
     assert s.prerequisites.ulimit == {"nofile": 65535}
 
 

@@ -8,7 +8,8 @@ the lower beyond the noise of both (stats.differs), and by at least the claim's 
 one; not reproduced when the lower side is higher beyond the noise, or the ratio falls short by
 more than the noise could explain (whether or not the two figures' noise overlaps); within the
 noise otherwise. Two sides said to be alike are reproduced within the noise of both, not
-reproduced beyond it. Cells disturbed by other work on the machine are left out
+reproduced beyond it; a side said to be at most the other is reproduced below it or within the
+noise, not reproduced above it beyond the noise. Cells disturbed by other work on the machine are left out
 (toolbench.report.disturbed) and the figures say how many. Beside the verdict, the evidence:
 what the run recorded of both best points (toolbench.report.claims_evidence)."""
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Iterable
 from toolbench.record import stats
 from toolbench.record.schema import RunResult, Status
 from toolbench.report import claims_evidence, fmt, groups
-from toolbench.scenario.claims import Claim
+from toolbench.scenario.claims import Claim, Relation
 from toolbench.scenario.criteria.figures import read
 from toolbench.scenario.criteria.spec import Selector
 
@@ -69,13 +70,16 @@ def check(claim: Claim, results: list[RunResult], varies: frozenset[str] | None 
     higher = side(claim.sides.higher, claim.figure, results, varies)
     lower = side(claim.sides.lower, claim.figure, results, varies)
     if isinstance(higher, str) or isinstance(lower, str):
-        names = ("first", "second") if claim.sides.alike else ("higher", "lower")
+        names = ("higher", "lower") if claim.sides.relation is Relation.HIGHER else ("first", "second")
         missing = [f"{which} ({sel.text() or 'every cell'}): {why}"
                    for which, sel, why in zip(names, (claim.sides.higher, claim.sides.lower), (higher, lower))
                    if isinstance(why, str)]
         return Checked(claim, Verdict.NOT_MEASURED, "; ".join(missing))
-    if claim.sides.alike:
+    if claim.sides.relation is Relation.ALIKE:
         verdict = Verdict.NOT_REPRODUCED if stats.differs(higher.figure, lower.figure) else Verdict.REPRODUCED
+    elif claim.sides.relation is Relation.AT_MOST:
+        above = stats.differs(higher.figure, lower.figure) and higher.figure.value > lower.figure.value
+        verdict = Verdict.NOT_REPRODUCED if above else Verdict.REPRODUCED
     else:
         verdict = judge(higher.figure, lower.figure, claim.sides.by_at_least)
     found = claims_evidence.said(claims_evidence.SideCells(higher.name, higher.results),

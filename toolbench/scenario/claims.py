@@ -11,6 +11,8 @@ says is lower (each a criteria Selector, the figure a criteria figure name).
         by_at_least: 2                             # optional: higher / lower at least this
       - claim: At -c 500 threads and gevent serve alike
         alike: [{target: threads, concurrency: 500}, {target: gevent, concurrency: 500}]
+      - claim: Its rate does not go up past -c 1000
+        at_most: [{target: pool, concurrency: 1500}, {target: pool, concurrency: 1000}]
       - claim: The raw-socket client could not be made to work   # no sides: not checked by a run
 
 `toolbench run` keeps them in the run folder as claims.json (versioned), which the report reads
@@ -20,6 +22,7 @@ as the label its results carry (TargetSpec.display), which is what a stored resu
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import math
 from dataclasses import dataclass
@@ -33,8 +36,9 @@ from toolbench.scenario.criteria.spec import SELECTORS, Selector, selector_of
 from toolbench.scenario.yamlread import Node, attempt
 
 FILE = "claims.json"
-VERSION = 1
-ENTRY_KEYS = ("claim", "article", "figure", "higher", "lower", "by_at_least", "alike")
+VERSION = 2  # 2: `at_most`; a version 1 file reads as it always did
+READS = (1, 2)
+ENTRY_KEYS = ("claim", "article", "figure", "higher", "lower", "by_at_least", "alike", "at_most")
 DEFAULT_FIGURE = "rps"
 # Past these a claim is a paragraph, not a table's cell: the page's prose holds the rest.
 MAX_CLAIM = 300
@@ -44,15 +48,28 @@ MAX_RATIO = 1000.0
 MAX_VALUES = 100  # values of one selector key, in claims.json
 
 
+class Relation(str, enum.Enum):
+    """What a claim says of its two sides' figures."""
+
+    HIGHER = "higher"  # the first (`higher`) above the second (`lower`) beyond the noise
+    ALIKE = "alike"  # the same within the noise
+    # The first not above the second: below it or within the noise ("its rate does not go up").
+    AT_MOST = "at_most"
+
+
 @dataclass(frozen=True)
 class Sides:
-    """The cells a claim says are higher on its figure, and those it says are lower; or, `alike`,
-    two sets of cells it says are the same within the noise (`higher` the first, `lower` the second)."""
+    """The cells a claim says are higher on its figure, and those it says are lower; for the
+    other relations `higher` is the first selector given and `lower` the second."""
 
     higher: Selector
     lower: Selector
     by_at_least: float | None = None  # higher / lower at least this; None: any amount beyond the noise
-    alike: bool = False
+    relation: Relation = Relation.HIGHER
+
+    @property
+    def alike(self) -> bool:
+        return self.relation is Relation.ALIKE
 
 
 @dataclass(frozen=True)
@@ -65,8 +82,8 @@ class Claim:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"claim": self.claim, "article": self.article, "figure": self.figure}
-        if self.sides is not None and self.sides.alike:
-            data["alike"] = [self.sides.higher.to_dict(), self.sides.lower.to_dict()]
+        if self.sides is not None and self.sides.relation is not Relation.HIGHER:
+            data[self.sides.relation.value] = [self.sides.higher.to_dict(), self.sides.lower.to_dict()]
         elif self.sides is not None:
             data |= {"higher": self.sides.higher.to_dict(), "lower": self.sides.lower.to_dict(),
                      "by_at_least": self.sides.by_at_least}
@@ -114,7 +131,7 @@ def _claim(node: Node, tools: Collection[str], targets: Mapping[str, str]) -> Cl
     if sides is None:
         for key in ("figure", "by_at_least"):
             if key in keys:
-                raise keys[key].error("only with `higher` and `lower` (or `alike`): a claim without them is not "
+                raise keys[key].error("only with `higher` and `lower` (or `alike`, `at_most`): a claim without them is not "
                                       "checked by a run")
         return Claim(claim, article, where=where)
     figure = _figure(keys["figure"]) if "figure" in keys else DEFAULT_FIGURE
@@ -122,19 +139,9 @@ def _claim(node: Node, tools: Collection[str], targets: Mapping[str, str]) -> Cl
 
 
 def _sides(keys: dict[str, Node], tools: Collection[str], targets: Mapping[str, str]) -> Sides | None:
-    if "alike" in keys:
-        for key in ("higher", "lower", "by_at_least"):
-            if key in keys:
-                raise keys[key].error("`alike` compares two sets of cells without an order: no `higher`, `lower` "
-                                      "or `by_at_least` beside it")
-        node = keys["alike"]
-        pair = list(node.elements())
-        if len(pair) != 2:
-            raise node.error(f"expected two selectors (the cells said to be alike), got {len(pair)}")
-        first, second = (_selector(child, tools, targets) for child in pair)
-        if first == second:
-            raise pair[1].error("both selectors of `alike` select the same cells")
-        return Sides(first, second, alike=True)
+    paired = [key for key in ("alike", "at_most") if key in keys]
+    if paired:
+        return _paired(keys, paired, tools, targets)
     given = [k for k in ("higher", "lower") if k in keys]
     if len(given) == 1:
         missing = "lower" if given == ["higher"] else "higher"
@@ -146,6 +153,22 @@ def _sides(keys: dict[str, Node], tools: Collection[str], targets: Mapping[str, 
         raise keys["lower"].error("`higher` and `lower` select the same cells")
     by_at_least = _ratio(keys["by_at_least"]) if "by_at_least" in keys else None
     return Sides(higher, lower, by_at_least)
+
+
+def _paired(keys: dict[str, Node], paired: list[str], tools: Collection[str], targets: Mapping[str, str]) -> Sides:
+    """`alike: [A, B]` or `at_most: [A, B]`: two selectors, the relation in the key."""
+    name = paired[0]
+    for key in ("higher", "lower", "by_at_least", *paired[1:]):
+        if key in keys:
+            raise keys[key].error(f"`{name}` names both sides of the claim: no `{key}` beside it")
+    node = keys[name]
+    pair = list(node.elements())
+    if len(pair) != 2:
+        raise node.error(f"expected two selectors (the cells compared), got {len(pair)}")
+    first, second = (_selector(child, tools, targets) for child in pair)
+    if first == second:
+        raise pair[1].error(f"both selectors of `{name}` select the same cells")
+    return Sides(first, second, relation=Relation(name))
 
 
 def _text(node: Node, most: int) -> str:
@@ -198,8 +221,9 @@ def load(run_dir: Path) -> ClaimSet | None:
         return None
     try:
         data = json.loads(runfiles.read_text(run_dir, FILE))
-        if data["claims_version"] != VERSION:
-            raise ValueError(f"claims_version {data['claims_version']!r}, this toolbench reads {VERSION}")
+        if data["claims_version"] not in READS:
+            reads = " and ".join(map(str, READS))
+            raise ValueError(f"claims_version {data['claims_version']!r}, this toolbench reads {reads}")
         source = _stored_text(data["source"], 1000, "source")
         entries = data["claims"]
         if not isinstance(entries, list) or len(entries) > MAX_CLAIMS:
@@ -217,12 +241,14 @@ def _stored_claim(data: dict[str, Any], n: int) -> Claim:
     figure = data.get("figure", DEFAULT_FIGURE)
     if figure not in FIGURES:
         raise ValueError(f"{where}.figure: unknown figure {str(figure)[:40]!r}")
-    if data.get("alike") is not None:
-        pair = data["alike"]
+    for relation in (Relation.ALIKE, Relation.AT_MOST):
+        pair = data.get(relation.value)
+        if pair is None:
+            continue
         if not isinstance(pair, list) or len(pair) != 2:
-            raise ValueError(f"{where}.alike: expected two selectors")
-        return Claim(claim, article, figure, Sides(*(_stored_selector(s, f"{where}.alike") for s in pair), alike=True),
-                     where)
+            raise ValueError(f"{where}.{relation.value}: expected two selectors")
+        first, second = (_stored_selector(s, f"{where}.{relation.value}") for s in pair)
+        return Claim(claim, article, figure, Sides(first, second, relation=relation), where)
     if data.get("higher") is None and data.get("lower") is None:
         return Claim(claim, article, figure, where=where)
     ratio = data.get("by_at_least")
