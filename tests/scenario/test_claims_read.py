@@ -147,8 +147,10 @@ def stored(tmp_path: Path, **change) -> Path:
     ({"higher": {"tool": ["ab"], "colour": ["red"]}}, "claims[0].higher: expected a mapping of tool"),
     ({"lower": {"concurrency": [True]}}, "claims[0].lower.concurrency: not a list"),
     ({"by_at_least": 0.5}, "claims[0].by_at_least: expected a ratio above 1"),
-    ({"alike": [{"tool": ["ab"]}]}, "claims[0].alike: expected two selectors"),
-    ({"at_most": [{"tool": ["ab"]}, {"tool": "fast"}]}, "claims[0].at_most.tool: not a list"),
+    ({"alike": [{"tool": ["ab"]}], "higher": None, "lower": None}, "claims[0].alike: expected two selectors"),
+    ({"at_most": [{"tool": ["ab"]}, {"tool": "fast"}], "higher": None, "lower": None},
+     "claims[0].at_most.tool: not a list"),
+    ({"at_most": [{"tool": ["ab"]}, {"tool": ["fast"]}]}, "claims[0]: expected one of higher and lower, alike, at_most"),
 ])
 def test_a_stored_claims_file_is_read_as_untrusted(tmp_path, change, says):
     with pytest.raises(StoreError, match=re.escape(f"unreadable: {says}")):

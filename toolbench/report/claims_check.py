@@ -9,8 +9,8 @@ one; not reproduced when the lower side is higher beyond the noise, or the ratio
 more than the noise could explain (whether or not the two figures' noise overlaps); within the
 noise otherwise. Two sides said to be alike are reproduced within the noise of both, not
 reproduced beyond it; a side said to be at most the other is reproduced below it or within the
-noise, not reproduced above it beyond the noise. Cells disturbed by other work on the machine are left out
-(toolbench.report.disturbed) and the figures say how many. Beside the verdict, the evidence:
+noise, not reproduced above it beyond the noise. Cells disturbed by other work on the machine are
+left out (toolbench.report.disturbed) and the figures say how many. Beside the verdict, the evidence:
 what the run recorded of both best points (toolbench.report.claims_evidence)."""
 from __future__ import annotations
 

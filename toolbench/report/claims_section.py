@@ -61,7 +61,8 @@ def _intro(sets: list[ClaimSet], checked: list[tuple[int, RunView, Checked]]) ->
             "merged, with its noise. A claim is reproduced when its higher side beats its lower beyond the noise "
             "of both (and by the ratio it gives); not reproduced when the lower side is higher beyond the noise, "
             "or the ratio falls short by more than the noise; two sides said to be alike are reproduced within "
-            "the noise of both, and a side said to be at most the other when it is not above it beyond the noise. Cells disturbed by other work on the machine are left out. "
+            "the noise of both, and a side said to be at most the other when it is not above it beyond the noise. "
+            "Cells disturbed by other work on the machine are left out. "
             f"{said} {counts}.")
 
 

@@ -67,10 +67,6 @@ class Sides:
     by_at_least: float | None = None  # higher / lower at least this; None: any amount beyond the noise
     relation: Relation = Relation.HIGHER
 
-    @property
-    def alike(self) -> bool:
-        return self.relation is Relation.ALIKE
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -131,8 +127,8 @@ def _claim(node: Node, tools: Collection[str], targets: Mapping[str, str]) -> Cl
     if sides is None:
         for key in ("figure", "by_at_least"):
             if key in keys:
-                raise keys[key].error("only with `higher` and `lower` (or `alike`, `at_most`): a claim without them is not "
-                                      "checked by a run")
+                raise keys[key].error("only with `higher` and `lower` (or `alike`, `at_most`): a claim without "
+                                      "them is not checked by a run")
         return Claim(claim, article, where=where)
     figure = _figure(keys["figure"]) if "figure" in keys else DEFAULT_FIGURE
     return Claim(claim, article, figure, sides, where)
@@ -241,10 +237,11 @@ def _stored_claim(data: dict[str, Any], n: int) -> Claim:
     figure = data.get("figure", DEFAULT_FIGURE)
     if figure not in FIGURES:
         raise ValueError(f"{where}.figure: unknown figure {str(figure)[:40]!r}")
-    for relation in (Relation.ALIKE, Relation.AT_MOST):
-        pair = data.get(relation.value)
-        if pair is None:
-            continue
+    paired = [r for r in (Relation.ALIKE, Relation.AT_MOST) if data.get(r.value) is not None]
+    if len(paired) > 1 or (paired and (data.get("higher") is not None or data.get("lower") is not None)):
+        raise ValueError(f"{where}: expected one of higher and lower, alike, at_most")
+    for relation in paired:
+        pair = data[relation.value]
         if not isinstance(pair, list) or len(pair) != 2:
             raise ValueError(f"{where}.{relation.value}: expected two selectors")
         first, second = (_stored_selector(s, f"{where}.{relation.value}") for s in pair)
