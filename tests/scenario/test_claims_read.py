@@ -150,7 +150,8 @@ def stored(tmp_path: Path, **change) -> Path:
     ({"alike": [{"tool": ["ab"]}], "higher": None, "lower": None}, "claims[0].alike: expected two selectors"),
     ({"at_most": [{"tool": ["ab"]}, {"tool": "fast"}], "higher": None, "lower": None},
      "claims[0].at_most.tool: not a list"),
-    ({"at_most": [{"tool": ["ab"]}, {"tool": ["fast"]}]}, "claims[0]: expected one of higher and lower, alike, at_most"),
+    ({"at_most": [{"tool": ["ab"]}, {"tool": ["fast"]}]},
+     "claims[0]: expected one of higher and lower, alike, at_most"),
 ])
 def test_a_stored_claims_file_is_read_as_untrusted(tmp_path, change, says):
     with pytest.raises(StoreError, match=re.escape(f"unreadable: {says}")):

@@ -57,6 +57,10 @@ class Relation(str, enum.Enum):
     AT_MOST = "at_most"
 
 
+# The relations given as one key naming both sides (`alike: [A, B]`), not as `higher` and `lower`.
+PAIRED = tuple(r for r in Relation if r is not Relation.HIGHER)
+
+
 @dataclass(frozen=True)
 class Sides:
     """The cells a claim says are higher on its figure, and those it says are lower; for the
@@ -135,7 +139,7 @@ def _claim(node: Node, tools: Collection[str], targets: Mapping[str, str]) -> Cl
 
 
 def _sides(keys: dict[str, Node], tools: Collection[str], targets: Mapping[str, str]) -> Sides | None:
-    paired = [key for key in ("alike", "at_most") if key in keys]
+    paired = [r.value for r in PAIRED if r.value in keys]
     if paired:
         return _paired(keys, paired, tools, targets)
     given = [k for k in ("higher", "lower") if k in keys]
@@ -237,10 +241,11 @@ def _stored_claim(data: dict[str, Any], n: int) -> Claim:
     figure = data.get("figure", DEFAULT_FIGURE)
     if figure not in FIGURES:
         raise ValueError(f"{where}.figure: unknown figure {str(figure)[:40]!r}")
-    paired = [r for r in (Relation.ALIKE, Relation.AT_MOST) if data.get(r.value) is not None]
+    paired = [r for r in PAIRED if data.get(r.value) is not None]
     if len(paired) > 1 or (paired and (data.get("higher") is not None or data.get("lower") is not None)):
-        raise ValueError(f"{where}: expected one of higher and lower, alike, at_most")
-    for relation in paired:
+        raise ValueError(f"{where}: expected one of higher and lower, {', '.join(r.value for r in PAIRED)}")
+    if paired:
+        (relation,) = paired
         pair = data[relation.value]
         if not isinstance(pair, list) or len(pair) != 2:
             raise ValueError(f"{where}.{relation.value}: expected two selectors")
