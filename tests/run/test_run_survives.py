@@ -221,11 +221,12 @@ def small_disk(tmp_path):
         filler = mount / "filler"
 
         def fill(self) -> None:
-            with open(self.filler, "wb") as fh:
+            # Unbuffered: a buffered writer keeps the tail of a short write and raises ENOSPC
+            # again on close, whenever the space left is not a multiple of the write.
+            with open(self.filler, "wb", buffering=0) as fh:
                 try:
                     while True:
                         fh.write(b"\0" * 65536)
-                        fh.flush()
                 except OSError:
                     pass
 
