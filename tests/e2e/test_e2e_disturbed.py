@@ -105,6 +105,8 @@ def test_cells_a_hog_overlaps_are_disturbed_and_left_out_of_the_verdict(tmp_path
         assert m.foreign_cpu_pct > 25.0, m
         assert m.disturbed_by == r.outcome.error and r.outcome.error.startswith("foreign work took")
         assert hog_pids & {p.pid for p in m.foreign}, (m.foreign, hog_pids)  # the hog is named
+        # what the share was taken from: the hogs seen, the machine's total, the known processes'
+        assert m.cpu_seen_s and m.cpu_total_s and m.cpu_known_s is not None, m
         # its figures are kept
         assert r.measurement.counts.requests_total and m.tool_cpus and m.position in (1, 2)
         assert cells[r.identity.cell_id]["status"] == "disturbed"

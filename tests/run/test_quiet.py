@@ -3,13 +3,16 @@ foreign CPU left when the known trees are taken out, the decision that makes a c
 the watch on this machine's real processes."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 
 import pytest
 
+from helpers import disturbed_run
 from helpers.hogs import Hogs
+from toolbench.record import store
 from toolbench.record.observed import ForeignProcess
 from toolbench.run import quiet
 from toolbench.run.quiet import Proc, Snapshot, StatTimes
@@ -129,6 +132,24 @@ def test_without_the_tools_cpu_only_the_processes_seen_count() -> None:
     assert found.known_s is None and found.steal_pct == 2.0
     # 0.5 s, not 2.0 - 0: the tool's own CPU is in the total
     assert found.foreign_cpu_pct == pytest.approx((0.5 - RESOLUTION) * 100)
+
+
+def test_the_cells_record_keeps_the_figures_its_foreign_share_was_taken_from(tmp_path) -> None:
+    """The total and the known are two clocks (ticks against each process's own time): a reader
+    judging an unnamed "foreign work" flag needs both, and what was seen, as stored."""
+    start = snap(0.0, 10.0, 0.0, {70: proc("stress", 1, 0.0)})
+    end = snap(2.0, 13.0, 0.0, {70: proc("stress", 1, 0.25)})
+    found = quiet.figures(start, end, tool_cpu_s=1.5, tool_pid=None, target_roots=[], tick_s=TICK)
+    machine = quiet.cell_machine(found, None, [1], None)
+    assert (machine.cpu_total_s, machine.cpu_known_s, machine.cpu_seen_s) == (3.0, 1.5, 0.25)
+    assert machine.foreign_cpu_pct == pytest.approx((1.5 - RESOLUTION) / 2.0 * 100, abs=0.05)
+    run = disturbed_run.make(tmp_path / "run")
+    [r] = [r for r in run.results() if r.identity.cell_id == disturbed_run.CELL]
+    run.append(dataclasses.replace(r, machine=machine))
+    assert store.RunDir.open(run.path).results()[-1].machine == machine
+    unknown = quiet.cell_machine(quiet.figures(start, end, None, None, [], TICK), None, None, None)
+    assert unknown.cpu_known_s is None and unknown.cpu_total_s == 3.0
+    assert quiet.cell_machine(None, None, None, None).cpu_total_s is None  # a remote generator: not measured
 
 
 def test_the_tools_own_children_are_never_named_foreign() -> None:

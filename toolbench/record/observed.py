@@ -134,6 +134,13 @@ class CellMachine:
     position: int | None = None  # 1-based, in the order the run's cells ran
     tool_cpus: list[int] | None = None  # the tool's affinity as the kernel gave it; None: not read
     disturbed_by: str | None = None  # why the cell is disturbed, when it is
+    # What foreign_cpu_pct was taken from, CPU seconds over the tool's run: the machine's total
+    # (/proc/stat, counted in ticks), the known processes' own time (the tool, the target,
+    # toolbench, kernel threads; None: the tool's CPU unknown) and the processes seen outside them.
+    # Two clocks: their difference wanders by a few % of a core on a busy host with nothing foreign.
+    cpu_total_s: float | None = None
+    cpu_known_s: float | None = None
+    cpu_seen_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,10 @@ def cell_machine(found: Figures | None, inherited: Inherited | None, tool_cpus: 
         foreign=list(found.foreign) if found else [],
         time_wait_at_start=inherited.time_wait_at_start if inherited else None,
         settle_s=inherited.settle_s if inherited else None, position=inherited.position if inherited else None,
-        tool_cpus=tool_cpus, disturbed_by=disturbed_by)
+        tool_cpus=tool_cpus, disturbed_by=disturbed_by,
+        cpu_total_s=round(found.total_s, 3) if found else None,
+        cpu_known_s=round(found.known_s, 3) if found and found.known_s is not None else None,
+        cpu_seen_s=round(found.seen_s, 3) if found else None)
 
 
 @dataclass(frozen=True)
