@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 import sys
 import time
 
@@ -132,6 +133,23 @@ def test_without_the_tools_cpu_only_the_processes_seen_count() -> None:
     assert found.known_s is None and found.steal_pct == 2.0
     # 0.5 s, not 2.0 - 0: the tool's own CPU is in the total
     assert found.foreign_cpu_pct == pytest.approx((0.5 - RESOLUTION) * 100)
+
+
+def test_what_toolbench_reaped_beside_the_tool_is_its_own_work() -> None:
+    """Its `ss` calls end before the window's last scan: only its children's times hold them."""
+    start = Snapshot(0.0, StatTimes(10.0, 0.0), 0.0, {}, reaped_cpu_s=1.0)
+    # the tool (0.5 s) reaped inside the window, and 0.2 s of `ss`: 0.7 s of 1.0 known
+    reaped_both = quiet.figures(start, Snapshot(1.0, StatTimes(11.0, 0.0), 0.0, {}, reaped_cpu_s=1.7),
+                                tool_cpu_s=0.5, tool_pid=None, target_roots=[], tick_s=TICK)
+    assert reaped_both.known_s == pytest.approx(0.7)
+    assert reaped_both.foreign_cpu_pct == pytest.approx((0.3 - RESOLUTION) * 100, abs=0.05)
+    # the tool reaped after the window: its CPU is not counted twice, nor the `ss` guessed
+    tool_later = quiet.figures(start, Snapshot(1.0, StatTimes(11.0, 0.0), 0.0, {}, reaped_cpu_s=1.2),
+                               tool_cpu_s=0.5, tool_pid=None, target_roots=[], tick_s=TICK)
+    assert tool_later.known_s == pytest.approx(0.5)
+    before = quiet.snapshot(scan_first=False).reaped_cpu_s
+    subprocess.run([sys.executable, "-c", "sum(range(5_000_000))"], check=True)  # a child, reaped
+    assert quiet.snapshot(scan_first=False).reaped_cpu_s - before >= 0.02
 
 
 def test_the_cells_record_keeps_the_figures_its_foreign_share_was_taken_from(tmp_path) -> None:

@@ -3,8 +3,9 @@
 Over exactly the tool's run (not its warm-up, not the probe's baseline), the CPU time this machine
 spent (/proc/stat's aggregate) less the CPU of the processes known to be part of the cell: the
 tool (the kernel's rusage of it and the children it waited for), the target's processes started
-here, toolbench's own process, and kernel threads (children of kthreadd, pid 2: they carry the
-cell's own network work). What is left is foreign: work another program did on the machine the
+here, toolbench's own process and the children it reaped (its `ss` calls: gone before any scan
+sees them), and kernel threads (children of kthreadd, pid 2: they carry the cell's own network
+work). What is left is foreign: work another program did on the machine the
 cell was measured on. The time a hypervisor stole from this machine's CPUs is measured beside it.
 
 Which of /proc/stat's fields make the total depends on how the kernel charges interrupt time. With
@@ -84,6 +85,9 @@ class Snapshot:
     stat: StatTimes
     own_cpu_s: float  # this process, every thread, not its children
     procs: Mapping[int, Proc] = field(default_factory=dict)
+    # The children this process reaped: its `ss` calls, and the tool once waited for (whose CPU
+    # the tool's own figure already holds).
+    reaped_cpu_s: float = 0.0
 
 
 def hz() -> int:
@@ -119,7 +123,8 @@ def snapshot(scan_first: bool) -> Snapshot:
     own = os.times()
     stat = stat_times(Path("/proc/stat").read_text(), hz())
     at = time.monotonic()
-    return Snapshot(at, stat, own.user + own.system, procs if procs is not None else _scan())
+    return Snapshot(at, stat, own.user + own.system, procs if procs is not None else _scan(),
+                    own.children_user + own.children_system)
 
 
 def _scan() -> dict[int, Proc]:
@@ -182,7 +187,10 @@ def figures(start: Snapshot, end: Snapshot, tool_cpu_s: float | None, tool_pid: 
     steal_pct = round(max(end.stat.steal_s - start.stat.steal_s, 0.0) / wall * 100, 1)
     known = None
     if tool_cpu_s is not None:
-        known = tool_cpu_s + known_elsewhere + (end.own_cpu_s - start.own_cpu_s)
+        # Children reaped in the window beyond the tool (toolbench's `ss` calls, gone before the
+        # scan) are toolbench's own work; the tool, if reaped in it, is in tool_cpu_s already.
+        reaped = max(end.reaped_cpu_s - start.reaped_cpu_s - tool_cpu_s, 0.0)
+        known = tool_cpu_s + known_elsewhere + (end.own_cpu_s - start.own_cpu_s) + reaped
     left = max(max(seen_s, total - known if known is not None else 0.0) - RESOLUTION_TICKS * tick_s, 0.0)
     return Figures(wall, round(left / wall * 100, 1), steal_pct, foreign, known, total, seen_s)
 
