@@ -72,6 +72,8 @@ def test_a_real_run_starts_the_threads_over_the_first_stage(tmp_path: Path):
         first.setdefault(row["threadName"], int(row["timeStamp"]))
     assert len(first) == 3
     starts = sorted(first.values())
-    # ramp_time 2 s over 3 threads: one every 0.67 s; without it they would start within milliseconds.
-    assert starts[2] - starts[0] >= 900 and starts[1] - starts[0] >= 400
+    # ramp_time 2 s over 3 threads: one every 0.67 s, the last 1.33 s after the first; without it
+    # they would start within milliseconds. Only the spread, at half of it: on a busy machine a
+    # thread's first sample can come late, so two neighbours' first samples may be closer (0.31 s).
+    assert starts[2] - starts[0] >= 600, starts
     assert m.counts.requests_total == served.by_path("GET", "/page") + served.by_path("POST", "/api/items") == len(rows)
