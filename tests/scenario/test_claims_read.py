@@ -171,3 +171,18 @@ def test_a_claims_file_that_is_a_link_is_not_followed(tmp_path):
     (run / scenario_claims.FILE).symlink_to(stored(outside) / scenario_claims.FILE)
     with pytest.raises(StoreError):
         scenario_claims.load(run)
+
+
+def test_a_profile_that_runs_fewer_tools_may_keep_claims_on_the_others_but_not_on_unknown_ones(tmp_path):
+    # The study 001 case: its quick profile leaves Locust on 4 processes out, its claims name it.
+    quick = "profiles:\n  quick: {matrix: {tool: [ab], concurrency: [500]}}\n"
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE.replace("claims:\n", quick + "claims:\n")
+                    + "  - claim: x\n    higher: {tool: fast}\n    lower: {tool: ab}\n")
+    (claim,) = scenario.load(path, profile="quick").claims
+    assert claim.sides.higher == Selector(tool=("fast",))
+    assert scenario.load(path, profile="quick").matrix.tool == ("ab",)
+    path.write_text(path.read_text().replace("{tool: fast}", "{tool: wrk}"))
+    with pytest.raises(ScenarioError, match=r"s.yaml:\d+: claims\[0\].higher.tool: no tool 'wrk' in this scenario "
+                                            r"\(known: ab, fast\)"):
+        scenario.load(path, profile="quick")

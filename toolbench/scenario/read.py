@@ -140,11 +140,15 @@ def load(path: str | Path, profile: str | None = None) -> Scenario:
             root = yamlread.load(path)
             top = root.items(TOP_KEYS)
             declared = profiles.declared(top, TOP_KEYS)
+            loaded = _parse(path, root, top, None, tuple(declared))
+            # A profile that runs fewer tools leaves the claims on the others not measured: its
+            # claims and criteria may name every tool of the scenario's own matrix.
+            named = loaded.matrix.tool if loaded.matrix is not None else ()
             for name in declared:
-                _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared))
+                _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared), named)
             if profile is not None:
-                top = profiles.merged(top, declared, profile, str(path))
-            loaded = _parse(path, root, top, profile, tuple(declared))
+                loaded = _parse(path, root, profiles.merged(top, declared, profile, str(path)), profile,
+                                tuple(declared), named)
         except ScenarioError as exc:  # one that reading cannot step over ends it, after those found before
             errors.append(exc)
     if errors:
@@ -153,7 +157,7 @@ def load(path: str | Path, profile: str | None = None) -> Scenario:
 
 
 def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
-           declared: tuple[str, ...]) -> Scenario:
+           declared: tuple[str, ...], named: tuple[str, ...] = ()) -> Scenario:
     for required in ("name", "matrix"):
         if required not in top:
             yamlread.soft(root.error(f"missing required key {required!r}"))
@@ -168,6 +172,7 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
     matrix = key("matrix", lambda node: _matrix(node, locations, targets), None)
     workload, matrix, stop = _workload(path, top, matrix, targets)
     labels = {name: spec.display for name, spec in (targets or {}).items()}
+    tools = tuple(dict.fromkeys((*matrix.tool, *named))) if matrix is not None else ()
     return Scenario(
         name=key("name", Node.name, ""),
         source=str(path),
@@ -196,9 +201,9 @@ def _parse(path: Path, root: Node, top: dict[str, Node], profile: str | None,
         profile=profile,
         profiles=declared,
         # Both name a target as the scenario does and select it as its results carry it: its label.
-        criteria=key("criteria", lambda node: criteria_from_node(node, matrix.tool, labels), ())
+        criteria=key("criteria", lambda node: criteria_from_node(node, tools, labels), ())
         if matrix is not None else (),
-        claims=key("claims", lambda node: scenario_claims.from_node(node, matrix.tool, labels), ())
+        claims=key("claims", lambda node: scenario_claims.from_node(node, tools, labels), ())
         if matrix is not None else (),
         workload=workload,
     )
