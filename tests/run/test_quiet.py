@@ -39,11 +39,13 @@ RESOLUTION = quiet.RESOLUTION_TICKS * TICK
 
 def test_the_aggregate_line_gives_user_nice_system_and_steal_in_seconds() -> None:
     before, after = quiet.stat_times(BEFORE, 100), quiet.stat_times(AFTER, 100)
-    assert before == StatTimes(busy_s=(1086456 + 502 + 237091) / 100, steal_s=10652 / 100, irq_s=56354 / 100)
+    assert before == StatTimes(busy_s=(1086456 + 502 + 237091) / 100, steal_s=10652 / 100, irq_s=56354 / 100,
+                               idle_s=(917960 + 58637) / 100, cpus=2)
     # irq (0) and softirq (56354 -> 56996) are not in it: loopback's softirq is the cell's own work
     assert after.busy_s - before.busy_s == pytest.approx((9912 + 57 + 2837) / 100)
     assert after.steal_s - before.steal_s == pytest.approx(3.07)
-    assert quiet.stat_times("cpu  10 0 5 100\n", 250) == StatTimes(0.06, 0.0)  # an old kernel: no irq nor steal
+    # an old kernel: no iowait, irq nor steal
+    assert quiet.stat_times("cpu  10 0 5 100\ncpu0 10 0 5 100\n", 250) == StatTimes(0.06, 0.0, cpus=1)
     with pytest.raises(ValueError):
         quiet.stat_times("cpu0 1 2 3 4\n", 100)
 
@@ -98,6 +100,26 @@ def test_irq_time_is_in_the_total_where_the_kernel_charges_it_to_the_tasks() -> 
     busier = Snapshot(2.0, StatTimes(11.4, 0.0, irq_s=6.2), 0.0, {})
     found = quiet.figures(start, busier, 2.0, None, [], TICK, irq_in_tasks=True)
     assert found.foreign_cpu_pct == pytest.approx((0.6 - RESOLUTION) / 2 * 100)
+
+
+def test_the_total_is_the_cpus_time_less_idle_and_steal_not_the_busy_ticks() -> None:
+    """A generator's CPU that wakes in short bursts: its busy ticks (user, system, softirq) say
+    3.3 s, its exact idle says the tasks ran 2.6 s, which the tool and the target took. Nothing
+    is foreign, where the ticks would have said 0.7 s (6 % of a CPU over 10 s)."""
+    start = Snapshot(0.0, StatTimes(100.0, 5.0, irq_s=3.0, idle_s=400.0, cpus=2), 0.0, {})
+    end = Snapshot(10.0, StatTimes(100.0 + 2.9, 5.1, irq_s=3.4, idle_s=400.0 + 17.3, cpus=2), 0.0, {})
+    found = quiet.figures(start, end, 2.6, None, [], TICK, irq_in_tasks=True)
+    assert found.total_s == pytest.approx(2.6)  # 2 CPUs x 10 s - 17.3 idle - 0.1 steal
+    assert found.foreign_cpu_pct == 0.0 and found.steal_pct == 1.0
+    # Where tasks' times leave irq and softirq out, so does the total: 0.4 s of it here
+    assert quiet.figures(start, end, 2.6, None, [], TICK, irq_in_tasks=False).total_s == pytest.approx(2.2)
+    # A foreign process the scans never saw shows in the idle it took away
+    busier = Snapshot(10.0, StatTimes(100.0 + 3.9, 5.1, irq_s=3.4, idle_s=400.0 + 16.3, cpus=2), 0.0, {})
+    found = quiet.figures(start, busier, 2.6, None, [], TICK, irq_in_tasks=True)
+    assert found.foreign_cpu_pct == pytest.approx((1.0 - RESOLUTION) / 10 * 100)
+    # A CPU brought online between the reads: the busy ticks, as without idle times
+    grown = Snapshot(10.0, StatTimes(100.0 + 2.9, 5.1, irq_s=3.4, idle_s=417.3, cpus=3), 0.0, {})
+    assert quiet.figures(start, grown, 2.6, None, [], TICK, irq_in_tasks=True).total_s == pytest.approx(3.3)
 
 
 @pytest.mark.parametrize(("lines", "charged"), [

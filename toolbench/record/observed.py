@@ -135,9 +135,10 @@ class CellMachine:
     tool_cpus: list[int] | None = None  # the tool's affinity as the kernel gave it; None: not read
     disturbed_by: str | None = None  # why the cell is disturbed, when it is
     # What foreign_cpu_pct was taken from, CPU seconds over the tool's run: the machine's total
-    # (/proc/stat, counted in ticks), the known processes' own time (the tool, the target,
-    # toolbench, kernel threads; None: the tool's CPU unknown) and the processes seen outside them.
-    # Two clocks: their difference wanders by a few % of a core on a busy host with nothing foreign.
+    # (/proc/stat: its CPUs' time less idle and steal; runs before 2026-12-03 summed its busy
+    # ticks, which overcount a CPU that wakes in short bursts), the known processes' own time (the
+    # tool, the target, toolbench, kernel threads; None: the tool's CPU unknown) and the processes
+    # seen outside them (toolbench.run.quiet).
     cpu_total_s: float | None = None
     cpu_known_s: float | None = None
     cpu_seen_s: float | None = None

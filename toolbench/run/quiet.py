@@ -8,19 +8,26 @@ sees them), and kernel threads (children of kthreadd, pid 2: they carry the cell
 work). What is left is foreign: work another program did on the machine the
 cell was measured on. The time a hypervisor stole from this machine's CPUs is measured beside it.
 
-Which of /proc/stat's fields make the total depends on how the kernel charges interrupt time. With
+The machine's total is its CPUs' wall time less their idle, iowait and stolen time, not the sum
+of the busy fields: with NOHZ idle (a tickless idle CPU) /proc/stat's idle is measured exactly, while
+user, system, irq and softirq are ticks sampled at 250 Hz, and on a CPU that wakes for short bursts
+(a generator's, waiting on thousands of connections) those ticks overcount its busy time. Summed,
+they put study 000's gunicorn with 4 gevent workers 3 to 7 % of a core above the processes' own
+time with nothing else running; wall less idle put it within 1 % (docs/studies/000.md). The tasks'
+own times leave the stolen time out (PARAVIRT_TIME_ACCOUNTING), as the total does.
+
+How interrupt time is charged decides whether it stays in the total. With
 CONFIG_IRQ_TIME_ACCOUNTING a task's time leaves out the irq and softirq work done while it ran, so
-the total is user + nice + system: loopback traffic's softirq is the cell's own work, and is left
-out on both sides. Without it (this project's VM), that work is in the times of the tasks it
-interrupted, so the total takes irq and softirq too: left out there, quiet cells at full rate on
-loopback read 27 to 50 % of a core below zero; with them, -4.6 to +2.8 %. When the kernel's
-configuration is not readable, the first (the one that cannot call a quiet cell disturbed).
+the total leaves irq and softirq out too: loopback traffic's softirq is the cell's own work. Without
+it (this project's VM), that work is in the times of the tasks it interrupted, and stays in the
+total. When the kernel's configuration is not readable, the first (the one that cannot call a
+quiet cell disturbed). A /proc/stat without idle times (none seen) falls back to the busy fields.
 
 Beside that difference, the processes seen outside the known trees are added up (exact for a
 process alive at the window's end, blind to one that came and went inside it): the foreign CPU is
-the larger of the two. The kernel counts in ticks (USER_HZ, 10 ms; the scheduler samples the
-aggregate at its own tick), so both wander by a few ticks around zero on a quiet machine: the
-figure recorded is what is left beyond that resolution (RESOLUTION_TICKS), never below 0.
+the larger of the two. /proc/stat counts in USER_HZ (10 ms) and both reads cut each CPU's idle to
+it, so the difference wanders by a few ticks around zero on a quiet machine: the figure recorded is
+what is left beyond that resolution (RESOLUTION_TICKS), never below 0.
 """
 from __future__ import annotations
 
@@ -43,9 +50,9 @@ from toolbench.servers.process import RunningTarget
 
 KTHREADD = 2  # the parent of every kernel thread
 MAX_FOREIGN = 5  # the busiest foreign processes named in a cell's record
-# Ticks of 1/USER_HZ the difference may be off by: its fields are each cut to a tick at both reads,
-# and the scheduler's tick (250 Hz here) samples who runs. Measured on this project's quiet 2-CPU VM
-# (12 cells of 2 s, ab and the engine at c10 against nginx): -9.8 to +6.5 ticks.
+# Ticks of 1/USER_HZ the difference may be off by: each CPU's idle is cut to a tick at both reads,
+# and the processes' times are read a few ms from /proc/stat. Measured on this project's quiet 2-CPU
+# VM with the busy ticks (12 cells of 2 s, ab and the engine at c10 against nginx): -9.8 to +6.5.
 RESOLUTION_TICKS = 10
 _LOOPBACK = ("localhost", "::1")
 
@@ -54,21 +61,40 @@ _LOOPBACK = ("localhost", "::1")
 class StatTimes:
     """The machine's CPU time so far, summed over its CPUs, from /proc/stat's "cpu" line."""
 
-    busy_s: float  # user + nice + system (guest time is inside user and nice)
+    busy_s: float  # user + nice + system (guest time is inside user and nice): ticks
     steal_s: float
     irq_s: float = 0.0  # irq + softirq: in the total only where tasks' times hold them (the module's docstring)
+    idle_s: float | None = None  # idle + iowait, exact under NOHZ idle; None: not given
+    cpus: int = 0  # the CPUs counted (its cpuN lines)
 
 
 def stat_times(text: str, hz: int) -> StatTimes:
     """The aggregate line of /proc/stat's text, in seconds (the fields count 1/hz ticks)."""
+    found = None
+    cpus = 0
     for line in text.splitlines():
         fields = line.split()
         if fields and fields[0] == "cpu":
             ticks = [int(v) for v in fields[1:]]
             steal = ticks[7] if len(ticks) > 7 else 0
             irq = sum(ticks[5:7])
-            return StatTimes((ticks[0] + ticks[1] + ticks[2]) / hz, steal / hz, irq / hz)
-    raise ValueError("no aggregate cpu line in /proc/stat")
+            idle = (ticks[3] + ticks[4]) / hz if len(ticks) > 4 else None
+            found = ((ticks[0] + ticks[1] + ticks[2]) / hz, steal / hz, irq / hz, idle)
+        elif fields and fields[0].startswith("cpu") and fields[0][3:].isdigit():
+            cpus += 1
+    if found is None:
+        raise ValueError("no aggregate cpu line in /proc/stat")
+    return StatTimes(*found, cpus=cpus)
+
+
+def total_s(start: StatTimes, end: StatTimes, wall_s: float, irq_in_tasks: bool) -> float:
+    """The CPU time the machine's tasks ran between two reads `wall_s` apart (the module's
+    docstring): the CPUs' time less idle and steal; the busy ticks where idle is not given."""
+    irq = end.irq_s - start.irq_s
+    if start.idle_s is None or end.idle_s is None or not start.cpus or start.cpus != end.cpus:
+        return end.busy_s - start.busy_s + (irq if irq_in_tasks else 0.0)
+    steal = max(end.steal_s - start.steal_s, 0.0)
+    return end.cpus * wall_s - (end.idle_s - start.idle_s) - steal - (0.0 if irq_in_tasks else irq)
 
 
 @dataclass(frozen=True)
@@ -183,7 +209,7 @@ def figures(start: Snapshot, end: Snapshot, tool_cpu_s: float | None, tool_pid: 
                      if v > 0 and pid != os.getpid() and pid not in target | tool | kernel), key=lambda item: -item[1])
     foreign = [ForeignProcess(pid, end.procs[pid].name, round(v / wall * 100, 1)) for pid, v in others[:MAX_FOREIGN]]
     seen_s = sum(v for _, v in others)
-    total = end.stat.busy_s - start.stat.busy_s + (end.stat.irq_s - start.stat.irq_s if irq_in_tasks else 0.0)
+    total = total_s(start.stat, end.stat, wall, irq_in_tasks)
     steal_pct = round(max(end.stat.steal_s - start.stat.steal_s, 0.0) / wall * 100, 1)
     known = None
     if tool_cpu_s is not None:
