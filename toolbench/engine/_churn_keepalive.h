@@ -35,6 +35,14 @@ typedef struct {
        not spent waiting for a first byte, connections closed without a byte in the window, and
        requests sent by the core alone. When the last response ended (for a counted run's end). */
     int64_t rx, gap, silent, sent_alone, last_done, window_ns;
+    /* Coalesced reads (closed model run by time, `alone`): after a batch the core waits up to
+       coalesce_ns before reading again, while enough requests are in flight to keep the server
+       busy, so that it wakes once per several responses; each response is timed by the kernel's
+       receive timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME: rt_offset turns it into the engine's
+       clock), so the wait is not in its latency. tau_ns: the time between responses, measured
+       over two per connection; linger: the time from a response's arrival to the next request on
+       its connection, summed, and how many (the result says it). */
+    int64_t coalesce_ns, rt_offset, tau_ns, tau_mark, tau_seen, linger_ns, linger_n;
     PyObject *load, *rec, *lat_add, *ulat_add, *codes, *done, *failed, *failed_soon, *opened;
 } KeepAlive;
 

@@ -8,9 +8,12 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IN_EVENTS (EPOLLIN | EPOLLRDHUP) /* RDHUP: the peer's close, seen with the bytes before it */
+#define LINGER_ROUND_NS 1000000     /* waited per callback beyond its first wait: the loop's timers run */
 
 /* Edge-triggered: a socket is reported once per change, not again at every epoll_wait while it
    stays ready (the kernel polls each reported socket anew otherwise); so a read goes on until
@@ -56,6 +59,7 @@ static int new_connection(KeepAlive *c, KSlot *s, int64_t started, int *err) {
     }
     int one = 1; /* as uvloop's connections (the Python path): a body's last piece is not held back */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (c->coalesce_ns) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     ka_reset_slot(s);
     s->t_start = started;
     *err = connect(fd, (struct sockaddr *)&c->addr, c->addrlen) == 0 ? 0 : errno;
@@ -198,17 +202,32 @@ static int count_code(KeepAlive *c, int code) {
     return v == NULL ? -1 : PyList_SetItem(c->codes, code, v);
 }
 
+/* Coalescing: the time between two responses, over the last two per connection (64 to 1024). */
+static void pace(KeepAlive *c, int64_t at) {
+    int64_t every = c->nslots * 2 < 64 ? 64 : c->nslots * 2 > 1024 ? 1024 : c->nslots * 2;
+    if (c->tau_mark == 0 || at < c->tau_mark) {
+        c->tau_mark = at;
+        c->tau_seen = 0;
+    } else if (++c->tau_seen == every) {
+        c->tau_ns = (at - c->tau_mark) / every;
+        c->tau_mark = at;
+        c->tau_seen = 0;
+    }
+}
+
 /* The response is whole: time it, keep the connection if it can go on, start the next request
-   (the closed model) or hand the slot back to Python (its schedule, the end of the budget). */
-static int complete(KeepAlive *c, Py_ssize_t i, int64_t now) {
+   (the closed model) or hand the slot back to Python (its schedule, the end of the budget).
+   `at`: when the response's last bytes reached the socket (the kernel's time where reads are
+   coalesced, else `now`); `now`: the clock as the core reads it, when the next request goes. */
+static int complete(KeepAlive *c, Py_ssize_t i, int64_t at, int64_t now) {
     KSlot *s = &c->slots[i];
     int code = s->fr.final_code;
     if (code != 200 && count_code(c, code) < 0) return -1; /* 200s are the responses not counted here */
-    c->lat[c->nlat] = now - s->t_sched;
-    if (c->ulat != NULL) c->ulat[c->nlat] = now - s->t_start;
+    c->lat[c->nlat] = at - s->t_sched;
+    if (c->ulat != NULL) c->ulat[c->nlat] = at - s->t_start;
     if (++c->nlat == BATCH && ka_flush(c) < 0) return -1;
-    c->gap += now - s->t_first;
-    c->last_done = now;
+    c->gap += at - s->t_first;
+    c->last_done = at;
     /* Reused as llhttp would keep it, if the whole request went out and nothing followed the response. */
     if (s->fr.keep_alive && s->state == KS_WAITING && !s->fr.unread) {
         s->state = KS_IDLE;
@@ -219,11 +238,46 @@ static int complete(KeepAlive *c, Py_ssize_t i, int64_t now) {
     }
     if (c->alone) {
         c->sent_alone++;
+        if (c->coalesce_ns) {
+            c->linger_ns += now - at;
+            c->linger_n++;
+            pace(c, at);
+        }
         return ka_send(c, i, now, now);
     }
     int go_on = c->closed ? churn_take_budget(c->load) : 0;
     if (go_on) return go_on < 0 ? -1 : ka_send(c, i, now, now);
     return call_back_int(c->done, i, now);
+}
+
+static inline int64_t realtime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One read. *arrived: when its last bytes reached the socket, on the engine's clock, by the
+   kernel's receive timestamp where reads are coalesced; 0 where there is none. */
+static ssize_t read_some(KeepAlive *c, KSlot *s, int64_t *arrived) {
+    *arrived = 0;
+    if (!c->coalesce_ns) return recv(s->fd, c->rbuf, READ_SIZE, 0);
+    struct iovec iov = {.iov_base = c->rbuf, .iov_len = READ_SIZE};
+    union {
+        char buf[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    ssize_t r = recvmsg(s->fd, &msg, 0);
+    if (r <= 0) return r;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+            *arrived = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - c->rt_offset;
+        }
+    }
+    return r;
 }
 
 /* Reads what the socket holds: all of it (edge-triggered), or up to the end of the response.
@@ -232,7 +286,8 @@ static int readable(KeepAlive *c, Py_ssize_t i, int closing) {
     KSlot *s = &c->slots[i];
     for (;;) {
         ssize_t r;
-        do r = recv(s->fd, c->rbuf, READ_SIZE, 0);
+        int64_t arrived;
+        do r = read_some(c, s, &arrived);
         while (r < 0 && errno == EINTR);
         if (r < 0 && errno == EAGAIN) return 0;
         if (s->state == KS_IDLE) { /* closed by the server, or bytes nobody asked for: let it go, uncounted */
@@ -242,14 +297,16 @@ static int readable(KeepAlive *c, Py_ssize_t i, int closing) {
         }
         if (r < 0) return fail(c, i, errno == ECONNRESET ? K_RESET : K_CLOSED);
         int64_t now = churn_now_ns();
-        if (r == 0) return s->t_first && framing_ends_at_close(&s->fr) ? complete(c, i, now) : fail(c, i, K_CLOSED);
-        if (!s->t_first) s->t_first = now;
+        /* Held between the send and now: the two clocks are read apart, and the wall clock may step. */
+        int64_t at = arrived == 0 || arrived > now ? now : arrived < s->t_sent ? s->t_sent : arrived;
+        if (r == 0) return s->t_first && framing_ends_at_close(&s->fr) ? complete(c, i, now, now) : fail(c, i, K_CLOSED);
+        if (!s->t_first) s->t_first = at;
         s->rx += r;
         int st = framing_feed(&s->fr, c->head, c->rbuf, (size_t)r);
         if (st < 0) return fail(c, i, K_MALFORMED);
         if (st) {
             if (closing) s->fr.keep_alive = 0; /* closed right after its response: the next one opens anew */
-            return complete(c, i, now);
+            return complete(c, i, at, now);
         }
         if (r < READ_SIZE && !closing) return 0; /* empty now: what comes next is a new edge */
     }
@@ -271,16 +328,35 @@ static int handle(KeepAlive *c, const struct epoll_event *e) {
     return rc;
 }
 
+/* How long to wait before reading again: an eighth of the time the server needs for the requests
+   in flight (every slot has one in the closed model), at most coalesce_ns; 0 until the time
+   between responses is known. So the server is never left without work, and a connection waits
+   on average a sixteenth of that time before its next request (the result says how long). */
+static int64_t linger_for(const KeepAlive *c) {
+    int64_t d = (int64_t)c->nslots * c->tau_ns / 8;
+    return d < c->coalesce_ns ? d : c->coalesce_ns;
+}
+
 int ka_ready(KeepAlive *c) {
     struct epoll_event evs[BATCH];
-    int n = epoll_wait(c->epfd, evs, BATCH, 0);
-    if (n < 0) {
-        if (errno == EINTR) return 0;
-        PyErr_SetFromErrno(PyExc_OSError);
-        return -1;
+    int64_t waited = 0;
+    for (;;) {
+        if (c->coalesce_ns) c->rt_offset = realtime_ns() - churn_now_ns();
+        int n = epoll_wait(c->epfd, evs, BATCH, 0);
+        if (n < 0) {
+            if (errno == EINTR) break;
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        for (int k = 0; k < n && c->epfd >= 0; k++) /* a callback may have stopped the run */
+            if (handle(c, &evs[k]) < 0) return -1;
+        int64_t d = n > 0 && c->epfd >= 0 && c->coalesce_ns ? linger_for(c) : 0;
+        if (d <= 0 || (waited > 0 && waited + d > LINGER_ROUND_NS)) break;
+        /* Responses arriving meanwhile wait in their sockets, timed by the kernel. */
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = (long)d};
+        nanosleep(&pause, NULL);
+        waited += d;
     }
-    for (int k = 0; k < n && c->epfd >= 0; k++) /* a callback may have stopped the run */
-        if (handle(c, &evs[k]) < 0) return -1;
     return ka_flush(c);
 }
 

@@ -120,7 +120,8 @@ class NativeKeepAlive(NativeChurn):
         self.errors: dict[int, str] = {}  # by slot: why its connection could not be opened before the start
         self.opening = 0
         self.prepared: asyncio.Future[None] | None = None
-        super().__init__(load, slots, core_type, counted=load.counted, opened=self._opened)
+        super().__init__(load, slots, core_type, counted=load.counted, opened=self._opened,
+                         coalesce_ns=load.coalesce_ns)
 
     async def prepare(self) -> tuple[int, str | None]:
         """Opens every slot's connection before the clock starts, as Load.prepare does on the
@@ -164,16 +165,19 @@ class NativeKeepAlive(NativeChurn):
     def stop(self) -> None:
         """Drops the requests in flight uncounted, and hands the recorder and the load what
         the core kept: the bytes received, the time-to-first-byte gap, the silent connections,
-        the requests it sent by itself (Load.issued() counts them), the last response's end."""
+        the wait between responses and next requests (coalesced reads), the requests it sent by
+        itself (Load.issued() counts them), the last response's end."""
         fd = self.core.fileno()
         if fd < 0:
             return
         self.load.loop.remove_reader(fd)
-        rx, gap, silent, sent_alone, last_done = self.core.stop()
+        rx, gap, silent, sent_alone, last_done, linger, lingered = self.core.stop()
         load, rec = self.load, self.load.rec
         rec.received_bytes += rx
         rec.gap_ns += gap
         rec.silent_conns += silent
+        rec.linger_ns += linger
+        rec.lingered += lingered
         load.final_budget -= sent_alone
         load.last_done_ns = max(load.last_done_ns, last_done)
         self._prepared()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import toolbench
-from toolbench.engine.options import EngineError, EngineOptions, parse_duration, parse_header
+from toolbench.engine.options import DEFAULT_COALESCE_S, EngineError, EngineOptions, parse_duration, parse_header
 from toolbench.engine.summary import render
 from toolbench.errors import UsageError
 from toolbench.record.schema import Status
@@ -62,6 +62,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="connect timeout (default: the request timeout)")
     parser.add_argument("--warmup", type=_duration, default=0.0, metavar="S",
                         help="load for this long first, excluded from the results")
+    parser.add_argument("--coalesce", type=_duration, default=DEFAULT_COALESCE_S, metavar="S",
+                        help="keep-alive, closed model, run by time: wait up to this long between reads (default "
+                             "200us; 0: read each response as it comes), so that one wake-up reads several "
+                             "responses; each is timed by the kernel's receive timestamp, and the result says "
+                             "how long a connection waited before its next request")
     tls = parser.add_argument_group("https")
     tls.add_argument("--cacert", metavar="PEM", help="trust the CA certificate(s) in this file (default: the "
                                                       "system's store); the server's certificate is always verified")
@@ -109,7 +114,7 @@ def options_from_args(args: argparse.Namespace) -> EngineOptions:
         workers=args.workers, rate_rps=rate, keepalive=args.keepalive, method=args.method.upper(),
         headers=tuple(parse_header(h) for h in args.header), body=body, timeout_s=args.timeout,
         connect_timeout_s=args.connect_timeout, warmup_s=args.warmup, cacert=args.cacert,
-        tls_resume=args.tls_resume, workload=workload)
+        tls_resume=args.tls_resume, workload=workload, coalesce_s=args.coalesce)
 
 
 def run_command(args: argparse.Namespace) -> int:

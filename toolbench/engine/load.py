@@ -31,6 +31,7 @@ class Load:
         self.head = opts.method == "HEAD"
         self.open = opts.open_model
         self.counted = opts.requests is not None  # stops on a request count, not on time
+        self.coalesce_ns = round(opts.coalesce_s * 1e9)  # the C keep-alive core's (options.DEFAULT_COALESCE_S)
         self.timeout_ns = int(opts.timeout_s * 1e9)
         self.connect_timeout_s = opts.connect_timeout
         self.budget = UNLIMITED  # requests this worker may still start

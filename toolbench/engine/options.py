@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 
 USER_AGENT = "toolbench-engine"
 DEFAULT_TIMEOUT_S = 10.0
+# The keep-alive C core's longest wait between reads in the closed model run by time (_churn_keepalive.c):
+# at c50 against nginx here the core waits about 0.1 ms, an eighth of what nginx needs for the
+# requests in flight, and wakes for several responses, not one or two.
+DEFAULT_COALESCE_S = 0.0002
 
 
 class EngineError(ToolbenchError):
@@ -49,6 +53,7 @@ class EngineOptions:
     scenario: str = "engine"
     cacert: str | None = None  # https: PEM file of the CA(s) to trust; None: the system's store
     tls_resume: bool = True  # https: a new connection resumes its slot's (or worker's) last session
+    coalesce_s: float = DEFAULT_COALESCE_S  # the C keep-alive core's longest wait between reads; 0: none
     extra: dict[str, str] = field(default_factory=dict)
     # Several named requests (--workload, engine/workload.py), run on the Python path; None: the one request.
     workload: "WorkloadSpec | None" = None
@@ -84,6 +89,8 @@ def validate(opts: EngineOptions) -> None:
         raise EngineError(f"timeout must be positive, got {opts.timeout_s:g}s")
     if opts.warmup_s < 0:
         raise EngineError(f"warm-up cannot be negative, got {opts.warmup_s:g}s")
+    if not 0 <= opts.coalesce_s <= 0.01:
+        raise EngineError(f"--coalesce must be between 0 and 10ms, got {opts.coalesce_s:g}s")
     if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", opts.method):
         raise EngineError(f"not an HTTP method: {opts.method!r}")
     if opts.workload is not None and opts.workload.stages:
@@ -133,12 +140,12 @@ def request_bytes(opts: EngineOptions, target: Target) -> bytes:
     return head.encode("latin-1") + opts.body
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|ms|s|m|h)?\s*$")
+_UNITS = {"us": 1e-6, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def parse_duration(text: str) -> float:
-    """`10`, `10s`, `500ms`, `2m`, `1h` -> seconds."""
+    """`10`, `10s`, `500ms`, `200us`, `2m`, `1h` -> seconds."""
     match = _DURATION.match(text)
     if not match:
         raise EngineError(f"not a duration: {text!r} (e.g. 10s, 500ms, 2m)")

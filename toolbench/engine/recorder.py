@@ -115,6 +115,8 @@ class WorkerResult:
     series: list[Second] = field(default_factory=list)
     note: str | None = None
     silent_conns: int = 0  # connections open since the window began that received nothing in it
+    linger_ns: int = 0  # coalesced reads: response's arrival to the next request, summed (Recorder.linger_ns)
+    lingered: int = 0
     schedule: Schedule | None = None  # open model only
     tls_handshakes: int = 0  # https: handshakes completed, the warm-up's included
     tls_resumed: int = 0  # of those, the ones that resumed a session
@@ -178,6 +180,10 @@ class Recorder:
         self.received_bytes = 0  # of closed connections; live ones keep their own count
         self.gap_ns = 0  # of closed connections: latency not spent waiting for the first byte
         self.silent_conns = 0  # closed connections, open since the window began, that received nothing in it
+        # Coalesced reads (the C keep-alive core): from each response's arrival to the next request on
+        # its connection, summed, and how many such requests.
+        self.linger_ns = 0
+        self.lingered = 0
         self._errors_seen = 0
         self._failed_seen = 0
         # Drained since the last flush: the responses, their µs sum and max.

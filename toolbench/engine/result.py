@@ -27,6 +27,7 @@ PYTHON_PATH_NOTE = ("engine_python_path: keep-alive off ran on the engine's pure
                     "extension is not built here, or TOOLBENCH_ENGINE_CHURN=python asked for it), which costs "
                     "more CPU per request than the C path (bench/README.md)")
 TLS_NOTE = "engine_tls"
+COALESCE_NOTE = "engine_coalesced_reads"
 WORKLOAD_NOTE = "engine_workload"
 # Engine failure kinds (engine.recorder.FAILURE_KINDS) to the schema's classes (toolbench.record.failures):
 # connect_timeout is a timeout, so timeout comes first.
@@ -71,6 +72,12 @@ def measurement(out: Collected, version: str | None = None) -> Measurement:
     if silent and opts.duration_s is not None and opts.keepalive:
         notes.append(f"{SILENT_NOTE}: {silent} of the connections open when the measured window began "
                      "received no response in it")
+    lingered = sum(r.lingered for r in results)
+    if lingered:
+        mean_us = sum(r.linger_ns for r in results) / lingered / 1e3
+        notes.append(f"{COALESCE_NOTE}: the engine read its responses in batches (--coalesce {opts.coalesce_s * 1e6:g}us), "
+                     "each timed by the kernel's receive timestamp; a connection waited on average "
+                     f"{mean_us:.1f} us between its response's arrival and its next request")
     if opts.workload is not None:
         notes.append(_workload_note(results, opts.open_model))
     if out.target.tls:

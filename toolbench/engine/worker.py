@@ -209,6 +209,8 @@ def _result(plan: WorkerPlan, load: "Load | WorkloadLoad", rec: Recorder, window
         series=list(rec.series),
         note=f"worker {plan.index}: {load.crashed}" if load.crashed else None,
         silent_conns=rec.silent_conns + silent,
+        linger_ns=rec.linger_ns,
+        lingered=rec.lingered,
         tls_handshakes=rec.tls_handshakes,
         tls_resumed=rec.tls_resumed,
         schedule=schedule,
