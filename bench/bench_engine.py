@@ -8,8 +8,8 @@ connection per request). CPU is the user+system time of the tool's whole process
 (os.wait4 on the pinned child), start-up included. wrk, ab and Locust FastHttpUser run
 the commands below; every other installed tool runs the command its toolbench adapter
 builds (bench_adapters.py). With keep-alive on, the table is written into bench/README.md,
-between its bench_engine markers; engine-nc is the engine with its reads not coalesced
-(`--coalesce 0`), so both run side by side.
+between its bench_engine markers; engine-co is the engine with its keep-alive reads coalesced
+(`--coalesce 200us`), beside its default.
 
     .venv/bin/python bench/bench_engine.py [--rounds 3] [--duration 5] [--connections 50] [--tools all]
     .venv/bin/python bench/bench_engine.py --keepalive off [--rounds 5] [--tools engine,engine-py,ab]
@@ -102,20 +102,20 @@ def pinned_usage(argv: list[str], cpu: int, cwd: Path, timeout: float,
 
 
 def run_engine(url: str, conns: int, duration: float, work: Path, keepalive: bool = True,
-               python_path: bool = False, coalesce: bool = True) -> Sample:
+               python_path: bool = False, coalesce: bool = False) -> Sample:
     """`python_path`: keep-alive off on the engine's pure-Python path (engine-py), not its C one;
-    `coalesce` False: keep-alive reads not coalesced (engine-nc, `--coalesce 0`)."""
+    `coalesce`: keep-alive reads coalesced (engine-co, `--coalesce 200us`)."""
     result = work / "engine.json"
     argv = [sys.executable, "-m", "toolbench.engine", url, "-c", str(conns), "-d", f"{duration:g}s",
             "-w", "1", "--json-out", str(result), "--no-progress"] + ([] if keepalive else ["--no-keepalive"])
-    argv += [] if coalesce else ["--coalesce", "0"]
+    argv += ["--coalesce", "200us"] if coalesce else []
     env = {**os.environ, PATH_ENV: "python"} if python_path else None
     out, err, cpu = pinned(argv, 1, work, duration + 60, env)
     data = json.loads(result.read_text())
     measured = data.get("measurement", data)  # schema 2 on: the tool's figures under `measurement`
     if measured["counts"]["requests_failed"]:
         raise RuntimeError(f"engine: {measured['counts']['requests_failed']} requests failed: {err[-500:]!r}")
-    name = "engine-py" if python_path else "engine" if coalesce else "engine-nc"
+    name = "engine-py" if python_path else "engine-co" if coalesce else "engine"
     return Sample(name, measured["counts"]["requests_total"], measured["timing"]["duration_s"], cpu)
 
 
@@ -168,7 +168,7 @@ def run_locust(url: str, conns: int, duration: float, work: Path) -> Sample:
 def startup_cpu(tool: str, url: str, work: Path, keepalive: bool = True) -> float:
     """CPU of a run that sends (about) one request: the tool's fixed cost per run,
     which the figures above include and the `minus start-up` column takes out."""
-    if tool in ("engine", "engine-nc", "engine-py"):  # the same start-up: the C path is loaded with the engine
+    if tool in ("engine", "engine-co", "engine-py"):  # the same start-up: the C path is loaded with the engine
         argv = [sys.executable, "-m", "toolbench.engine", url, "-c", "1", "-n", "1", "-w", "1", "--no-progress"]
         argv += [] if keepalive else ["--no-keepalive"]
     elif tool == "ab":
@@ -218,11 +218,11 @@ def main() -> int:
     base = "wrk" if keepalive else "ab"
     chosen = args.tools or ("all" if keepalive else "engine,engine-py,ab")
     wanted = None if chosen == "all" else chosen.split(",")
-    tools = [t for t in ("engine", "engine-nc", "engine-py", "wrk", "ab", "locust") if wanted is None or t in wanted]
+    tools = [t for t in ("engine", "engine-co", "engine-py", "wrk", "ab", "locust") if wanted is None or t in wanted]
     if keepalive and "engine-py" in tools:
         tools.remove("engine-py")  # the Python path is keep-alive off's only
-    if not keepalive and "engine-nc" in tools:
-        tools.remove("engine-nc")  # reads are coalesced with keep-alive only
+    if not keepalive and "engine-co" in tools:
+        tools.remove("engine-co")  # reads are coalesced with keep-alive only
     skipped: dict[str, str] = {}
     for tool in [t for t in ("wrk", "ab") if t in tools and shutil.which(t) is None]:
         skipped[tool] = "not installed"
@@ -283,7 +283,7 @@ def _one(tool: str, url: str, args: argparse.Namespace, work: Path, expected_rps
     runners: dict[str, Callable[[], Sample]] = {
         "engine": lambda: run_engine(url, args.connections, args.duration, work, args.keepalive == "on"),
         "engine-py": lambda: run_engine(url, args.connections, args.duration, work, False, python_path=True),
-        "engine-nc": lambda: run_engine(url, args.connections, args.duration, work, coalesce=False),
+        "engine-co": lambda: run_engine(url, args.connections, args.duration, work, coalesce=True),
         "wrk": lambda: run_wrk(url, args.connections, args.duration, work),
         "ab": lambda: run_ab(url, args.connections, args.duration, work, expected_rps, args.keepalive == "on"),
         "locust": lambda: run_locust(url, args.connections, args.duration, work),
@@ -297,7 +297,7 @@ def _report(samples: list[Sample], startups: dict[str, float | None], versions: 
     by_tool: dict[str, list[Sample]] = {}
     for s in samples:
         by_tool.setdefault(s.tool, []).append(s)
-    names = {"locust-fasthttp": "locust", "engine-nc": "engine"}
+    names = {"locust-fasthttp": "locust", "engine-co": "engine"}
     med: dict[str, tuple[float, float, float]] = {}
     for tool, ss in by_tool.items():
         fixed = startups.get(names.get(tool, tool)) or 0.0  # None: not measured, taken as none

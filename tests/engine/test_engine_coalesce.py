@@ -66,9 +66,9 @@ def test_a_response_is_timed_when_it_arrived_not_when_the_engine_read_it() -> No
 
 @pytest.mark.usefixtures("c_path")
 @pytest.mark.parametrize("kw", [
-    {"coalesce_s": 0.0, "duration_s": 0.5},  # asked for none
-    {"requests": 200},  # a request count: Python hands out each next request
-    {"rate_rps": 200.0, "duration_s": 0.5},  # the open model: each send at its time
+    {"coalesce_s": 0.0, "duration_s": 0.5},  # asked for none (the default)
+    {"requests": 200, "coalesce_s": 0.0002},  # a request count: Python hands out each next request
+    {"rate_rps": 200.0, "duration_s": 0.5, "coalesce_s": 0.0002},  # the open model: each send at its time
 ])
 def test_where_it_does_not_apply_nothing_waits_and_nothing_is_said(nginx, kw: dict[str, Any]) -> None:
     result = run(nginx.base_url.rstrip("/"), connections=4, **kw)
@@ -77,17 +77,18 @@ def test_where_it_does_not_apply_nothing_waits_and_nothing_is_said(nginx, kw: di
 
 
 @pytest.mark.usefixtures("c_path")
-def test_by_default_a_timed_keepalive_run_coalesces_and_says_so(nginx) -> None:
-    result = run(nginx.base_url.rstrip("/"), connections=8, duration_s=1.0)
+def test_asked_for_a_timed_keepalive_run_coalesces_and_says_so_and_not_by_default(nginx) -> None:
+    result = run(nginx.base_url.rstrip("/"), connections=8, duration_s=1.0, coalesce_s=0.0002)
     assert result.outcome.status is Status.OK
     waited = waited_us(result)
     assert waited is not None and waited >= 0
-    assert f"--coalesce {DEFAULT_COALESCE_S * 1e6:g}us" in next(
-        n for n in result.measurement.notes if n.startswith(COALESCE_NOTE))
+    assert "--coalesce 200us" in next(n for n in result.measurement.notes if n.startswith(COALESCE_NOTE))
+    assert DEFAULT_COALESCE_S == 0.0
+    assert waited_us(run(nginx.base_url.rstrip("/"), connections=8, duration_s=0.5)) is None
 
 
 def test_the_wait_is_a_duration_of_at_most_10ms() -> None:
-    assert parse_duration("200us") == pytest.approx(DEFAULT_COALESCE_S)
+    assert parse_duration("200us") == pytest.approx(0.0002)
     validate(EngineOptions(url="http://127.0.0.1:1/", connections=1, duration_s=1.0, coalesce_s=0.01))
     with pytest.raises(EngineError, match=r"--coalesce must be between 0 and 10ms, got 0.02s"):
         validate(EngineOptions(url="http://127.0.0.1:1/", connections=1, duration_s=1.0, coalesce_s=0.02))

@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 
 USER_AGENT = "toolbench-engine"
 DEFAULT_TIMEOUT_S = 10.0
-# The keep-alive C core's longest wait between reads in the closed model run by time (_churn_keepalive.c):
-# at c50 against nginx here the core waits about 0.1 ms, an eighth of what nginx needs for the
-# requests in flight, and wakes for several responses, not one or two.
-DEFAULT_COALESCE_S = 0.0002
+# The keep-alive C core's longest wait between reads in the closed model run by time
+# (_churn_keepalive.c). Off by default: on a quiet host 200us took a fifth off the engine's CPU per
+# request, but on a busy one the host made the waits longer than asked and nginx ran short of
+# requests in some runs (bench/README.md), and a reference generator must not lose rate that way.
+DEFAULT_COALESCE_S = 0.0
 
 
 class EngineError(ToolbenchError):
