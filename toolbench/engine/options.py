@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 USER_AGENT = "toolbench-engine"
 DEFAULT_TIMEOUT_S = 10.0
 # The keep-alive C core's longest wait between reads in the closed model run by time
-# (_churn_keepalive.c). Off by default: on a quiet host 200us took a fifth off the engine's CPU per
-# request, but on a busy one the host made the waits longer than asked and nginx ran short of
-# requests in some runs (bench/README.md), and a reference generator must not lose rate that way.
+# (_churn_keepalive.c). Off by default: 200us took 13 to 15 % off the engine's CPU per request
+# here, but this VM's timers fired late when the host was busy, the waits grew past what was
+# asked and nginx ran short of requests in some runs (bench/README.md): a reference generator
+# must not lose rate that way.
 DEFAULT_COALESCE_S = 0.0
 
 
