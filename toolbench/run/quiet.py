@@ -14,8 +14,9 @@ user, system, irq and softirq are ticks sampled at 250 Hz, and on a CPU that wak
 (a generator's, waiting on thousands of connections) those ticks overcount its busy time. Summed,
 they put study 000's gunicorn with 4 gevent workers 2 to 7 % of a core above the processes' own
 time with nothing else running; wall less idle put it within 1 % (docs/studies/000.md). Under
-heavy steal the processes' own times come out above this total (measured: 14.35 s against 11.98 s in a cell at 39 %
-steal), so they hold some stolen time; that side is never counted as foreign.
+heavy steal the processes' own times come out above this total (measured: 14.35 s against
+11.98 s in a cell at 39 % steal), so they hold some stolen time; that side is never counted as
+foreign.
 
 How interrupt time is charged decides whether it stays in the total. With
 CONFIG_IRQ_TIME_ACCOUNTING a task's time leaves out the irq and softirq work done while it ran, so
