@@ -44,10 +44,13 @@ int churn_intern(void);
 
 /* Shared with the keep-alive core (_churn_keepalive*.c). */
 extern PyObject *churn_kinds[K_COUNT]; /* the failure kinds' names, interned */
-static inline int64_t churn_now_ns(void) {
+static inline int64_t churn_clock_ns(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* = time.perf_counter_ns(), the engine's clock */
+    clock_gettime(clock, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static inline int64_t churn_now_ns(void) {
+    return churn_clock_ns(CLOCK_MONOTONIC); /* = time.perf_counter_ns(), the engine's clock */
 }
 /* The failure kind of a connect that failed with `err`. */
 int churn_connect_kind(int err);

@@ -250,12 +250,6 @@ static int complete(KeepAlive *c, Py_ssize_t i, int64_t at, int64_t now) {
     return call_back_int(c->done, i, now);
 }
 
-static inline int64_t realtime_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* One read. *arrived: when its last bytes reached the socket, on the engine's clock, by the
    kernel's receive timestamp where reads are coalesced; 0 where there is none. */
 static ssize_t read_some(KeepAlive *c, KSlot *s, int64_t *arrived) {
@@ -341,7 +335,7 @@ int ka_ready(KeepAlive *c) {
     struct epoll_event evs[BATCH];
     int64_t waited = 0;
     for (;;) {
-        if (c->coalesce_ns) c->rt_offset = realtime_ns() - churn_now_ns();
+        if (c->coalesce_ns) c->rt_offset = churn_clock_ns(CLOCK_REALTIME) - churn_now_ns();
         int n = epoll_wait(c->epfd, evs, BATCH, 0);
         if (n < 0) {
             if (errno == EINTR) break;

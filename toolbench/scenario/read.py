@@ -144,11 +144,11 @@ def load(path: str | Path, profile: str | None = None) -> Scenario:
             # A profile that runs fewer tools leaves the claims on the others not measured: its
             # claims and criteria may name every tool of the scenario's own matrix.
             named = loaded.matrix.tool if loaded.matrix is not None else ()
-            for name in declared:
-                _parse(path, root, profiles.merged(top, declared, name, str(path)), name, tuple(declared), named)
-            if profile is not None:
-                loaded = _parse(path, root, profiles.merged(top, declared, profile, str(path)), profile,
-                                tuple(declared), named)
+            parsed = {name: _parse(path, root, profiles.merged(top, declared, name, str(path)), name,
+                                   tuple(declared), named) for name in declared}
+            if profile is not None:  # one not declared: merged() says so
+                loaded = parsed.get(profile) or _parse(path, root, profiles.merged(top, declared, profile, str(path)),
+                                                       profile, tuple(declared), named)
         except ScenarioError as exc:  # one that reading cannot step over ends it, after those found before
             errors.append(exc)
     if errors:
