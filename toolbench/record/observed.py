@@ -134,11 +134,13 @@ class CellMachine:
     position: int | None = None  # 1-based, in the order the run's cells ran
     tool_cpus: list[int] | None = None  # the tool's affinity as the kernel gave it; None: not read
     disturbed_by: str | None = None  # why the cell is disturbed, when it is
-    # What foreign_cpu_pct was taken from, CPU seconds over the tool's run: the machine's total
+    # CPU seconds over the tool's run (toolbench.run.quiet): the processes seen outside the cell
+    # with the children they reaped (foreign_cpu_pct is taken from it), the machine's total
     # (/proc/stat: its CPUs' time less idle and steal; runs before 2026-12-03 summed its busy
-    # ticks, which overcount a CPU that wakes in short bursts), the known processes' own time (the
-    # tool, the target, toolbench, kernel threads; None: the tool's CPU unknown) and the processes
-    # seen outside them (toolbench.run.quiet).
+    # ticks) and the known processes' own time (the tool, the target, toolbench, kernel threads;
+    # None: the tool's CPU unknown). Runs before the evening of 2026-12-03 took foreign_cpu_pct
+    # from the larger of the seen (without reaped children) and the total less the known, which
+    # holds the kernel's work on idle CPUs and so grows with the cell's own rate.
     cpu_total_s: float | None = None
     cpu_known_s: float | None = None
     cpu_seen_s: float | None = None

@@ -1,35 +1,29 @@
 """Whether the machine that ran a cell's tool was quiet while it ran.
 
-Over exactly the tool's run (not its warm-up, not the probe's baseline), the CPU time this machine
-spent (/proc/stat's aggregate) less the CPU of the processes known to be part of the cell: the
-tool (the kernel's rusage of it and the children it waited for), the target's processes started
-here, toolbench's own process and the children it reaped (its `ss` calls: gone before any scan
-sees them), and kernel threads (children of kthreadd, pid 2: they carry the cell's own network
-work). What is left is foreign: work another program did on the machine the
-cell was measured on. The time a hypervisor stole from this machine's CPUs is measured beside it.
+Over exactly the tool's run (not its warm-up, not the probe's baseline), the CPU of every process
+outside the cell: not the tool (the kernel's rusage of it and the children it waited for), the
+target's processes started here, toolbench's own process and the children it reaped (its `ss`
+calls), or kernel threads (children of kthreadd, pid 2: they carry the cell's own network work).
+Each process counts with the children it reaped in the window (its children's times, less what a
+child seen at the start had spent before it), so a short-lived program counts once its parent
+waited for it: a build's compilers through make, a job through cron, an orphan through init.
+That CPU is foreign: work another program did on the machine the cell was measured on. The time a
+hypervisor stole from this machine's CPUs is measured beside it.
 
-The machine's total is its CPUs' wall time less their idle, iowait and stolen time, not the sum
-of the busy fields: with NOHZ idle (a tickless idle CPU) /proc/stat's idle is measured exactly, while
-user, system, irq and softirq are ticks sampled at 250 Hz, and on a CPU that wakes for short bursts
-(a generator's, waiting on thousands of connections) those ticks overcount its busy time. Summed,
-they put study 000's gunicorn with 4 gevent workers 2 to 7 % of a core above the processes' own
-time with nothing else running; wall less idle put it within 1 % (docs/studies/000.md). Under
-heavy steal the processes' own times come out above this total (measured: 14.35 s against
-11.98 s in a cell at 39 % steal), so they hold some stolen time; that side is never counted as
-foreign.
+The machine's total less the known processes is recorded too, not judged. It was the foreign
+figure until 2026-12-03, and it holds kernel work done in no task's time: the interrupts an idle
+CPU takes and its exits from idle, which grow with the cell's own wake-ups (measured on this
+project's VM: 0.9 to 1.3 s over a 10 s cell of ab with keep-alive at 34,000 to 47,000 requests/s,
+about 2 µs a request, against 0.2 s at 2,000 to 5,000/s, with nothing else running), so a fast
+tool's own traffic read as 8 to 12 % of a core of foreign work. The total is the CPUs' wall time
+less their idle, iowait and stolen time (with NOHZ idle, /proc/stat's idle is exact, while user,
+system, irq and softirq are ticks sampled at 250 Hz that overcount a CPU waking in short bursts);
+irq and softirq are left out of it where CONFIG_IRQ_TIME_ACCOUNTING leaves them out of the tasks'
+times. Under heavy steal the processes' own times come out above it (14.35 s against 11.98 s in a
+cell at 39 % steal): the two clocks differ, which is why the record keeps both.
 
-How interrupt time is charged decides whether it stays in the total. With
-CONFIG_IRQ_TIME_ACCOUNTING a task's time leaves out the irq and softirq work done while it ran, so
-the total leaves irq and softirq out too: loopback traffic's softirq is the cell's own work. Without
-it (this project's VM), that work is in the times of the tasks it interrupted, and stays in the
-total. When the kernel's configuration is not readable, the first (the one that cannot call a
-quiet cell disturbed). A /proc/stat without idle times (none seen) falls back to the busy fields.
-
-Beside that difference, the processes seen outside the known trees are added up (exact for a
-process alive at the window's end, blind to one that came and went inside it): the foreign CPU is
-the larger of the two. /proc/stat counts in USER_HZ (10 ms) and both reads cut each CPU's idle to
-it, so the difference wanders by a few ticks around zero on a quiet machine: the figure recorded is
-what is left beyond that resolution (RESOLUTION_TICKS), never below 0.
+Each process's times are ticks of USER_HZ (10 ms): the figure recorded is what is left beyond that
+resolution (RESOLUTION_TICKS), never below 0.
 """
 from __future__ import annotations
 
@@ -52,9 +46,8 @@ from toolbench.servers.process import RunningTarget
 
 KTHREADD = 2  # the parent of every kernel thread
 MAX_FOREIGN = 5  # the busiest foreign processes named in a cell's record
-# Ticks of 1/USER_HZ the difference may be off by: each CPU's idle is cut to a tick at both reads,
-# and the processes' times are read a few ms from /proc/stat. Measured on this project's quiet 2-CPU
-# VM with the busy ticks (12 cells of 2 s, ab and the engine at c10 against nginx): -9.8 to +6.5.
+# Ticks of 1/USER_HZ the foreign CPU may be off by: each process's times are cut to a tick at both
+# scans, a few processes outside the cell (an agent, a shell) each adding its rounding.
 RESOLUTION_TICKS = 10
 _LOOPBACK = ("localhost", "::1")
 
@@ -105,6 +98,7 @@ class Proc:
     ppid: int
     cpu_s: float  # user + system, its own (not its reaped children's)
     created: float  # psutil's create_time: a pid reused by another process differs
+    children_s: float = 0.0  # user + system of the children it waited for
 
 
 @dataclass(frozen=True)
@@ -163,7 +157,7 @@ def _scan() -> dict[int, Proc]:
         if times is None or info.get("ppid") is None:
             continue  # gone, or not ours to read
         found[p.pid] = Proc(str(info.get("name") or "?"), int(info["ppid"]), times.user + times.system,
-                            float(info.get("create_time") or 0.0))
+                            float(info.get("create_time") or 0.0), times.children_user + times.children_system)
     return found
 
 
@@ -189,17 +183,16 @@ class Figures:
     steal_pct: float
     foreign: list[ForeignProcess]  # the busiest, at most MAX_FOREIGN
     known_s: float | None = None  # the tool, the target, toolbench, kernel threads; None: the tool's CPU unknown
-    total_s: float = 0.0  # user + nice + system, every CPU
-    seen_s: float = 0.0  # every process seen outside the known trees
+    total_s: float = 0.0  # what the machine's tasks ran, every CPU (total_s())
+    seen_s: float = 0.0  # every process seen outside the known trees, with the children it reaped
 
 
 def figures(start: Snapshot, end: Snapshot, tool_cpu_s: float | None, tool_pid: int | None,
             target_roots: Iterable[int], tick_s: float, irq_in_tasks: bool = False) -> Figures:
-    """The window's foreign CPU and steal, each as a share of one core over its wall time. The
-    foreign CPU is the larger of two lower bounds: the processes seen outside the known trees
-    (exact, but blind to one that started and ended inside the window) and the total less the
-    known (which sees those, but not foreign time the tick counted as softirq); then less the
-    counters' resolution, and never below 0."""
+    """The window's foreign CPU and steal, each as a share of one core over its wall time: the
+    processes seen outside the known trees, with the children they reaped in the window, less
+    the counters' resolution and never below 0. The machine's total and the known are kept
+    beside it (the module's docstring)."""
     wall = max(end.at - start.at, 1e-9)
     roots, tools = list(target_roots), [tool_pid] if tool_pid else []
     target = descendants(roots, start.procs) | descendants(roots, end.procs)
@@ -219,19 +212,30 @@ def figures(start: Snapshot, end: Snapshot, tool_cpu_s: float | None, tool_pid: 
         # scan) are toolbench's own work; the tool, if reaped in it, is in tool_cpu_s already.
         reaped = max(end.reaped_cpu_s - start.reaped_cpu_s - tool_cpu_s, 0.0)
         known = tool_cpu_s + known_elsewhere + (end.own_cpu_s - start.own_cpu_s) + reaped
-    left = max(max(seen_s, total - known if known is not None else 0.0) - RESOLUTION_TICKS * tick_s, 0.0)
+    left = max(seen_s - RESOLUTION_TICKS * tick_s, 0.0)
     return Figures(wall, round(left / wall * 100, 1), steal_pct, foreign, known, total, seen_s)
 
 
 def _deltas(before: Mapping[int, Proc], after: Mapping[int, Proc]) -> dict[int, float]:
-    """Each process's CPU over the window: the whole of it for one started meanwhile (its pid
-    unseen before, or seen as another process). One that ended inside the window is not seen:
-    its CPU stays in the total, foreign unless it was the tool's (rusage has it)."""
+    """Each process's CPU over the window, its own and its reaped children's: the whole of it
+    for one started meanwhile (its pid unseen before, or seen as another process). A child seen
+    at the start and gone at the end had spent some of its CPU before the window: that part is
+    taken off its parent's reaped time. A process that ended inside the window is seen through
+    the parent that waited for it."""
+    before_window: dict[int, float] = {}  # by parent: its children's CPU before the window, gone since
+    for pid, was in before.items():
+        now = after.get(pid)
+        if now is None or abs(now.created - was.created) >= 0.05:
+            before_window[was.ppid] = before_window.get(was.ppid, 0.0) + was.cpu_s + was.children_s
     out = {}
     for pid, proc in after.items():
         was = before.get(pid)
-        same = was is not None and abs(was.created - proc.created) < 0.05
-        out[pid] = max(proc.cpu_s - (was.cpu_s if same and was is not None else 0.0), 0.0)
+        if was is not None and abs(was.created - proc.created) < 0.05:
+            own = proc.cpu_s - was.cpu_s
+            reaped = proc.children_s - was.children_s - before_window.get(pid, 0.0)
+        else:
+            own, reaped = proc.cpu_s, proc.children_s
+        out[pid] = max(own, 0.0) + max(reaped, 0.0)
     return out
 
 
