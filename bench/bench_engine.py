@@ -9,7 +9,9 @@ connection per request). CPU is the user+system time of the tool's whole process
 the commands below; every other installed tool runs the command its toolbench adapter
 builds (bench_adapters.py). With keep-alive on, the table is written into bench/README.md,
 between its bench_engine markers; engine-co is the engine with its keep-alive reads coalesced
-(`--coalesce 200us`), beside its default.
+(`--coalesce 200us`), engine-nh the engine whose keep-alive core hands the loop back after every
+batch of responses instead of holding it until the next timer (TOOLBENCH_ENGINE_HOLD=0, as before
+2026-12-03), beside its default.
 
     .venv/bin/python bench/bench_engine.py [--rounds 3] [--duration 5] [--connections 50] [--tools all]
     .venv/bin/python bench/bench_engine.py --keepalive off [--rounds 5] [--tools engine,engine-py,ab]
@@ -37,7 +39,7 @@ import bench_adapters
 import psutil
 
 import toolbench
-from toolbench.engine.churn_native import PATH_ENV, churn_path
+from toolbench.engine.churn_native import HOLD_ENV, PATH_ENV, churn_path
 from toolbench.engine.options import EngineOptions, parse_url, request_bytes
 from toolbench.errors import ToolbenchError
 from toolbench.servers.nginx import nginx_static
@@ -102,20 +104,21 @@ def pinned_usage(argv: list[str], cpu: int, cwd: Path, timeout: float,
 
 
 def run_engine(url: str, conns: int, duration: float, work: Path, keepalive: bool = True,
-               python_path: bool = False, coalesce: bool = False) -> Sample:
+               python_path: bool = False, coalesce: bool = False, hold: bool = True) -> Sample:
     """`python_path`: keep-alive off on the engine's pure-Python path (engine-py), not its C one;
-    `coalesce`: keep-alive reads coalesced (engine-co, `--coalesce 200us`)."""
+    `coalesce`: keep-alive reads coalesced (engine-co, `--coalesce 200us`); not `hold`: the
+    keep-alive core hands the loop back after every batch (engine-nh)."""
     result = work / "engine.json"
     argv = [sys.executable, "-m", "toolbench.engine", url, "-c", str(conns), "-d", f"{duration:g}s",
             "-w", "1", "--json-out", str(result), "--no-progress"] + ([] if keepalive else ["--no-keepalive"])
     argv += ["--coalesce", "200us"] if coalesce else []
-    env = {**os.environ, PATH_ENV: "python"} if python_path else None
+    env = {**os.environ, PATH_ENV: "python"} if python_path else {**os.environ, HOLD_ENV: "0"} if not hold else None
     out, err, cpu = pinned(argv, 1, work, duration + 60, env)
     data = json.loads(result.read_text())
     measured = data.get("measurement", data)  # schema 2 on: the tool's figures under `measurement`
     if measured["counts"]["requests_failed"]:
         raise RuntimeError(f"engine: {measured['counts']['requests_failed']} requests failed: {err[-500:]!r}")
-    name = "engine-py" if python_path else "engine-co" if coalesce else "engine"
+    name = "engine-py" if python_path else "engine-co" if coalesce else "engine" if hold else "engine-nh"
     return Sample(name, measured["counts"]["requests_total"], measured["timing"]["duration_s"], cpu)
 
 
@@ -168,7 +171,7 @@ def run_locust(url: str, conns: int, duration: float, work: Path) -> Sample:
 def startup_cpu(tool: str, url: str, work: Path, keepalive: bool = True) -> float:
     """CPU of a run that sends (about) one request: the tool's fixed cost per run,
     which the figures above include and the `minus start-up` column takes out."""
-    if tool in ("engine", "engine-co", "engine-py"):  # the same start-up: the C path is loaded with the engine
+    if tool in ("engine", "engine-co", "engine-nh", "engine-py"):  # the same start-up: the C path is loaded with the engine
         argv = [sys.executable, "-m", "toolbench.engine", url, "-c", "1", "-n", "1", "-w", "1", "--no-progress"]
         argv += [] if keepalive else ["--no-keepalive"]
     elif tool == "ab":
@@ -218,11 +221,13 @@ def main() -> int:
     base = "wrk" if keepalive else "ab"
     chosen = args.tools or ("all" if keepalive else "engine,engine-py,ab")
     wanted = None if chosen == "all" else chosen.split(",")
-    tools = [t for t in ("engine", "engine-co", "engine-py", "wrk", "ab", "locust") if wanted is None or t in wanted]
+    tools = [t for t in ("engine", "engine-co", "engine-nh", "engine-py", "wrk", "ab", "locust")
+             if wanted is None or t in wanted]
     if keepalive and "engine-py" in tools:
         tools.remove("engine-py")  # the Python path is keep-alive off's only
-    if not keepalive and "engine-co" in tools:
-        tools.remove("engine-co")  # reads are coalesced with keep-alive only
+    for variant in ("engine-co", "engine-nh"):
+        if not keepalive and variant in tools:
+            tools.remove(variant)  # keep-alive only: coalesced reads, held callbacks
     skipped: dict[str, str] = {}
     for tool in [t for t in ("wrk", "ab") if t in tools and shutil.which(t) is None]:
         skipped[tool] = "not installed"
@@ -284,6 +289,7 @@ def _one(tool: str, url: str, args: argparse.Namespace, work: Path, expected_rps
         "engine": lambda: run_engine(url, args.connections, args.duration, work, args.keepalive == "on"),
         "engine-py": lambda: run_engine(url, args.connections, args.duration, work, False, python_path=True),
         "engine-co": lambda: run_engine(url, args.connections, args.duration, work, coalesce=True),
+        "engine-nh": lambda: run_engine(url, args.connections, args.duration, work, hold=False),
         "wrk": lambda: run_wrk(url, args.connections, args.duration, work),
         "ab": lambda: run_ab(url, args.connections, args.duration, work, expected_rps, args.keepalive == "on"),
         "locust": lambda: run_locust(url, args.connections, args.duration, work),
@@ -297,7 +303,7 @@ def _report(samples: list[Sample], startups: dict[str, float | None], versions: 
     by_tool: dict[str, list[Sample]] = {}
     for s in samples:
         by_tool.setdefault(s.tool, []).append(s)
-    names = {"locust-fasthttp": "locust", "engine-co": "engine"}
+    names = {"locust-fasthttp": "locust", "engine-co": "engine", "engine-nh": "engine"}
     med: dict[str, tuple[float, float, float]] = {}
     for tool, ss in by_tool.items():
         fixed = startups.get(names.get(tool, tool)) or 0.0  # None: not measured, taken as none
@@ -330,12 +336,13 @@ def _bar(by_tool: dict[str, list[Sample]], engine: tuple[float, float, float], b
          base: str, keepalive: bool) -> None:
     us, _, rps = engine
     base_us, base_rps = base_med
-    # Side by side within each round, as well as over the medians.
-    rounds = list(zip(by_tool["engine"], by_tool[base]))
-    cpu_ratios = [e.us_per_request / a.us_per_request for e, a in rounds]
-    rps_ratios = [e.rps / a.rps for e, a in rounds]
-    print(f"  per round, engine/{base}: CPU/req {' '.join(f'{r:.3f}' for r in cpu_ratios)}; "
-          f"req/s {' '.join(f'{r:.3f}' for r in rps_ratios)}")
+    # Side by side within each round, as well as over the medians; the engine's variants too.
+    for name in [t for t in ("engine", "engine-nh", "engine-co") if t in by_tool]:
+        rounds = list(zip(by_tool[name], by_tool[base]))
+        cpu_ratios = [e.us_per_request / a.us_per_request for e, a in rounds]
+        rps_ratios = [e.rps / a.rps for e, a in rounds]
+        print(f"  per round, {name}/{base}: CPU/req {' '.join(f'{r:.3f}' for r in cpu_ratios)}; "
+              f"req/s {' '.join(f'{r:.3f}' for r in rps_ratios)}")
     if keepalive:  # issue 29's
         met = us <= 0.9 * base_us and rps >= 1.0 * base_rps
         print(f"  bar (<= 0.9x wrk CPU/req, >= 1.0x wrk req/s), start-up included: {'met' if met else 'NOT met'}")

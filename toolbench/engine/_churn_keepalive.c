@@ -11,7 +11,16 @@ path: the open model's schedule, a request count's budget, a failure. A connecti
 closes (Connection: close after nginx's keepalive_requests, a body the close ends) is reopened
 for the next request, its connect counted, as load.Slot does.
 
-The latencies go into the recorder's arrays once per batch (array.frombytes), the status
+Held callbacks (the closed model run by time, `alone`): a callback does not hand the loop back
+after its batch. The worker tells the core when the loop's next timer is due (hold(): the tick,
+the sweep, the stop) and the core waits in its own set for the next responses until then
+(epoll_pwait2, the GIL released), so the loop's own epoll_wait, its Python call and the batch's
+hand-over are paid a few times a second instead of once per wake-up. It hands the loop back at
+once when the worker's pipe turns readable (the parent's stop, registered in the set) or Python
+was called back (a failure: its call_soon must run). TOOLBENCH_ENGINE_HOLD=0 turns it off.
+
+The latencies go into the recorder's arrays every BATCH responses and whenever the loop gets
+control back (array.frombytes), the status
 codes into its list as they come; the bytes received, the time-to-first-byte gap and the silent
 connections are handed over at the stop (churn_native.NativeKeepAlive), where Load.totals()
 would have read them off the live connections. Here: the Python type; the connections are in
@@ -65,6 +74,16 @@ static PyObject *KA_send(KeepAlive *c, PyObject *const *args, Py_ssize_t nargs) 
 static PyObject *KA_ready(KeepAlive *c, PyObject *unused) {
     if (c->epfd < 0) Py_RETURN_NONE; /* stopped */
     return ka_ready(c) < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *KA_hold(KeepAlive *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "hold(until_ns, wake_fd)");
+    long long until = PyLong_AsLongLong(args[0]);
+    long wake_fd = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    if (until < 0 || wake_fd < -1 || wake_fd > INT_MAX) return PyErr_Format(PyExc_ValueError, "hold: out of range");
+    if (c->epfd < 0) Py_RETURN_NONE; /* stopped */
+    return ka_hold(c, until, (int)wake_fd) < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 static PyObject *KA_sweep(KeepAlive *c, PyObject *const *args, Py_ssize_t nargs) {
@@ -194,7 +213,7 @@ static int KA_init(KeepAlive *c, PyObject *args, PyObject *kw) {
 
 static PyObject *KA_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     KeepAlive *c = (KeepAlive *)type->tp_alloc(type, 0);
-    if (c != NULL) c->epfd = -1;
+    if (c != NULL) c->epfd = c->wake_fd = -1;
     return (PyObject *)c;
 }
 
@@ -246,6 +265,9 @@ static PyMethodDef KA_methods[] = {
      "open(slot): start opening its connection before the clock; None, or the errno of a connect failed at once"},
     {"send", (PyCFunction)(void (*)(void))KA_send, METH_FASTCALL, "send(slot, scheduled_ns): its next request"},
     {"ready", (PyCFunction)KA_ready, METH_NOARGS, "the epoll set has ready sockets: handle a batch"},
+    {"hold", (PyCFunction)(void (*)(void))KA_hold, METH_FASTCALL,
+     "hold(until_ns, wake_fd): a callback may wait for sockets until then (the loop's next timer), handing the loop "
+     "back early when wake_fd (-1: none) turns readable; the closed model run by time only"},
     {"sweep", (PyCFunction)(void (*)(void))KA_sweep, METH_FASTCALL,
      "sweep(limit_ns, connect_limit_ns): fail requests sent before limit, connects begun before connect_limit"},
     {"abandon", (PyCFunction)KA_abandon, METH_NOARGS, "close the connections still opening; return their slots"},

@@ -4,6 +4,8 @@
 
 #include "_churn.h"
 
+#include <sys/epoll.h>
+
 /* A slot's connection: none; being opened before the clock starts (no request yet); being
    opened for a request; sending one; waiting for its response; open with nothing in flight. */
 enum { KS_NONE, KS_OPENING, KS_CONNECTING, KS_SENDING, KS_WAITING, KS_IDLE };
@@ -43,6 +45,11 @@ typedef struct {
        over two per connection; linger: the time from a response's arrival to the next request on
        its connection, summed, and how many (the result says it). */
     int64_t coalesce_ns, rt_offset, tau_ns, tau_mark, tau_seen, linger_ns, linger_n;
+    /* Held callbacks (`alone`): the core waits in its own epoll set until the loop's next timer
+       (hold_until, the engine's clock; 0: none) and hands the loop back early when wake_fd (the
+       worker's pipe, in the set) turns readable or Python was called back (`called`). */
+    int64_t hold_until;
+    int wake_fd, called;
     PyObject *load, *rec, *lat_add, *ulat_add, *codes, *done, *failed, *failed_soon, *opened;
 } KeepAlive;
 
@@ -61,10 +68,15 @@ int ka_open(KeepAlive *c, Py_ssize_t i);
 /* Sends slot i's next request, on its connection or a new one; `scheduled`: when it was meant
    to start, `now`: the clock now. */
 int ka_send(KeepAlive *c, Py_ssize_t i, int64_t scheduled, int64_t now);
-/* Handles one batch of ready sockets. */
+/* Handles one ready socket's event (_churn_keepalive_conn.c). */
+int ka_handle(KeepAlive *c, const struct epoll_event *e);
+/* Handles the ready sockets: one batch, or on until the hold ends (_churn_keepalive_wait.c). */
 int ka_ready(KeepAlive *c);
 /* Fails the requests sent before `limit`, and the connects begun before `connect_limit`. */
 int ka_sweep(KeepAlive *c, int64_t limit, int64_t connect_limit);
+/* Until when a callback may hold the loop, and the descriptor that ends a hold early (-1: none;
+   registered once): 0, or -1 with an exception set. */
+int ka_hold(KeepAlive *c, int64_t until, int wake_fd);
 /* Moves the buffered latencies into the recorder's arrays. */
 int ka_flush(KeepAlive *c);
 

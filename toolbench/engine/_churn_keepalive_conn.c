@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #define IN_EVENTS (EPOLLIN | EPOLLRDHUP) /* RDHUP: the peer's close, seen with the bytes before it */
-#define LINGER_ROUND_NS 1000000     /* waited per callback beyond its first wait: the loop's timers run */
 
 /* Edge-triggered: a socket is reported once per change, not again at every epoll_wait while it
    stays ready (the kernel polls each reported socket anew otherwise); so a read goes on until
@@ -69,10 +68,17 @@ static int new_connection(KeepAlive *c, KSlot *s, int64_t started, int *err) {
     return 0;
 }
 
-static int call_back_int(PyObject *fn, Py_ssize_t i, int64_t value) {
+/* fn(i, arg): Python takes over the slot. It may have given the loop work (call_soon), so a
+   held callback hands the loop back after this batch (ka_ready). */
+static int call_back(KeepAlive *c, PyObject *fn, Py_ssize_t i, PyObject *arg) {
+    c->called = 1;
+    return churn_call_back(fn, i, arg);
+}
+
+static int call_back_int(KeepAlive *c, PyObject *fn, Py_ssize_t i, int64_t value) {
     PyObject *v = PyLong_FromLongLong(value);
     if (v == NULL) return -1;
-    int rc = churn_call_back(fn, i, v);
+    int rc = call_back(c, fn, i, v);
     Py_DECREF(v);
     return rc;
 }
@@ -82,7 +88,7 @@ static int fail(KeepAlive *c, Py_ssize_t i, int kind) {
     KSlot *s = &c->slots[i];
     if (s->state == KS_SENDING || s->state == KS_WAITING) c->gap -= s->t_sent - s->t_sched; /* no latency: back */
     ka_drop(c, s);
-    return churn_call_back(c->failed, i, churn_kinds[kind]);
+    return call_back(c, c->failed, i, churn_kinds[kind]);
 }
 
 /* As fail(), counted from the loop (call_soon): for a failure met while sending, so that a slot
@@ -91,7 +97,7 @@ static int fail_soon(KeepAlive *c, Py_ssize_t i, int kind) {
     KSlot *s = &c->slots[i];
     if (s->state == KS_SENDING || s->state == KS_WAITING) c->gap -= s->t_sent - s->t_sched;
     ka_drop(c, s);
-    return churn_call_back(c->failed_soon, i, churn_kinds[kind]);
+    return call_back(c, c->failed_soon, i, churn_kinds[kind]);
 }
 
 /* The request's bytes went out up to s->sent, the last send() having returned `n` (-1: errno
@@ -150,7 +156,7 @@ static int opened(KeepAlive *c, Py_ssize_t i) {
         if (churn_connected(c->rec, s->opened - s->t_start) < 0 || epoll_set(c, EPOLL_CTL_MOD, s, i, IN_EVENTS) < 0)
             return -1;
     }
-    return call_back_int(c->opened, i, err);
+    return call_back_int(c, c->opened, i, err);
 }
 
 int ka_send(KeepAlive *c, Py_ssize_t i, int64_t scheduled, int64_t now) {
@@ -172,7 +178,7 @@ int ka_send(KeepAlive *c, Py_ssize_t i, int64_t scheduled, int64_t now) {
     int err;
     if (new_connection(c, s, now, &err) < 0) return -1;
     s->t_sched = sched;
-    if (err) return churn_call_back(c->failed_soon, i, churn_kinds[churn_connect_kind(err)]);
+    if (err) return call_back(c, c->failed_soon, i, churn_kinds[churn_connect_kind(err)]);
     /* On loopback the handshake is over when connect() returns: the request goes at once. */
     ssize_t n = send(s->fd, PyBytes_AS_STRING(c->request), (size_t)PyBytes_GET_SIZE(c->request), MSG_NOSIGNAL);
     if (n >= 0) return connected(c, i, n, EPOLL_CTL_ADD);
@@ -182,7 +188,7 @@ int ka_send(KeepAlive *c, Py_ssize_t i, int64_t scheduled, int64_t now) {
     }
     err = errno;
     ka_drop(c, s);
-    return churn_call_back(c->failed_soon, i, churn_kinds[churn_connect_kind(err)]);
+    return call_back(c, c->failed_soon, i, churn_kinds[churn_connect_kind(err)]);
 }
 
 static int writable(KeepAlive *c, Py_ssize_t i) {
@@ -247,7 +253,7 @@ static int complete(KeepAlive *c, Py_ssize_t i, int64_t at, int64_t now) {
     }
     int go_on = c->closed ? churn_take_budget(c->load) : 0;
     if (go_on) return go_on < 0 ? -1 : ka_send(c, i, now, now);
-    return call_back_int(c->done, i, now);
+    return call_back_int(c, c->done, i, now);
 }
 
 /* One read. *arrived: when its last bytes reached the socket, on the engine's clock, by the
@@ -306,7 +312,7 @@ static int readable(KeepAlive *c, Py_ssize_t i, int closing) {
     }
 }
 
-static int handle(KeepAlive *c, const struct epoll_event *e) {
+int ka_handle(KeepAlive *c, const struct epoll_event *e) {
     Py_ssize_t i = (Py_ssize_t)(uint32_t)e->data.u64;
     KSlot *s = &c->slots[i];
     int fd = (int)(e->data.u64 >> 32);
@@ -320,38 +326,6 @@ static int handle(KeepAlive *c, const struct epoll_event *e) {
         (s->state == KS_SENDING || s->state == KS_WAITING || s->state == KS_IDLE))
         rc = readable(c, i, (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
     return rc;
-}
-
-/* How long to wait before reading again: an eighth of the time the server needs for the requests
-   in flight (every slot has one in the closed model), at most coalesce_ns; 0 until the time
-   between responses is known. So the server is never left without work, and a connection waits
-   on average a sixteenth of that time before its next request (the result says how long). */
-static int64_t linger_for(const KeepAlive *c) {
-    int64_t d = (int64_t)c->nslots * c->tau_ns / 8;
-    return d < c->coalesce_ns ? d : c->coalesce_ns;
-}
-
-int ka_ready(KeepAlive *c) {
-    struct epoll_event evs[BATCH];
-    int64_t waited = 0;
-    for (;;) {
-        if (c->coalesce_ns) c->rt_offset = churn_clock_ns(CLOCK_REALTIME) - churn_now_ns();
-        int n = epoll_wait(c->epfd, evs, BATCH, 0);
-        if (n < 0) {
-            if (errno == EINTR) break;
-            PyErr_SetFromErrno(PyExc_OSError);
-            return -1;
-        }
-        for (int k = 0; k < n && c->epfd >= 0; k++) /* a callback may have stopped the run */
-            if (handle(c, &evs[k]) < 0) return -1;
-        int64_t d = n > 0 && c->epfd >= 0 && c->coalesce_ns ? linger_for(c) : 0;
-        if (d <= 0 || (waited > 0 && waited + d > LINGER_ROUND_NS)) break;
-        /* Responses arriving meanwhile wait in their sockets, timed by the kernel. */
-        struct timespec pause = {.tv_sec = 0, .tv_nsec = (long)d};
-        nanosleep(&pause, NULL);
-        waited += d;
-    }
-    return ka_flush(c);
 }
 
 int ka_sweep(KeepAlive *c, int64_t limit, int64_t connect_limit) {

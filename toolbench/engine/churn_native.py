@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from toolbench.engine.load import Load, Slot
 
 PATH_ENV = "TOOLBENCH_ENGINE_CHURN"  # "python": the pure-Python paths even where C is built
+HOLD_ENV = "TOOLBENCH_ENGINE_HOLD"  # "0": the keep-alive core never holds the loop (bench_engine.py's engine-nh)
 
 
 def _native(name: str) -> Any | None:
@@ -120,6 +121,7 @@ class NativeKeepAlive(NativeChurn):
         self.errors: dict[int, str] = {}  # by slot: why its connection could not be opened before the start
         self.opening = 0
         self.prepared: asyncio.Future[None] | None = None
+        self.holds = os.environ.get(HOLD_ENV) != "0"
         super().__init__(load, slots, core_type, counted=load.counted, opened=self._opened,
                          coalesce_ns=load.coalesce_ns)
 
@@ -161,6 +163,14 @@ class NativeKeepAlive(NativeChurn):
     def _prepared(self) -> None:
         if self.prepared is not None and not self.prepared.done():
             self.prepared.set_result(None)
+
+    def hold(self, until_ns: int, wake_fd: int) -> None:
+        """Until `until_ns` (the loop's next timer; 0: none), a callback may wait in the core for
+        more responses instead of handing the loop back after each batch: in the closed model
+        run by time, nothing else needs Python between two timers. `wake_fd` readable (the
+        worker's pipe) hands it back at once."""
+        if self.holds:
+            self.core.hold(until_ns, wake_fd)
 
     def stop(self) -> None:
         """Drops the requests in flight uncounted, and hands the recorder and the load what

@@ -8,7 +8,7 @@ import ssl
 from typing import TYPE_CHECKING
 
 from toolbench.engine.churn import Fresh
-from toolbench.engine.churn_native import make_churn
+from toolbench.engine.churn_native import NativeKeepAlive, make_churn
 from toolbench.engine.client import UNLIMITED, Conn, HeadConn, clock
 from toolbench.engine.options import EngineOptions, Target
 from toolbench.engine.recorder import DRAIN_AT, LATE_NS, Recorder
@@ -84,6 +84,12 @@ class Load:
         if budget is not None:
             self.budget = max(0, budget - in_flight)
         self.window_budget = self.budget
+
+    def hold(self, until_ns: int, wake_fd: int) -> None:
+        """The loop's next timer: the C keep-alive core may hold the loop until then
+        (NativeKeepAlive.hold); the other paths hand it back after every callback."""
+        if isinstance(self.churn, NativeKeepAlive):
+            self.churn.hold(until_ns, wake_fd)
 
     def issued(self) -> int:
         """Requests started since the window opened."""

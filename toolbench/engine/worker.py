@@ -107,23 +107,42 @@ async def _run(plan: WorkerPlan, pipe: Connection) -> WorkerResult | None:
 
 
 class _Timers:
-    """Timers at absolute clock() times; the per-second tick that feeds the series."""
+    """Timers at absolute clock() times; the per-second tick that feeds the series. The load
+    is told when the first is due: until then the C keep-alive core may hold the loop."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, plan: WorkerPlan, load: "Load | WorkloadLoad",
                  pipe: Connection, window: int) -> None:
         self.loop, self.plan, self.load, self.pipe, self.window = loop, plan, load, pipe, window
         self.handles: list[asyncio.TimerHandle] = []
         self.seconds = 0  # seconds flushed so far
+        self.due: dict[int, int] = {}  # the pending timers' times, by serial number
+        self.serial = 0
 
     def at(self, when_ns: int, callback: Callable[[], Any]) -> None:
-        delay = max(0.0, (when_ns - clock()) / 1e9)
-        self.handles.append(self.loop.call_later(delay, callback))
+        self.handles.append(self._later(when_ns, callback))
 
     def every(self, interval_s: float, callback: Callable[[], Any]) -> None:
         def run() -> None:
             callback()
-            self.handles.append(self.loop.call_later(interval_s, run))
-        self.handles.append(self.loop.call_later(interval_s, run))
+            self.handles.append(self._later(clock() + int(interval_s * 1e9), run))
+        self.handles.append(self._later(clock() + int(interval_s * 1e9), run))
+
+    def _later(self, when_ns: int, callback: Callable[[], Any]) -> asyncio.TimerHandle:
+        self.serial += 1
+        key = self.serial
+        self.due[key] = when_ns
+
+        def run() -> None:
+            del self.due[key]
+            callback()
+            self._hold()
+        handle = self.loop.call_later(max(0.0, (when_ns - clock()) / 1e9), run)
+        self._hold()
+        return handle
+
+    def _hold(self) -> None:
+        # The pipe wakes a held core: the parent's stop is not kept waiting for a timer.
+        self.load.hold(min(self.due.values(), default=0), self.pipe.fileno())
 
     def start_ticks(self) -> None:
         self.at(self.window + 1_000_000_000, lambda: self.tick(1))
@@ -148,6 +167,8 @@ class _Timers:
     def cancel(self) -> None:
         for handle in self.handles:
             handle.cancel()
+        self.due.clear()
+        self._hold()
 
 
 def _on_pipe(pipe: Connection, load: "Load | WorkloadLoad") -> None:

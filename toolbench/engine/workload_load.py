@@ -101,6 +101,9 @@ class WorkloadLoad:
         if budget is not None:
             self.budget = budget
 
+    def hold(self, until_ns: int, wake_fd: int) -> None:
+        """Nothing holds the loop: every request runs in Python (Load.hold)."""
+
     def sweep(self) -> None:
         """Timeouts are per request here (asyncio.wait_for): nothing to sweep."""
 
