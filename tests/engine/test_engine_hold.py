@@ -80,6 +80,13 @@ class Driven:
     def responses(self) -> int:
         return len(self.rec.lat)
 
+    def held(self, for_ns: int, wake_fd: int = -1) -> int:
+        """ready() under a hold of `for_ns` from now; returns the hold's end."""
+        until = clock() + for_ns
+        self.core.hold(until, wake_fd)
+        self.ready_when_readable()
+        return until
+
 
 class _Held:
     """A load that records what the worker's timers tell it."""
@@ -125,9 +132,7 @@ def server_url() -> Iterator[str]:
 def test_a_held_callback_reads_on_until_the_timer(server_url: str) -> None:
     d = Driven(server_url, counted=False)
     d.start()
-    until = clock() + 400_000_000
-    d.core.hold(until, -1)
-    d.ready_when_readable()
+    until = d.held(400_000_000)
     # It returned at the timer, not after its first batch: each connection completed requests
     # one after another meanwhile (20 ms each, so about 40 in all on a quiet machine).
     assert clock() >= until
@@ -153,12 +158,10 @@ def test_the_pipe_ends_a_hold_at_once(server_url: str) -> None:
     d = Driven(server_url, counted=False)
     d.start()
     r, w = os.pipe()
+    writer = threading.Timer(0.3, os.write, (w, b"x"))
     try:
-        until = clock() + 20_000_000_000
-        d.core.hold(until, r)
-        writer = threading.Timer(0.3, os.write, (w, b"x"))
         writer.start()
-        d.ready_when_readable()
+        until = d.held(20_000_000_000, r)
         assert clock() < until  # 20 s: what ended the hold was the pipe
         assert d.responses() >= 1
     finally:
@@ -174,9 +177,7 @@ def test_a_request_count_is_never_held(server_url: str) -> None:
     # Counted: the core takes each next request from the load's budget, and a hold does not apply.
     d = Driven(server_url, counted=True)
     d.start()
-    until = clock() + 20_000_000_000
-    d.core.hold(until, -1)
-    d.ready_when_readable()
+    until = d.held(20_000_000_000)
     assert clock() < until and 1 <= d.responses() <= 2
     d.core.stop()
 
@@ -188,9 +189,7 @@ def test_a_failure_hands_the_loop_back() -> None:
     with serve(cut_short) as (url, _):
         d = Driven(url, counted=False)
         d.start()
-        until = clock() + 20_000_000_000
-        d.core.hold(until, -1)
-        d.ready_when_readable()
+        until = d.held(20_000_000_000)
         assert clock() < until
         assert ("failed", 0, "closed") in d.calls or ("failed", 1, "closed") in d.calls, d.calls
         d.core.stop()
