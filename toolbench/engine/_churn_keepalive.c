@@ -264,7 +264,7 @@ static PyMethodDef KA_methods[] = {
     {"open", (PyCFunction)KA_open, METH_O,
      "open(slot): start opening its connection before the clock; None, or the errno of a connect failed at once"},
     {"send", (PyCFunction)(void (*)(void))KA_send, METH_FASTCALL, "send(slot, scheduled_ns): its next request"},
-    {"ready", (PyCFunction)KA_ready, METH_NOARGS, "the epoll set has ready sockets: handle a batch"},
+    {"ready", (PyCFunction)KA_ready, METH_NOARGS, "the epoll set has ready sockets: handle a batch, or go on until a hold (hold()) ends"},
     {"hold", (PyCFunction)(void (*)(void))KA_hold, METH_FASTCALL,
      "hold(until_ns, wake_fd): a callback may wait for sockets until then (the loop's next timer), handing the loop "
      "back early when wake_fd (-1: none) turns readable; the closed model run by time only"},
