@@ -224,19 +224,23 @@ def _deltas(before: Mapping[int, Proc], after: Mapping[int, Proc]) -> dict[int, 
     the parent that waited for it."""
     before_window: dict[int, float] = {}  # by parent: its children's CPU before the window, gone since
     for pid, was in before.items():
-        now = after.get(pid)
-        if now is None or abs(now.created - was.created) >= 0.05:
+        if not _same(was, after.get(pid)):
             before_window[was.ppid] = before_window.get(was.ppid, 0.0) + was.cpu_s + was.children_s
     out = {}
     for pid, proc in after.items():
         was = before.get(pid)
-        if was is not None and abs(was.created - proc.created) < 0.05:
+        if was is not None and _same(was, proc):
             own = proc.cpu_s - was.cpu_s
             reaped = proc.children_s - was.children_s - before_window.get(pid, 0.0)
         else:
             own, reaped = proc.cpu_s, proc.children_s
         out[pid] = max(own, 0.0) + max(reaped, 0.0)
     return out
+
+
+def _same(was: Proc, now: Proc | None) -> bool:
+    """The same process at both scans: its pid not reused by another (created apart)."""
+    return now is not None and abs(now.created - was.created) < 0.05
 
 
 def target_roots(target: RunningTarget) -> list[int]:
