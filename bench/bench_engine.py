@@ -11,7 +11,10 @@ builds (bench_adapters.py). With keep-alive on, the table is written into bench/
 between its bench_engine markers; engine-co is the engine with its keep-alive reads coalesced
 (`--coalesce 200us`), engine-nh the engine whose keep-alive core hands the loop back after every
 batch of responses instead of holding it until the next timer (TOOLBENCH_ENGINE_HOLD=0, as before
-2026-12-03), beside its default.
+2026-12-03), beside its default. Beside each tool, the server's side of its runs: nginx's CPU
+per request and CPU 0's idle time over the tool's measured duration (it includes the tool's
+start-up and exit, when nginx has nothing to do): near 0 % idle, the server set the rate, and
+what a tool's requests cost it decides the requests/s.
 
     .venv/bin/python bench/bench_engine.py [--rounds 3] [--duration 5] [--connections 50] [--tools all]
     .venv/bin/python bench/bench_engine.py --keepalive off [--rounds 5] [--tools engine,engine-py,ab]
@@ -31,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -63,6 +66,14 @@ class Sample:
     requests: int
     seconds: float  # the tool's own measured duration
     cpu_s: float
+    # The server's side over the same run (nginx's worker; CPU 0's idle time): what the
+    # tool's requests cost the server, and whether the server, not the tool, set the rate.
+    server_cpu_s: float | None = None
+    server_idle_s: float | None = None
+
+    @property
+    def server_us_per_request(self) -> float | None:
+        return self.server_cpu_s / self.requests * 1e6 if self.requests and self.server_cpu_s is not None else None
 
     @property
     def us_per_request(self) -> float:
@@ -190,6 +201,13 @@ def pin_tree(pid: int, cpu: int) -> None:
         proc.cpu_affinity([cpu])
 
 
+def server_clock(master: int) -> tuple[float, float]:
+    """The CPU seconds of the server's processes (master and workers) and CPU 0's idle seconds."""
+    procs = [psutil.Process(master)] + psutil.Process(master).children(recursive=True)
+    cpu = sum(t.user + t.system for t in (p.cpu_times() for p in procs))
+    return cpu, psutil.cpu_times(percpu=True)[0].idle
+
+
 def have_locust() -> bool:
     # Not `import locust`: it monkey-patches this process with gevent, whose child
     # watcher then reaps the tools before os.wait4 can read their CPU time.
@@ -258,7 +276,10 @@ def main() -> int:
             order = tools[rnd % len(tools):] + tools[:rnd % len(tools)]  # rotate who goes first
             for tool in order:
                 try:
+                    before = server_clock(target.pid)
                     sample = _one(tool, url, args, work, expected_rps, by_name)
+                    after = server_clock(target.pid)
+                    sample = replace(sample, server_cpu_s=after[0] - before[0], server_idle_s=after[1] - before[1])
                 except (RuntimeError, ToolbenchError) as exc:
                     print(f"round {rnd + 1}  {tool:<16} failed: {exc}", flush=True)
                     skipped.setdefault(tool, f"failed in round {rnd + 1}: {str(exc).splitlines()[0][:200]}")
@@ -267,7 +288,9 @@ def main() -> int:
                     expected_rps = sample.rps  # sizes ab's -n for about --duration
                 samples.append(sample)
                 print(f"round {rnd + 1}  {sample.tool:<16} {sample.requests:>9} req  {sample.rps:>9.0f} req/s"
-                      f"  {sample.cpu_s:6.2f} s CPU  {sample.us_per_request:6.2f} us/req", flush=True)
+                      f"  {sample.cpu_s:6.2f} s CPU  {sample.us_per_request:6.2f} us/req"
+                      f"  server {sample.server_us_per_request or 0:6.2f} us/req, CPU 0 idle {sample.server_idle_s or 0:.2f} s",
+                      flush=True)
                 time.sleep(1.0)
         startups = {tool: (bench_adapters.startup(by_name[tool], url, work, pinned) if tool in by_name
                            else startup_cpu(tool, url, work, keepalive)) for tool in tools}
@@ -316,8 +339,8 @@ def _report(samples: list[Sample], startups: dict[str, float | None], versions: 
           "rounds (CPU: user+system of the tool's process tree; start-up: a one-request run)")
     print(f"  {'tool':<16}{'us CPU/req':>11}{vs:>8}{'minus start-up':>16}{vs:>8}{'req/s':>9}"
           f"{vs:>8}{'start-up s':>12}")
-    table = [f"| tool | µs CPU/request | {vs} | minus start-up | {vs} | requests/s | {vs} | start-up CPU s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    table = [f"| tool | µs CPU/request | {vs} | minus start-up | {vs} | requests/s | {vs} | start-up CPU s "
+             "| server µs/request | server CPU idle |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for tool, (us, steady, rps) in sorted(med.items(), key=lambda kv: kv[1][0]):
         fixed = startups.get(names.get(tool, tool))
         start = f"{fixed:.3f}" if fixed is not None else "—"
@@ -326,10 +349,19 @@ def _report(samples: list[Sample], startups: dict[str, float | None], versions: 
               f"{rps:>9.0f}{rps / base_rps:>7.2f}x{start:>12}")
         label = f"{tool} {versions[tool]}" if tool in versions else tool
         table.append(f"| {label} | {us:.2f} | {us / base_us:.2f}× | {less[0]} | {less[1]} "
-                     f"| {rps:,.0f} | {rps / base_rps:.2f}× | {start} |")
+                     f"| {rps:,.0f} | {rps / base_rps:.2f}× | {start} | {_server(by_tool[tool])} |")
     if "engine" in med and base in med:
         _bar(by_tool, med["engine"], (base_us, base_rps), base, keepalive)
     return table
+
+
+def _server(samples: list[Sample]) -> str:
+    """The server's median CPU per request and CPU 0's idle share over the tool's runs."""
+    cost = [s.server_us_per_request for s in samples if s.server_us_per_request is not None]
+    idle = [s.server_idle_s / s.seconds for s in samples if s.server_idle_s is not None and s.seconds]
+    if not cost or not idle:
+        return "— | —"
+    return f"{statistics.median(cost):.2f} | {statistics.median(idle):.0%}"
 
 
 def _bar(by_tool: dict[str, list[Sample]], engine: tuple[float, float, float], base_med: tuple[float, float],

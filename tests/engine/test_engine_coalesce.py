@@ -1,8 +1,8 @@
 """Coalesced reads on the keep-alive C core (engine/_churn_keepalive.c): in the closed model run
-by time it waits between reads so that one wake-up reads several responses, times each by the
-kernel's receive timestamp, and says in the result how long a connection waited before its next
-request. Where it does not apply (a request count, the open model, --coalesce 0, the Python
-path), nothing changes and nothing is said."""
+by time it waits between reads, on a socket and not a timer, so that one wake-up reads several
+responses, times each by the kernel's receive timestamp, and says in the result how long a
+connection waited before its next request. Where it does not apply (a request count, the open
+model, --coalesce 0, the Python path), nothing changes and nothing is said."""
 from __future__ import annotations
 
 import os
@@ -45,8 +45,9 @@ def waited_us(result: RunResult) -> float | None:
 @pytest.mark.usefixtures("c_path")
 def test_a_response_is_timed_when_it_arrived_not_when_the_engine_read_it() -> None:
     """Against a server that answers after 40 ms, 16 connections: a response every 2.5 ms, and
-    reads coalesced by an eighth of what the server needs for the 16 in flight (5 ms). Many
-    responses wait in their socket before the engine reads them, over 1 ms on average; their
+    each wait for the response to the request sent a quarter of the span in flight (about 10 ms)
+    after the oldest. Many responses wait in their socket before the engine reads them, over 1 ms
+    on average; their
     latency stays what it is without coalescing, where a clock read by the engine would add
     that wait to it."""
     with serve(delayed(DELAY_MS / 1000)) as (url, _):

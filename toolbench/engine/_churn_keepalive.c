@@ -28,17 +28,18 @@ _churn_keepalive_conn.c.
 
 Coalesced reads (`coalesce_ns`, the closed model run by time; off unless asked, options.py says
 why): nginx on its own core sends the responses one at a time, and a core that reads each as it
-comes wakes for one or two (0.4 voluntary context switches per request measured, 0.05 with
-coalescing, 13 to 15 % less CPU per request: bench/README.md). So after a batch the core
-waits a little before reading again (at most coalesce_ns, and an eighth of the time the server
-needs for the requests in flight), and times each response by the kernel's receive timestamp,
-which the wait does not move. What the closed model gains is a short pause between a response
-and the next request on its connection, summed here and said in the result. */
+comes wakes for one or two, each wake-up paid by the server's core too. So after a batch the
+core waits for the response to a request sent a little after the oldest in flight (at most
+coalesce_ns after it, a quarter of the span in flight), by which time about the ones before it
+have come too, and reads them all; each is timed by the kernel's receive timestamp, which the
+wait does not move. The wait is on that socket, not on a timer: on this VM timers fired late
+when the host was busy, and a timed wait then left nginx short of requests (bench/README.md).
+What the closed model gains is a short pause between a response and the next request on its
+connection, summed here and said in the result. */
 #include "_churn_keepalive.h"
 
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 static int slot_index(KeepAlive *c, PyObject *arg, Py_ssize_t *i) {
@@ -183,8 +184,6 @@ static int KA_init(KeepAlive *c, PyObject *args, PyObject *kw) {
     c->closed = closed;
     c->alone = closed && !counted;
     c->coalesce_ns = c->alone ? coalesce : 0; /* elsewhere Python sends the next request: nothing to gain */
-    /* The wait is what was asked, not that plus the thread's timer slack (50 µs by default). */
-    if (c->coalesce_ns) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     c->request = Py_NewRef(request);
     c->load = Py_NewRef(load);
     c->rec = Py_NewRef(rec);

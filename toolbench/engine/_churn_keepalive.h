@@ -37,14 +37,14 @@ typedef struct {
        not spent waiting for a first byte, connections closed without a byte in the window, and
        requests sent by the core alone. When the last response ended (for a counted run's end). */
     int64_t rx, gap, silent, sent_alone, last_done, window_ns;
-    /* Coalesced reads (closed model run by time, `alone`): after a batch the core waits up to
-       coalesce_ns before reading again, while enough requests are in flight to keep the server
-       busy, so that it wakes once per several responses; each response is timed by the kernel's
-       receive timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME: rt_offset turns it into the engine's
-       clock), so the wait is not in its latency. tau_ns: the time between responses, measured
-       over two per connection; linger: the time from a response's arrival to the next request on
-       its connection, summed, and how many (the result says it). */
-    int64_t coalesce_ns, rt_offset, tau_ns, tau_mark, tau_seen, linger_ns, linger_n;
+    /* Coalesced reads (closed model run by time, `alone`): after a batch the core waits, on no
+       timer, for the response to a request a little younger than the oldest in flight (at most
+       coalesce_ns younger: _churn_keepalive_wait.c), so that it wakes once per several responses;
+       each response is timed by the kernel's receive timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME:
+       rt_offset turns it into the engine's clock), so the wait is not in its latency. linger:
+       the time from a response's arrival to the next request on its connection, summed, and
+       how many (the result says it). */
+    int64_t coalesce_ns, rt_offset, linger_ns, linger_n;
     /* Held callbacks (`alone`): the core waits in its own epoll set until the loop's next timer
        (hold_until, the engine's clock; 0: none) and hands the loop back early when wake_fd (the
        worker's pipe, in the set) turns readable or Python was called back (`called`). */

@@ -208,19 +208,6 @@ static int count_code(KeepAlive *c, int code) {
     return v == NULL ? -1 : PyList_SetItem(c->codes, code, v);
 }
 
-/* Coalescing: the time between two responses, over the last two per connection (64 to 1024). */
-static void pace(KeepAlive *c, int64_t at) {
-    int64_t every = c->nslots * 2 < 64 ? 64 : c->nslots * 2 > 1024 ? 1024 : c->nslots * 2;
-    if (c->tau_mark == 0 || at < c->tau_mark) {
-        c->tau_mark = at;
-        c->tau_seen = 0;
-    } else if (++c->tau_seen == every) {
-        c->tau_ns = (at - c->tau_mark) / every;
-        c->tau_mark = at;
-        c->tau_seen = 0;
-    }
-}
-
 /* The response is whole: time it, keep the connection if it can go on, start the next request
    (the closed model) or hand the slot back to Python (its schedule, the end of the budget).
    `at`: when the response's last bytes reached the socket (the kernel's time where reads are
@@ -247,7 +234,6 @@ static int complete(KeepAlive *c, Py_ssize_t i, int64_t at, int64_t now) {
         if (c->coalesce_ns) {
             c->linger_ns += now - at;
             c->linger_n++;
-            pace(c, at);
         }
         return ka_send(c, i, now, now);
     }

@@ -1,22 +1,14 @@
 /* The keep-alive core's waits (see _churn_keepalive.c): a callback's loop over ready sockets,
-   the coalesced reads' pause between batches, and the hold until the loop's next timer. */
+   the coalesced reads' wait between batches, and the hold until the loop's next timer. */
 #include "_churn_keepalive.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <time.h>
 
 #define LINGER_ROUND_NS 1000000 /* waited per callback beyond its first wait, unless held: the loop's timers run */
 #define WAKE_MARK UINT64_MAX    /* the wake descriptor's event (a slot's holds its fd and index) */
-
-/* How long to wait before reading again: an eighth of the time the server needs for the requests
-   in flight (every slot has one in the closed model), at most coalesce_ns; 0 until the time
-   between responses is known. So the server is never left without work, and a connection waits
-   on average a sixteenth of that time before its next request (the result says how long). */
-static int64_t linger_for(const KeepAlive *c) {
-    int64_t d = (int64_t)c->nslots * c->tau_ns / 8;
-    return d < c->coalesce_ns ? d : c->coalesce_ns;
-}
 
 /* How long the core may go on by itself before it hands the loop back: until the loop's next
    timer (hold_until, set by the worker), in the closed model run by time only (`alone`), where
@@ -38,6 +30,51 @@ static int wait_events(KeepAlive *c, struct epoll_event *evs, int64_t block_ns) 
     return n;
 }
 
+/* Coalesced reads: the request in flight to wait for, -1 if none. Responses come back about in
+   the order their requests went, so when the one sent first at or after the oldest's send plus a
+   quarter of the span in flight (at most coalesce_ns) is answered, so are about the ones before
+   it: one wake-up reads them all. *span: from the oldest send to the newest. */
+static Py_ssize_t wait_slot(const KeepAlive *c, int64_t *span) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (Py_ssize_t i = 0; i < c->nslots; i++) {
+        const KSlot *s = &c->slots[i];
+        if (s->state != KS_WAITING) continue;
+        if (s->t_sent < lo) lo = s->t_sent;
+        if (s->t_sent > hi) hi = s->t_sent;
+    }
+    if (lo > hi) return -1;
+    *span = hi - lo;
+    int64_t ahead = *span / 4 < c->coalesce_ns ? *span / 4 : c->coalesce_ns;
+    int64_t mark = lo + ahead, best = INT64_MAX;
+    Py_ssize_t pick = -1;
+    for (Py_ssize_t i = 0; i < c->nslots; i++) {
+        const KSlot *s = &c->slots[i];
+        if (s->state == KS_WAITING && s->t_sent >= mark && s->t_sent < best) {
+            best = s->t_sent;
+            pick = i;
+        }
+    }
+    return pick;
+}
+
+/* Waits until that request's socket turns readable (its response, or the peer's close) or the
+   wake descriptor does: on no timer, which on a busy VM fires late and would leave the server
+   without requests. A timer only as a backstop, should that response be slow or lost: twice the
+   span in flight (or coalesce_ns), and never past `limit`. */
+static void wait_coalesced(KeepAlive *c, int64_t limit) {
+    int64_t span = 0;
+    Py_ssize_t i = wait_slot(c, &span);
+    if (i < 0) return;
+    int64_t bound = 2 * (span > c->coalesce_ns ? span : c->coalesce_ns);
+    if (bound > limit) bound = limit;
+    struct pollfd fds[2] = {{.fd = c->slots[i].fd, .events = POLLIN | POLLRDHUP},
+                            {.fd = c->wake_fd, .events = POLLIN}};
+    struct timespec wait = {.tv_sec = (time_t)(bound / 1000000000), .tv_nsec = (long)(bound % 1000000000)};
+    Py_BEGIN_ALLOW_THREADS
+    ppoll(fds, c->wake_fd >= 0 ? 2 : 1, &wait, NULL);
+    Py_END_ALLOW_THREADS
+}
+
 int ka_ready(KeepAlive *c) {
     struct epoll_event evs[BATCH];
     int64_t waited = 0, block = 0; /* the first wait: what is ready now (the loop saw the set ready) */
@@ -56,12 +93,12 @@ int ka_ready(KeepAlive *c) {
             else if (ka_handle(c, &evs[k]) < 0) return -1;
         }
         if (woken || c->called || c->epfd < 0) break; /* the loop has something to do */
-        int64_t d = c->coalesce_ns ? linger_for(c) : 0, left = hold_left(c);
-        if (d > 0 && (left > d || waited == 0 || waited + d <= LINGER_ROUND_NS)) {
+        int64_t left = hold_left(c);
+        if (c->coalesce_ns && (left > 0 || waited < LINGER_ROUND_NS)) {
             /* Responses arriving meanwhile wait in their sockets, timed by the kernel. */
-            struct timespec pause = {.tv_sec = 0, .tv_nsec = (long)d};
-            nanosleep(&pause, NULL);
-            waited += d;
+            int64_t t0 = churn_now_ns();
+            wait_coalesced(c, left > 0 ? left : LINGER_ROUND_NS - waited);
+            waited += churn_now_ns() - t0;
             left = hold_left(c);
         } else if (left == 0) {
             break;

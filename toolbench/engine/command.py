@@ -63,10 +63,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=_duration, default=0.0, metavar="S",
                         help="load for this long first, excluded from the results")
     parser.add_argument("--coalesce", type=_duration, default=DEFAULT_COALESCE_S, metavar="S",
-                        help="keep-alive, closed model, run by time: wait up to this long between reads (e.g. "
-                             "200us; default 0: read each response as it comes), so that one wake-up reads several "
-                             "responses; each is timed by the kernel's receive timestamp, and the result says "
-                             "how long a connection waited before its next request")
+                        help="keep-alive, closed model, run by time: after a batch, wait for the response to "
+                             "a request sent up to this long after the oldest in flight (e.g. 200us; default 0: "
+                             "read each response as it comes), so that one wake-up reads several; each is timed "
+                             "by the kernel's receive timestamp, and the result says how long a connection waited "
+                             "before its next request")
     tls = parser.add_argument_group("https")
     tls.add_argument("--cacert", metavar="PEM", help="trust the CA certificate(s) in this file (default: the "
                                                       "system's store); the server's certificate is always verified")

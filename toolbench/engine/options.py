@@ -15,11 +15,13 @@ if TYPE_CHECKING:
 
 USER_AGENT = "toolbench-engine"
 DEFAULT_TIMEOUT_S = 10.0
-# The keep-alive C core's longest wait between reads in the closed model run by time
-# (_churn_keepalive.c). Off by default: 200us took 13 to 15 % off the engine's CPU per request
-# here, but this VM's timers fired late when the host was busy, the waits grew past what was
-# asked and nginx ran short of requests in some runs (bench/README.md): a reference generator
-# must not lose rate that way.
+# The keep-alive C core's coalesced reads in the closed model run by time (_churn_keepalive.c):
+# how far past the oldest request in flight the one whose response it waits for may be. Off by
+# default: a connection then pauses between its response and its next request (238 µs on average
+# with 200us against nginx here, the result's note says it), which costs nothing against a
+# saturated server (there it took a third off the engine's CPU per request and raised nginx's
+# rate: bench/README.md) but lowers the closed loop's rate against one that is not, by the pause
+# over the latency; the default reads each response as it comes, as wrk does.
 DEFAULT_COALESCE_S = 0.0
 
 
