@@ -109,3 +109,16 @@ def test_with_raw_copies_the_raw_files_redacted_and_no_redact_keeps_them(runs: P
     assert not (site / "pair-a" / "raw").exists()
     assert main(["publish", str(runs), "--site", str(tmp_path / "open"), "--no-redact"]) == 0
     assert json.loads((tmp_path / "open" / "pair-a" / "manifest.json").read_text())["environment"]["hostname"] == HOSTNAME
+
+
+def test_a_published_run_keeps_its_claims_and_its_report_opens_with_them(runs: Path, tmp_path: Path) -> None:
+    from toolbench.scenario.claims import Claim, ClaimSet, save
+    save(runs / "pair-a", ClaimSet((Claim("Keep-alive <helps> a lot"),), f"{tmp_path}/study.yaml"))
+    site = tmp_path / "site"
+    assert main(["publish", str(runs), "--site", str(site)]) == 0
+    stored = json.loads((site / "pair-a" / "claims.json").read_text())
+    assert [c["claim"] for c in stored["claims"]] == ["Keep-alive <helps> a lot"]
+    assert str(tmp_path) not in json.dumps(stored)  # its source path redacted as the manifest's
+    html = (site / "pair-a" / "report.html").read_text()
+    assert "Keep-alive &lt;helps&gt; a lot" in html and 'id="claims"' in html
+    assert not (site / "interrupted" / "claims.json").exists()  # a run without claims has none to copy

@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Iterator
 from toolbench.errors import Notice, StoreError, ToolbenchError
 from toolbench.record import runfiles, store
 from toolbench.report.redact import Redactor
+from toolbench.scenario import claims as scenario_claims
 
 MARKER = ".toolbench-site.json"
 MARKER_VERSION = 1
@@ -32,7 +33,9 @@ AS_TEXT = ".txt"
 # process ledger of the process that wrote it (pids, its host, its command line), and leftovers.
 SKIPPED_FILES = ("report.html", store.LOCK, "processes.jsonl", store.RESERVE, store.TORN,
                  "key.pem")  # a TLS target's private key (toolbench.servers.tls): never published
-RECORDS = (store.MANIFEST, store.RESULTS)  # what a run's report is rendered from
+# What a run's report is rendered from: the study's claims too, or its published report would
+# open without the table its page quotes.
+RECORDS = (store.MANIFEST, store.RESULTS, scenario_claims.FILE)
 RAW_FOLDERS = (store.RAW, "target")  # the tools' and the target's own files
 _SHOWN = 3  # links or renamed files named in a notice; the rest counted
 
@@ -147,7 +150,7 @@ def _copy(source: Path, rel: str, site: Site, target: str, redactor: Redactor | 
     with runfiles.reader(source, rel, only_name=True) as fh:
         if redactor is not None:
             data = fh.read()
-            if rel == store.MANIFEST:
+            if rel in (store.MANIFEST, scenario_claims.FILE):  # JSON: redacted value by value, still JSON
                 try:
                     found = json.loads(data.decode("utf-8"))
                 except ValueError as exc:
