@@ -47,9 +47,8 @@ def test_a_response_is_timed_when_it_arrived_not_when_the_engine_read_it() -> No
     """Against a server that answers after 40 ms, 16 connections: a response every 2.5 ms, and
     each wait for the response to the request sent a quarter of the span in flight (about 10 ms)
     after the oldest. Many responses wait in their socket before the engine reads them, over 1 ms
-    on average; their
-    latency stays what it is without coalescing, where a clock read by the engine would add
-    that wait to it."""
+    on average; their latency stays what it is without coalescing, where a clock read by the
+    engine would add that wait to it."""
     with serve(delayed(DELAY_MS / 1000)) as (url, _):
         plain = run(url, connections=16, duration_s=2.0, coalesce_s=0.0)
         result = run(url, connections=16, duration_s=2.0, coalesce_s=0.01)
