@@ -19,10 +19,14 @@ static int64_t hold_left(const KeepAlive *c) {
     return left > 0 ? left : 0;
 }
 
+static struct timespec timespec_of(int64_t ns) {
+    return (struct timespec){.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
+}
+
 /* The ready sockets, waiting for one up to block_ns (0: what is ready now). */
 static int wait_events(KeepAlive *c, struct epoll_event *evs, int64_t block_ns) {
     if (block_ns <= 0) return epoll_wait(c->epfd, evs, BATCH, 0);
-    struct timespec wait = {.tv_sec = (time_t)(block_ns / 1000000000), .tv_nsec = (long)(block_ns % 1000000000)};
+    struct timespec wait = timespec_of(block_ns);
     int n;
     Py_BEGIN_ALLOW_THREADS /* a wait of up to the next timer: the process's other threads run */
     n = epoll_pwait2(c->epfd, evs, BATCH, &wait, NULL);
@@ -69,7 +73,7 @@ static void wait_coalesced(KeepAlive *c, int64_t limit) {
     if (bound > limit) bound = limit;
     struct pollfd fds[2] = {{.fd = c->slots[i].fd, .events = POLLIN | POLLRDHUP},
                             {.fd = c->wake_fd, .events = POLLIN}};
-    struct timespec wait = {.tv_sec = (time_t)(bound / 1000000000), .tv_nsec = (long)(bound % 1000000000)};
+    struct timespec wait = timespec_of(bound);
     Py_BEGIN_ALLOW_THREADS
     ppoll(fds, c->wake_fd >= 0 ? 2 : 1, &wait, NULL);
     Py_END_ALLOW_THREADS
