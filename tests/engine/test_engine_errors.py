@@ -18,6 +18,7 @@ from engine_paths import PATHS, use_path
 from helpers.engine_servers import (ENGINE, OK, chunked, close_delimited, cut_short, delayed, echo_head, garbage, huge,
                                     read_request, responder, run_engine, serve, silent, statuses)
 from toolbench.contract.host import free_port
+from toolbench.engine.interrupt import deferred
 from toolbench.record.schema import RunResult, Status
 
 BOTH_PATHS = pytest.mark.usefixtures("engine_path")
@@ -212,6 +213,31 @@ def test_ctrl_c_stops_cleanly_with_the_figures_so_far() -> None:
     assert proc.returncode == 130
     assert "Traceback" not in err
     assert "requests in" in out and "interrupted" in out
+
+
+def test_a_ctrl_c_inside_a_deferred_block_is_raised_at_its_end_and_the_handler_is_back() -> None:
+    # The import machinery's callbacks swallow a KeyboardInterrupt raised inside them, so the
+    # engine's start-up holds Ctrl-C as a flag and raises it once its imports are done.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    steps: list[str] = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # a handler that raised would have done so by now
+                steps.append("ran on")
+        assert steps == ["ran on"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with deferred():  # and without a Ctrl-C, nothing is raised
+            steps.append("quiet")
+        # A SIGINT the caller ignores stays ignored: the block does not turn it into an interrupt.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize("after_s", [round(0.06 + 0.02 * n, 2) for n in range(13)])

@@ -142,10 +142,14 @@ def two_cpus() -> tuple[int, int]:
 
 
 def until_forked(read: Callable[[], list[PlacedProcess]]) -> list[PlacedProcess]:
-    """The processes once the shell has forked its child (waited for, within 10 s)."""
+    """The processes once the shell's child has exec'd sleep (waited for, within 10 s).
+
+    Between fork and exec the child is a second `sh`, so two processes are not yet enough."""
     deadline = time.monotonic() + 10
-    while len(found := read()) < 2 and time.monotonic() < deadline:
+    found = read()
+    while not {"sh", "sleep"} <= {p.name for p in found} and time.monotonic() < deadline:
         time.sleep(0.02)
+        found = read()
     return found
 
 

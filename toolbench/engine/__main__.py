@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-from types import ModuleType
 from typing import NoReturn
 
+from toolbench.engine.interrupt import deferred
 from toolbench.errors import ToolbenchError
 
 
@@ -18,26 +17,10 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _import_command() -> ModuleType | None:
-    """The engine's command module, or None when a Ctrl-C came while it was imported. A
-    KeyboardInterrupt raised inside the import machinery's own callbacks is printed and lost
-    ("Exception ignored in _get_module_lock"), and the engine then ran its whole duration (CI):
-    during the import a Ctrl-C only sets a flag."""
-    said: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: said.append(signum))
-    try:
-        from toolbench.engine import command
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return None if said else command
-
-
 def main(argv: list[str] | None = None) -> int:
     try:  # a Ctrl-C while the engine imports ends as one at any other time: a line, not a traceback
-        command = _import_command()
-        if command is None:
-            raise KeyboardInterrupt
-
+        with deferred():
+            from toolbench.engine import command
         if argv is None:
             argv = sys.argv[1:]
         if argv[:1] == ["--version"]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import toolbench
+from toolbench.engine.interrupt import deferred
 from toolbench.engine.options import DEFAULT_COALESCE_S, EngineError, EngineOptions, parse_duration, parse_header
 from toolbench.engine.summary import render
 from toolbench.errors import UsageError
@@ -121,8 +122,9 @@ def options_from_args(args: argparse.Namespace) -> EngineOptions:
 def run_command(args: argparse.Namespace) -> int:
     # Here, not at the top: the parser exists without the [run] extra (uvloop, httptools),
     # and running without it says which extra to install.
-    from toolbench.engine import coordinator
-    from toolbench.engine.result import run_result
+    with deferred():
+        from toolbench.engine import coordinator
+        from toolbench.engine.result import run_result
 
     if args.locust_master is not None:
         from toolbench.engine import locust_worker
