@@ -159,9 +159,11 @@ static int readable(Core *c, Py_ssize_t i) {
     return st ? complete(c, i, now) : 0;
 }
 
-static int after_send(Core *c, Py_ssize_t i, Py_ssize_t sent, int op) {
+/* The first send(), begun at `at` (read before it: a pause after it belongs to the wait for the
+   response, not to the connect), put `sent` bytes out. */
+static int after_send(Core *c, Py_ssize_t i, Py_ssize_t sent, int op, int64_t at) {
     Slot *s = &c->slots[i];
-    s->t_sent = churn_now_ns();
+    s->t_sent = at;
     s->sent = sent;
     if (churn_connected(c->rec, s->t_sent - s->t_start) < 0) return -1;
     return epoll_set(c, op, s->fd, (uint32_t)i, sent == PyBytes_GET_SIZE(c->request) ? EPOLLIN : EPOLLOUT);
@@ -177,9 +179,10 @@ static int writable(Core *c, Py_ssize_t i) {
         if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0) err = errno;
         if (err) return fail(c, i, churn_connect_kind(err));
         s->connecting = 0;
+        int64_t at = churn_now_ns();
         ssize_t n = send(s->fd, req, (size_t)len, MSG_NOSIGNAL);
         if (n < 0 && errno != EAGAIN) return fail(c, i, churn_connect_kind(errno));
-        return after_send(c, i, n < 0 ? 0 : n, EPOLL_CTL_MOD);
+        return after_send(c, i, n < 0 ? 0 : n, EPOLL_CTL_MOD, at);
     }
     ssize_t n = send(s->fd, req + s->sent, (size_t)(len - s->sent), MSG_NOSIGNAL);
     if (n < 0) {
@@ -206,8 +209,9 @@ int churn_send(Core *c, Py_ssize_t i, int64_t scheduled) {
     ssize_t n = -1;
     if (err == 0 || err == EINPROGRESS || err == EAGAIN) {
         s->fd = fd;
+        int64_t at = churn_now_ns();
         n = send(fd, PyBytes_AS_STRING(c->request), (size_t)PyBytes_GET_SIZE(c->request), MSG_NOSIGNAL);
-        if (n >= 0) return after_send(c, i, n, EPOLL_CTL_ADD);
+        if (n >= 0) return after_send(c, i, n, EPOLL_CTL_ADD, at);
         if (errno == EAGAIN) { /* the handshake is not over: wait until writable */
             s->connecting = 1;
             return epoll_set(c, EPOLL_CTL_ADD, fd, (uint32_t)i, EPOLLOUT);

@@ -124,11 +124,12 @@ static ssize_t send_rest(KeepAlive *c, KSlot *s) {
     return n;
 }
 
-/* A connect for a request is over, and its first send() put `n` bytes out: count the
-   connect, send the rest. */
-static int connected(KeepAlive *c, Py_ssize_t i, ssize_t n, int op) {
+/* A connect for a request is over, and its first send(), begun at `at`, put `n` bytes out: count
+   the connect, send the rest. The clock is read before that send, not after: a pause between the
+   two would otherwise come off the request's latency. */
+static int connected(KeepAlive *c, Py_ssize_t i, ssize_t n, int op, int64_t at) {
     KSlot *s = &c->slots[i];
-    s->t_sent = s->opened = churn_now_ns();
+    s->t_sent = s->opened = at;
     c->gap += s->t_sent - s->t_sched; /* the connect is latency, not waiting for the first byte */
     if (churn_connected(c->rec, s->t_sent - s->t_start) < 0) return -1;
     s->sent = n;
@@ -180,8 +181,9 @@ int ka_send(KeepAlive *c, Py_ssize_t i, int64_t scheduled, int64_t now) {
     s->t_sched = sched;
     if (err) return call_back(c, c->failed_soon, i, churn_kinds[churn_connect_kind(err)]);
     /* On loopback the handshake is over when connect() returns: the request goes at once. */
+    int64_t at = churn_now_ns();
     ssize_t n = send(s->fd, PyBytes_AS_STRING(c->request), (size_t)PyBytes_GET_SIZE(c->request), MSG_NOSIGNAL);
-    if (n >= 0) return connected(c, i, n, EPOLL_CTL_ADD);
+    if (n >= 0) return connected(c, i, n, EPOLL_CTL_ADD, at);
     if (errno == EAGAIN) { /* the handshake is not over: wait until writable */
         s->state = KS_CONNECTING;
         return epoll_set(c, EPOLL_CTL_ADD, s, i, EPOLLOUT);
@@ -196,9 +198,10 @@ static int writable(KeepAlive *c, Py_ssize_t i) {
     if (s->state == KS_SENDING) return after_send(c, i, send_rest(c, s), EPOLL_CTL_MOD);
     int err = so_error(s->fd); /* KS_CONNECTING */
     if (err) return fail(c, i, churn_connect_kind(err));
+    int64_t at = churn_now_ns();
     ssize_t n = send(s->fd, PyBytes_AS_STRING(c->request), (size_t)PyBytes_GET_SIZE(c->request), MSG_NOSIGNAL);
     if (n < 0 && errno != EAGAIN) return fail(c, i, churn_connect_kind(errno));
-    return connected(c, i, n < 0 ? 0 : n, EPOLL_CTL_MOD);
+    return connected(c, i, n < 0 ? 0 : n, EPOLL_CTL_MOD, at);
 }
 
 static int count_code(KeepAlive *c, int code) {

@@ -23,6 +23,25 @@ static struct timespec timespec_of(int64_t ns) {
     return (struct timespec){.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
 }
 
+/* The wall clock less the engine's, to put the kernel's receive timestamps on the engine's clock.
+   Read as the narrowest of three brackets (engine, wall, engine) and taken at the bracket's end:
+   a pause inside it can then only lengthen a latency, by at most its width, never shorten one.
+   (One unbracketed pair, its reads in whichever order the compiler chose, once made a 40 ms
+   response 39.65 ms.) */
+static int64_t wall_offset(void) {
+    int64_t best = 0, width = INT64_MAX;
+    for (int k = 0; k < 3 && width > 2000; k++) {
+        int64_t before = churn_now_ns();
+        int64_t wall = churn_clock_ns(CLOCK_REALTIME);
+        int64_t after = churn_now_ns();
+        if (after - before < width) {
+            width = after - before;
+            best = wall - after;
+        }
+    }
+    return best;
+}
+
 /* The ready sockets, waiting for one up to block_ns (0: what is ready now). */
 static int wait_events(KeepAlive *c, struct epoll_event *evs, int64_t block_ns) {
     if (block_ns <= 0) return epoll_wait(c->epfd, evs, BATCH, 0);
@@ -84,7 +103,7 @@ int ka_ready(KeepAlive *c) {
     int64_t waited = 0, block = 0; /* the first wait: what is ready now (the loop saw the set ready) */
     c->called = 0;
     for (;;) {
-        if (c->coalesce_ns) c->rt_offset = churn_clock_ns(CLOCK_REALTIME) - churn_now_ns();
+        if (c->coalesce_ns) c->rt_offset = wall_offset();
         int n = wait_events(c, evs, block);
         if (n < 0 && errno != EINTR) {
             PyErr_SetFromErrno(PyExc_OSError);
