@@ -41,7 +41,8 @@ typedef struct {
        timer, for the response to a request a little younger than the oldest in flight (at most
        coalesce_ns younger: _churn_keepalive_wait.c), so that it wakes once per several responses;
        each response is timed by the kernel's receive timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME:
-       rt_offset turns it into the engine's clock), so the wait is not in its latency. linger:
+       rt_offset, read bracketed, turns it into the engine's clock without ever making it earlier),
+       so the wait is not in its latency. linger:
        the time from a response's arrival to the next request on its connection, summed, and
        how many (the result says it). */
     int64_t coalesce_ns, rt_offset, linger_ns, linger_n;
