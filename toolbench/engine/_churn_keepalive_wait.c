@@ -26,8 +26,8 @@ static struct timespec timespec_of(int64_t ns) {
 /* The wall clock less the engine's, to put the kernel's receive timestamps on the engine's clock.
    Read as the narrowest of three brackets (engine, wall, engine) and taken at the bracket's end:
    a pause inside it can then only lengthen a latency, by at most its width, never shorten one.
-   (One unbracketed pair, its reads in whichever order the compiler chose, once made a 40 ms
-   response 39.65 ms.) */
+   (It was one unbracketed pair, its reads in whichever order the compiler chose: with the send
+   time read after the send, one of the two timed a 40 ms response at 39.65 ms in CI.) */
 static int64_t wall_offset(void) {
     int64_t best = 0, width = INT64_MAX;
     for (int k = 0; k < 3 && width > 2000; k++) {
